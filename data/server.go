@@ -1,0 +1,212 @@
+// Package data is Amalgam's data server (thesis 3.3.1, 3.3.4): it owns one
+// shard of blocks, executes read-modify-write operations on it, and commits
+// them by streaming XOR deltas to the parity servers and witnesses of each
+// stripe the operation touches.
+package data
+
+import (
+	"slices"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Server is one data server. It is a node.Node.
+type Server struct {
+	cfg     msg.Config
+	me      int // machine index, also the shard number
+	opNum   uint64
+	pending []*pendingOp // pending_ops, in op number order
+	blocks  *erasure.Blocks
+	clients clientTable
+	cfgHash uint64
+}
+
+// pendingOp is an executed operation not yet acknowledged by every parity
+// server of every stripe it touched.
+type pendingOp struct {
+	opNum     uint64
+	client    uint64
+	seq       uint64
+	replyTo   node.Addr
+	reply     msg.Reply
+	parts     []part // one per stripe touched, by stripe number
+	committed bool
+}
+
+// part tracks the acknowledgements of one stripe of an operation. Bit i of
+// acks is set once Layout.Backups(stripe)[i] sent PREPARE-OK.
+type part struct {
+	stripe int
+	acks   uint64
+}
+
+// New returns the data server of machine me in configuration cfg.
+func New(cfg msg.Config, me int) *Server {
+	s := &Server{cfg: cfg, me: me, opNum: 1, blocks: erasure.NewBlocks(cfg.Layout.BlockSize), clients: newClientTable()}
+	s.cfgHash = node.HashOf(cfg)
+	return s
+}
+
+// Init implements node.Node.
+func (s *Server) Init(node.Context) {}
+
+// Timer implements node.Node; the data server sets no timers yet.
+func (s *Server) Timer(node.Context, node.Timer) {}
+
+// Handle implements node.Node.
+func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
+	switch m := m.(type) {
+	case msg.Request:
+		s.onRequest(ctx, from, m)
+	case msg.PrepareOK:
+		s.onPrepareOK(ctx, from, m)
+	}
+}
+
+func (s *Server) primary() uint64 { return s.cfg.Data[s.me] }
+
+func (s *Server) owns(b uint64) bool {
+	return b < s.cfg.Layout.NumBlocks() && s.cfg.Layout.Shard(b) == s.me
+}
+
+func (s *Server) onRequest(ctx node.Context, from node.Addr, r msg.Request) {
+	if e, ok := s.clients.get(r.Client); ok {
+		if r.Seq == e.seq && e.done {
+			ctx.Send(from, e.reply) // the reply was lost: send it again
+		}
+		if r.Seq <= e.seq {
+			return // old, or still committing
+		}
+	}
+	l := s.cfg.Layout
+	if err := msg.ValidateTxn(r.Ops, l.BlockSize, s.owns); err != nil {
+		reply := msg.Reply{Seq: r.Seq, Err: err.Error()}
+		s.clients.put(r.Client, clientEntry{seq: r.Seq, done: true, reply: reply})
+		ctx.Send(from, reply)
+		return
+	}
+	outcome, written := msg.Execute(r.Ops, s.blocks.Get)
+	var stripes []int
+	for _, op := range r.Ops {
+		st, _ := l.Locate(op.Block)
+		if !slices.Contains(stripes, st) {
+			stripes = append(stripes, st)
+		}
+	}
+	slices.Sort(stripes)
+	p := &pendingOp{opNum: s.opNum, client: r.Client, seq: r.Seq, replyTo: from,
+		reply: msg.Reply{Seq: r.Seq, Outcome: outcome}}
+	s.opNum++
+	for _, st := range stripes {
+		_, pos := l.RoleOf(st, s.me)
+		b := l.Block(st, pos)
+		var delta []byte
+		if nv, ok := written[b]; ok {
+			delta = erasure.Delta(s.blocks.Get(b), nv)
+			s.blocks.Put(b, nv)
+		}
+		prep := msg.Prepare{Shard: s.me, Primary: s.primary(), OpNum: p.opNum, Stripe: st, Pos: pos,
+			Delta: delta, Stripes: stripes, Client: r.Client, Seq: r.Seq}
+		for i, m := range l.Backups(st) {
+			ctx.Stream(backupAddr(l, i, m), prep)
+		}
+		p.parts = append(p.parts, part{stripe: st})
+	}
+	s.pending = append(s.pending, p)
+	s.clients.put(r.Client, clientEntry{seq: r.Seq})
+}
+
+// backupAddr is the address of Backups(stripe)[i], which is machine m.
+func backupAddr(l erasure.Layout, i, m int) node.Addr {
+	if i < l.F {
+		return msg.ParityAddr(m)
+	}
+	return msg.WitnessAddr(m)
+}
+
+func (s *Server) onPrepareOK(ctx node.Context, from node.Addr, ok msg.PrepareOK) {
+	if ok.Shard != s.me || ok.Primary != s.primary() {
+		return
+	}
+	i, found := slices.BinarySearchFunc(s.pending, ok.OpNum, func(p *pendingOp, n uint64) int {
+		return cmpU64(p.opNum, n)
+	})
+	if !found {
+		return
+	}
+	p := s.pending[i]
+	l := s.cfg.Layout
+	for j := range p.parts {
+		if p.parts[j].stripe != ok.Stripe {
+			continue
+		}
+		for bi, m := range l.Backups(ok.Stripe) {
+			if backupAddr(l, bi, m) == from {
+				p.parts[j].acks |= 1 << bi
+			}
+		}
+	}
+	s.advance(ctx)
+}
+
+// advance commits every operation that has a quorum on each of its stripes
+// and whose predecessors are committed, then drops those that every parity
+// server holds.
+func (s *Server) advance(ctx node.Context) {
+	l := s.cfg.Layout
+	for _, p := range s.pending {
+		if p.committed {
+			continue
+		}
+		if !p.hasQuorum(l.F) {
+			break
+		}
+		p.committed = true
+		if e, ok := s.clients.get(p.client); ok && e.seq == p.seq {
+			s.clients.put(p.client, clientEntry{seq: p.seq, done: true, reply: p.reply})
+		}
+		ctx.Send(p.replyTo, p.reply)
+		for _, pt := range p.parts {
+			c := msg.Commit{Shard: s.me, Primary: s.primary(), OpNum: p.opNum, Stripe: pt.stripe}
+			for k := 0; k < l.F; k++ {
+				ctx.Stream(msg.ParityAddr(l.ParityMachine(pt.stripe, k)), c)
+			}
+		}
+	}
+	parityMask := uint64(1)<<l.F - 1
+	keep := s.pending[:0]
+	for _, p := range s.pending {
+		if p.committed && p.allAcked(parityMask) {
+			for _, pt := range p.parts {
+				d := msg.PrepareDrop{Shard: s.me, Primary: s.primary(), OpNum: p.opNum, Stripe: pt.stripe}
+				for i, m := range l.Backups(pt.stripe) {
+					ctx.Stream(backupAddr(l, i, m), d)
+				}
+			}
+			continue
+		}
+		keep = append(keep, p)
+	}
+	clear(s.pending[len(keep):])
+	s.pending = keep
+}
+
+func (p *pendingOp) hasQuorum(f int) bool {
+	for _, pt := range p.parts {
+		if popcount(pt.acks) < f {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *pendingOp) allAcked(mask uint64) bool {
+	for _, pt := range p.parts {
+		if pt.acks&mask != mask {
+			return false
+		}
+	}
+	return true
+}

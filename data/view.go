@@ -1,0 +1,28 @@
+package data
+
+// Read-only views of the server's state for tests, the checker and status.
+
+// Block returns the current contents of a block of this shard, including
+// the effect of operations not yet committed. Callers must not modify it.
+func (s *Server) Block(b uint64) []byte { return s.blocks.Get(b) }
+
+// Machine is the machine (and shard) this server runs on.
+func (s *Server) Machine() int { return s.me }
+
+// NextOpNum is op_num: the number the next operation will get.
+func (s *Server) NextOpNum() uint64 { return s.opNum }
+
+// PendingOps is the number of operations in pending_ops.
+func (s *Server) PendingOps() int { return len(s.pending) }
+
+// PendingOn reports whether an operation in pending_ops touches stripe st.
+func (s *Server) PendingOn(st int) bool {
+	for _, p := range s.pending {
+		for _, pt := range p.parts {
+			if pt.stripe == st {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,73 @@
+package msg
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Config is one numbered cluster configuration: the layout and the
+// incarnation of every server. The reconfiguration service issues them in
+// order; until it runs, every server starts from configuration 0.
+type Config struct {
+	Num    uint64
+	Layout erasure.Layout
+	// Data[m], Parity[m] and Witness[m] are the incarnation numbers of the
+	// servers on machine m. Data[m] is the shard's primary_num.
+	Data, Parity, Witness []uint64
+}
+
+// InitialConfig is configuration 0 for a layout: every server is
+// incarnation 1.
+func InitialConfig(l erasure.Layout) Config {
+	ones := func() []uint64 {
+		v := make([]uint64, l.N)
+		for i := range v {
+			v[i] = 1
+		}
+		return v
+	}
+	return Config{Layout: l, Data: ones(), Parity: ones(), Witness: ones()}
+}
+
+// Addresses of the servers on machine m.
+func DataAddr(m int) node.Addr    { return node.Addr(fmt.Sprintf("data/%d", m)) }
+func ParityAddr(m int) node.Addr  { return node.Addr(fmt.Sprintf("parity/%d", m)) }
+func WitnessAddr(m int) node.Addr { return node.Addr(fmt.Sprintf("witness/%d", m)) }
+func ClientAddr(c int) node.Addr  { return node.Addr(fmt.Sprintf("client/%d", c)) }
+
+// ParseAddr splits "role/index" into its parts.
+func ParseAddr(a node.Addr) (role string, index int, err error) {
+	role, num, ok := strings.Cut(string(a), "/")
+	index, err = strconv.Atoi(num)
+	if !ok || role == "" || err != nil || index < 0 {
+		return "", 0, fmt.Errorf("bad address %q", a)
+	}
+	return role, index, nil
+}
+
+// Hash adds the configuration to h.
+func (c Config) Hash(h *node.Hasher) {
+	h.Uint64(c.Num)
+	l := c.Layout
+	for _, v := range []int{l.N, l.G, l.F, l.W, l.Stripes, l.BlockSize} {
+		h.Int(v)
+	}
+	for _, xs := range [][]uint64{c.Data, c.Parity, c.Witness} {
+		h.Int(len(xs))
+		for _, x := range xs {
+			h.Uint64(x)
+		}
+	}
+}
+
+// Clone returns a deep copy.
+func (c Config) Clone() Config {
+	c.Data = append([]uint64(nil), c.Data...)
+	c.Parity = append([]uint64(nil), c.Parity...)
+	c.Witness = append([]uint64(nil), c.Witness...)
+	return c
+}

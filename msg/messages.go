@@ -1,0 +1,140 @@
+package msg
+
+import "github.com/amalgam-store/amalgam/node"
+
+// Request asks a data server to run Ops atomically (thesis 3.3.1 step 1).
+// Client and Seq make retries idempotent: a client has one request
+// outstanding and numbers them 1, 2, 3, ...
+type Request struct {
+	Client uint64
+	Seq    uint64
+	Ops    []Op
+}
+
+// Reply answers a Request once it has committed, or rejects it (Err set,
+// nothing applied). A rejected request is final for that Seq.
+type Reply struct {
+	Seq     uint64
+	Outcome Outcome
+	Err     string
+}
+
+// Prepare carries one operation's change to one stripe, from the shard's
+// data server to the stripe's parity servers and witnesses, over the
+// ordered stream (3.3.1 step 2). Stripes lists every stripe the operation
+// changes, so that recovery can tell whether all its parts survived (3.3.4).
+// Client and Seq identify the request for the client table.
+type Prepare struct {
+	Shard   int
+	Primary uint64 // the data server's primary_num
+	OpNum   uint64
+	Stripe  int
+	Pos     int    // the shard's data position in Stripe
+	Delta   []byte // old XOR new; nil when the op only read the stripe
+	Stripes []int
+	Client  uint64
+	Seq     uint64
+}
+
+// PrepareOK acknowledges a Prepare (3.3.1 step 3).
+type PrepareOK struct {
+	Shard   int
+	Primary uint64
+	OpNum   uint64
+	Stripe  int
+}
+
+// Commit tells parity servers that OpNum committed: fold its delta in.
+type Commit struct {
+	Shard   int
+	Primary uint64
+	OpNum   uint64
+	Stripe  int
+}
+
+// PrepareDrop tells parity servers and witnesses that every parity server
+// of the stripe holds OpNum: discard the Prepare (3.3.1 step 5).
+type PrepareDrop struct {
+	Shard   int
+	Primary uint64
+	OpNum   uint64
+	Stripe  int
+}
+
+// Hash implements node.Message.
+func (m Request) Hash(h *node.Hasher) {
+	h.Uint64(1)
+	h.Uint64(m.Client)
+	h.Uint64(m.Seq)
+	h.Int(len(m.Ops))
+	for _, op := range m.Ops {
+		op.Hash(h)
+	}
+}
+
+// Hash implements node.Message.
+func (m Reply) Hash(h *node.Hasher) {
+	h.Uint64(2)
+	h.Uint64(m.Seq)
+	h.Bool(m.Outcome.Aborted)
+	h.Int(len(m.Outcome.Results))
+	for _, r := range m.Outcome.Results {
+		r.Hash(h)
+	}
+	h.String(m.Err)
+}
+
+// Hash implements node.Message.
+func (m Prepare) Hash(h *node.Hasher) {
+	h.Uint64(3)
+	h.Int(m.Shard)
+	h.Uint64(m.Primary)
+	h.Uint64(m.OpNum)
+	h.Int(m.Stripe)
+	h.Int(m.Pos)
+	h.Bytes(m.Delta)
+	h.Int(len(m.Stripes))
+	for _, s := range m.Stripes {
+		h.Int(s)
+	}
+	h.Uint64(m.Client)
+	h.Uint64(m.Seq)
+}
+
+func hashRef(h *node.Hasher, tag uint64, shard int, primary, opNum uint64, stripe int) {
+	h.Uint64(tag)
+	h.Int(shard)
+	h.Uint64(primary)
+	h.Uint64(opNum)
+	h.Int(stripe)
+}
+
+// Hash implements node.Message.
+func (m PrepareOK) Hash(h *node.Hasher) { hashRef(h, 4, m.Shard, m.Primary, m.OpNum, m.Stripe) }
+
+// Hash implements node.Message.
+func (m Commit) Hash(h *node.Hasher) { hashRef(h, 5, m.Shard, m.Primary, m.OpNum, m.Stripe) }
+
+// Hash implements node.Message.
+func (m PrepareDrop) Hash(h *node.Hasher) { hashRef(h, 6, m.Shard, m.Primary, m.OpNum, m.Stripe) }
+
+// PrepKey identifies one stripe's part of one operation.
+type PrepKey struct {
+	Shard  int
+	OpNum  uint64
+	Stripe int
+}
+
+// Key returns the Prepare's identity.
+func (m Prepare) Key() PrepKey { return PrepKey{m.Shard, m.OpNum, m.Stripe} }
+
+// Less orders keys by shard, op number, stripe.
+func (k PrepKey) Less(o PrepKey) bool {
+	if k.Shard != o.Shard {
+		return k.Shard < o.Shard
+	}
+	if k.OpNum != o.OpNum {
+		return k.OpNum < o.OpNum
+	}
+	return k.Stripe < o.Stripe
+}

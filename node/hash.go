@@ -1,0 +1,68 @@
+package node
+
+import (
+	"encoding/binary"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Hasher builds canonical hashes of node state and messages. Writers must
+// feed fields in a fixed order and sort anything that comes from a map.
+type Hasher struct {
+	d   xxhash.Digest
+	buf [8]byte
+}
+
+// NewHasher returns an empty hasher.
+func NewHasher() *Hasher {
+	h := &Hasher{}
+	h.d.Reset()
+	return h
+}
+
+// Reset empties the hasher for reuse.
+func (h *Hasher) Reset() { h.d.Reset() }
+
+// Uint64 adds a number.
+func (h *Hasher) Uint64(v uint64) {
+	binary.LittleEndian.PutUint64(h.buf[:], v)
+	_, _ = h.d.Write(h.buf[:])
+}
+
+// Int adds a number.
+func (h *Hasher) Int(v int) { h.Uint64(uint64(v)) }
+
+// Bool adds a flag.
+func (h *Hasher) Bool(v bool) {
+	if v {
+		h.Uint64(1)
+	} else {
+		h.Uint64(0)
+	}
+}
+
+// Bytes adds a length-prefixed byte string (nil and empty hash alike).
+func (h *Hasher) Bytes(b []byte) {
+	h.Uint64(uint64(len(b)))
+	_, _ = h.d.Write(b)
+}
+
+// String adds a length-prefixed string.
+func (h *Hasher) String(s string) {
+	h.Uint64(uint64(len(s)))
+	_, _ = h.d.WriteString(s)
+}
+
+// Sum returns the hash of everything added so far.
+func (h *Hasher) Sum() uint64 { return h.d.Sum64() }
+
+// HashOf hashes a single message or timer value.
+func HashOf(v interface{ Hash(*Hasher) }) uint64 {
+	h := NewHasher()
+	v.Hash(h)
+	return h.Sum()
+}
+
+// BytesHash is the hash of a byte string on its own; nodes cache it per
+// block so that hashing a node does not re-read every block.
+func BytesHash(b []byte) uint64 { return xxhash.Sum64(b) }

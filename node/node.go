@@ -1,0 +1,66 @@
+// Package node is the API between Amalgam's protocol code and the hosts that
+// run it: the production runtime and the model checker in mc/.
+//
+// A Node is a deterministic state machine. Its handlers must:
+//   - not start goroutines, use channels or locks, read clocks (time.Now),
+//     sleep, use the global math/rand source, or do file or network I/O;
+//   - not let behaviour depend on Go map iteration order (sort keys first);
+//   - cause every effect (unordered send, ordered stream write, timer)
+//     through the Context the host passes in.
+//
+// Given the same state and the same event, a handler must produce the same
+// new state and the same effects, in the same order. The checker relies on
+// this to clone, hash and replay nodes.
+package node
+
+import "time"
+
+// Addr names a process: "data/2", "parity/4", "witness/1", "reconfig",
+// "client/17". The number after the role is the machine (or client) index.
+type Addr string
+
+// Message is anything a node sends. Messages are values: after a send the
+// sender must not modify it and receivers must not modify it either, because
+// hosts may deliver one message to several clones of a node.
+type Message interface {
+	// Hash writes a canonical encoding of the message into h.
+	Hash(h *Hasher)
+}
+
+// Timer is a value a node asks to receive back after a delay. The same
+// immutability rule as for messages applies.
+type Timer interface {
+	Hash(h *Hasher)
+}
+
+// Context is how a handler acts on the world. It is only valid during the
+// handler call it was passed to.
+type Context interface {
+	// Self is the address the node runs at.
+	Self() Addr
+	// Send an unordered message: it may be lost, duplicated or reordered.
+	Send(to Addr, m Message)
+	// Stream appends m to the ordered stream from Self to to: FIFO, lossless
+	// and exactly-once while both incarnations live. A stream ends when
+	// either end is replaced or crashes.
+	Stream(to Addr, m Message)
+	// SetTimer asks for Timer(t) to be called after a delay in [min, max].
+	SetTimer(t Timer, min, max time.Duration)
+}
+
+// Node is one protocol process.
+type Node interface {
+	// Init runs once when the node starts.
+	Init(ctx Context)
+	// Handle delivers a message from another node.
+	Handle(ctx Context, from Addr, m Message)
+	// Timer delivers a timer set earlier with ctx.SetTimer.
+	Timer(ctx Context, t Timer)
+	// Clone returns a deep copy that shares no mutable memory with the
+	// original (immutable buffers may be shared).
+	Clone() Node
+	// Hash returns a canonical hash of the node's state: equal states hash
+	// equal whatever the history that built them. Implementations should
+	// cache what did not change so that Hash is cheap.
+	Hash() uint64
+}
