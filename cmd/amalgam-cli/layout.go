@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/spf13/cobra"
+)
+
+func newLayoutCmd(gl *globalFlags) *cobra.Command {
+	var machines, g, f, w, blocks, blockSize int
+	cmd := &cobra.Command{
+		Use:   "layout",
+		Short: "Print which role each machine plays in each stripe",
+		Long: `layout prints the stripe layout for the given parameters without contacting
+a cluster: one row per stripe, one column per machine, and each cell the
+machine's role in that stripe: dK (data position K), pK (parity block K),
+wK (witness K) or - (none). Roles rotate across machines, so the pattern
+repeats every --machines stripes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if blocks < 1 {
+				return fmt.Errorf("layout: --blocks must be at least 1, got %d", blocks)
+			}
+			if g < 1 {
+				return fmt.Errorf("layout: --g must be at least 1, got %d", g)
+			}
+			l := erasure.Layout{N: machines, G: g, F: f, W: w, Stripes: (blocks + g - 1) / g, BlockSize: blockSize}
+			if err := l.Validate(); err != nil {
+				return fmt.Errorf("layout: %w", err)
+			}
+			if gl.output == "json" {
+				return writeJSON(cmd.OutOrStdout(), layoutJSON(l))
+			}
+			return writeLayoutText(cmd.OutOrStdout(), l)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&machines, "machines", 5, "number of machines n")
+	fl.IntVar(&g, "g", 3, "data blocks per stripe")
+	fl.IntVar(&f, "f", 2, "parity blocks per stripe")
+	fl.IntVar(&w, "w", 0, "witnesses per stripe")
+	fl.IntVar(&blocks, "blocks", 1024, "number of addressable blocks (rounded up to whole stripes)")
+	fl.IntVar(&blockSize, "block-size", 4096, "bytes per block")
+	return cmd
+}
+
+// roleLabel names machine m's role in stripe s: d0, p1, w0 or -.
+func roleLabel(l erasure.Layout, s, m int) string {
+	r, i := l.RoleOf(s, m)
+	switch r {
+	case erasure.RoleData:
+		return fmt.Sprintf("d%d", i)
+	case erasure.RoleParity:
+		return fmt.Sprintf("p%d", i)
+	case erasure.RoleWitness:
+		return fmt.Sprintf("w%d", i)
+	}
+	return "-"
+}
+
+func stripeRoles(l erasure.Layout, s int) []string {
+	roles := make([]string, l.N)
+	for m := range roles {
+		roles[m] = roleLabel(l, s, m)
+	}
+	return roles
+}
+
+func overhead(l erasure.Layout) float64 { return float64(l.F) / float64(l.G) }
+
+func writeLayoutText(out io.Writer, l erasure.Layout) error {
+	if _, err := fmt.Fprintf(out, "n=%d g=%d f=%d w=%d: %d stripes, %d blocks of %d bytes, storage overhead f/g=%.2f\n",
+		l.N, l.G, l.F, l.W, l.Stripes, l.NumBlocks(), l.BlockSize, overhead(l)); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	header := []string{"stripe"}
+	for m := 0; m < l.N; m++ {
+		header = append(header, fmt.Sprintf("m%d", m))
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for s := 0; s < l.Stripes; s++ {
+		fmt.Fprintf(tw, "%d\t%s\n", s, strings.Join(stripeRoles(l, s), "\t"))
+	}
+	return tw.Flush()
+}
+
+type layoutRow struct {
+	Stripe int      `json:"stripe"`
+	Roles  []string `json:"roles"`
+}
+
+type layoutDoc struct {
+	Machines  int         `json:"machines"`
+	G         int         `json:"g"`
+	F         int         `json:"f"`
+	W         int         `json:"w"`
+	Stripes   int         `json:"stripes"`
+	Blocks    uint64      `json:"blocks"`
+	BlockSize int         `json:"block_size"`
+	Overhead  float64     `json:"storage_overhead"`
+	Rows      []layoutRow `json:"rows"`
+}
+
+func layoutJSON(l erasure.Layout) layoutDoc {
+	doc := layoutDoc{
+		Machines: l.N, G: l.G, F: l.F, W: l.W,
+		Stripes: l.Stripes, Blocks: l.NumBlocks(), BlockSize: l.BlockSize,
+		Overhead: overhead(l),
+		Rows:     make([]layoutRow, l.Stripes),
+	}
+	for s := range doc.Rows {
+		doc.Rows[s] = layoutRow{Stripe: s, Roles: stripeRoles(l, s)}
+	}
+	return doc
+}

@@ -1,0 +1,14 @@
+// Command amalgam-cli talks to an Amalgam cluster and inspects layouts.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "amalgam-cli: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// defaultCluster is the entry address used when neither --cluster nor
+// AMALGAM_CLUSTER is given.
+const defaultCluster = "127.0.0.1:7400"
+
+// globalFlags are the flags every subcommand shares.
+type globalFlags struct {
+	cluster string
+	output  string
+	timeout time.Duration
+}
+
+func newRootCmd() *cobra.Command {
+	gl := &globalFlags{}
+	root := &cobra.Command{
+		Use:   "amalgam-cli",
+		Short: "Talk to an Amalgam cluster",
+		Long: `amalgam-cli talks to an Amalgam cluster and inspects stripe layouts.
+
+It finds the cluster through --cluster (default ` + defaultCluster + `, or the
+AMALGAM_CLUSTER environment variable), prints text by default and JSON with
+--output json, and exits with status 1 and a one-line reason on any error.
+
+Only the offline subcommands (version, layout) exist so far; the cluster
+runtime is not built yet (see README.md, section Status).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			switch gl.output {
+			case "text", "json":
+			default:
+				return fmt.Errorf("--output must be text or json, got %q", gl.output)
+			}
+			if gl.timeout <= 0 {
+				return fmt.Errorf("--timeout must be positive, got %v", gl.timeout)
+			}
+			if gl.cluster == "" {
+				return fmt.Errorf("--cluster must not be empty")
+			}
+			return nil
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+
+	cluster := os.Getenv("AMALGAM_CLUSTER")
+	if cluster == "" {
+		cluster = defaultCluster
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&gl.cluster, "cluster", cluster, "cluster entry address (env AMALGAM_CLUSTER)")
+	pf.StringVar(&gl.output, "output", "text", "output format: text or json")
+	pf.DurationVar(&gl.timeout, "timeout", 10*time.Second, "give up on a request after this long")
+
+	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl))
+	return root
+}
+
+// writeJSON prints v as indented JSON followed by a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,121 @@
+package mc
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/witness"
+	"github.com/amalgam-store/amalgam/workload"
+)
+
+// Amalgam builds the nodes of an Amalgam cluster in configuration cfg: a
+// data, parity and witness server per machine and one workload client per
+// script (client i at "client/i" with id i+1).
+func Amalgam(cfg msg.Config, code *erasure.Code, scripts [][][]msg.Op) map[node.Addr]node.Node {
+	nodes := map[node.Addr]node.Node{}
+	for m := 0; m < cfg.Layout.N; m++ {
+		nodes[msg.DataAddr(m)] = data.New(cfg, m)
+		nodes[msg.ParityAddr(m)] = parity.New(cfg, m, code)
+		if cfg.Layout.W > 0 {
+			nodes[msg.WitnessAddr(m)] = witness.New(cfg, m)
+		}
+	}
+	for i, sc := range scripts {
+		nodes[msg.ClientAddr(i)] = workload.NewClient(uint64(i+1), cfg.Layout, sc)
+	}
+	return nodes
+}
+
+// ClientsDone reports whether every workload client has all its replies.
+func ClientsDone(s *State) bool {
+	for _, a := range s.Addrs() {
+		if c, ok := s.Node(a).(*workload.Client); ok && !c.Done() {
+			return false
+		}
+	}
+	return true
+}
+
+// Quiescent reports whether stripe st has no operation in progress: no
+// data server has it in pending_ops, no parity server or witness holds a
+// PREPARE for it, and no protocol message for it is in flight.
+func Quiescent(s *State, l erasure.Layout, st int) bool {
+	busy := false
+	s.StreamMessages(func(e Envelope) {
+		switch m := e.Msg.(type) {
+		case msg.Prepare:
+			busy = busy || m.Stripe == st
+		case msg.Commit:
+			busy = busy || m.Stripe == st
+		case msg.PrepareDrop:
+			busy = busy || m.Stripe == st
+		case msg.PrepareOK:
+			busy = busy || m.Stripe == st
+		}
+	})
+	if busy {
+		return false
+	}
+	for m := 0; m < l.N; m++ {
+		if d, ok := s.Node(msg.DataAddr(m)).(*data.Server); ok && d.PendingOn(st) {
+			return false
+		}
+		if p, ok := s.Node(msg.ParityAddr(m)).(*parity.Server); ok && p.HoldsOn(st) {
+			return false
+		}
+		if w, ok := s.Node(msg.WitnessAddr(m)).(*witness.Server); ok && w.HoldsOn(st) {
+			return false
+		}
+	}
+	return true
+}
+
+// ParityConsistent checks invariant (a): every parity block of every
+// quiescent stripe equals the encoding of the stripe's data blocks.
+func ParityConsistent(s *State, l erasure.Layout, code *erasure.Code) error {
+	for st := 0; st < l.Stripes; st++ {
+		if !Quiescent(s, l, st) {
+			continue
+		}
+		if err := StripeConsistent(s, l, code, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StripeConsistent compares stripe st's parity blocks with the encoding of
+// its data blocks.
+func StripeConsistent(s *State, l erasure.Layout, code *erasure.Code, st int) error {
+	dataBlocks, parityBlocks := StripeBlocks(s, l, st)
+	want, err := code.Encode(dataBlocks)
+	if err != nil {
+		return err
+	}
+	for k := range want {
+		if !bytes.Equal(parityBlocks[k], want[k]) {
+			return fmt.Errorf("parity: stripe %d parity block %d (machine %d) is %x, encoding of the data is %x",
+				st, k, l.ParityMachine(st, k), parityBlocks[k], want[k])
+		}
+	}
+	return nil
+}
+
+// StripeBlocks returns the data blocks and parity blocks of stripe st as
+// the servers hold them now.
+func StripeBlocks(s *State, l erasure.Layout, st int) (dataBlocks, parityBlocks [][]byte) {
+	for pos := 0; pos < l.G; pos++ {
+		d := s.Node(msg.DataAddr(l.DataMachine(st, pos))).(*data.Server)
+		dataBlocks = append(dataBlocks, d.Block(l.Block(st, pos)))
+	}
+	for k := 0; k < l.F; k++ {
+		p := s.Node(msg.ParityAddr(l.ParityMachine(st, k))).(*parity.Server)
+		parityBlocks = append(parityBlocks, p.Block(st))
+	}
+	return dataBlocks, parityBlocks
+}
