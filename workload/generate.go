@@ -94,4 +94,3 @@ func txn(l erasure.Layout, b, blocks uint64, intn func(int) int, one func(msg.Ki
 	}
 	return ops
 }
-
