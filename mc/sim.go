@@ -34,7 +34,7 @@ func Simulate(s *State, opt SimOptions, done func(*State) bool, check func(Step)
 		if done != nil && done(s) {
 			return s, n, nil
 		}
-		evs := s.Events(Settings{})
+		evs := s.Events(Settings{MaxTimerFires: Unlimited})
 		if len(evs) == 0 {
 			return s, n, nil
 		}
