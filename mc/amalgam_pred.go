@@ -1,0 +1,347 @@
+package mc
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/witness"
+	"github.com/amalgam-store/amalgam/workload"
+	"github.com/anishathalye/porcupine"
+)
+
+// The Amalgam predicate library. Every predicate reads nodes through their
+// exported read-only views and never modifies a state.
+
+// ParityConsistency is invariant (a): the parity blocks of every quiescent
+// stripe encode its data blocks.
+func ParityConsistency(l erasure.Layout, code *erasure.Code) Predicate {
+	return Pred("parity consistent on quiescent stripes", func(s *State) (bool, string) {
+		if err := ParityConsistent(s, l, code); err != nil {
+			return false, err.Error()
+		}
+		return true, "every quiescent stripe's parity encodes its data"
+	})
+}
+
+// CommitInvariant is the invariant of thesis 3.4.1: a committed delta is
+// held by at least f+1 servers of its stripe (the data server, which
+// applied it, and parity servers or witnesses holding its PREPARE or, for
+// parity servers, having applied it), and every earlier operation of the
+// shard is committed too. A delta a parity server has applied must be
+// committed at its data server. Degraded blocks do not exist yet (no
+// recovery), and a crashed server keeps counting: its state is on disk.
+func CommitInvariant(l erasure.Layout) Predicate {
+	return Pred("committed deltas at f+1 servers, committed in op order (3.4.1)", func(s *State) (bool, string) {
+		for m := 0; m < l.N; m++ {
+			d, ok := s.Node(msg.DataAddr(m)).(*data.Server)
+			if !ok {
+				continue
+			}
+			ops := d.Ops()
+			var firstOpen uint64
+			for _, op := range ops {
+				if !op.Committed {
+					if firstOpen == 0 {
+						firstOpen = op.OpNum
+					}
+					continue
+				}
+				if firstOpen != 0 {
+					return false, fmt.Sprintf("shard %d: op %d is committed but earlier op %d is not", m, op.OpNum, firstOpen)
+				}
+				for _, st := range op.Stripes {
+					holders := []string{string(msg.DataAddr(m))}
+					for bi, bm := range l.Backups(st) {
+						a := backupAddr(l, bi, bm)
+						if holdsDelta(s.Node(a), m, op.OpNum, st) {
+							holders = append(holders, string(a))
+						}
+					}
+					if len(holders) < l.F+1 {
+						return false, fmt.Sprintf("shard %d op %d (client %d seq %d) is committed but stripe %d's delta is only at %s (need f+1=%d)",
+							m, op.OpNum, op.Client, op.Seq, st, strings.Join(holders, ", "), l.F+1)
+					}
+				}
+			}
+			for k := 0; k < l.N; k++ {
+				p, ok := s.Node(msg.ParityAddr(k)).(*parity.Server)
+				if !ok {
+					continue
+				}
+				for _, h := range p.Prepares() {
+					if !h.Applied || h.P.Shard != m {
+						continue
+					}
+					for _, op := range ops {
+						if op.OpNum <= h.P.OpNum && !op.Committed {
+							return false, fmt.Sprintf("%s applied shard %d op %d, but op %d is not committed at %s",
+								msg.ParityAddr(k), m, h.P.OpNum, op.OpNum, msg.DataAddr(m))
+						}
+					}
+				}
+			}
+		}
+		return true, "every committed delta is at f+1 servers"
+	})
+}
+
+func backupAddr(l erasure.Layout, i, m int) node.Addr {
+	if i < l.F {
+		return msg.ParityAddr(m)
+	}
+	return msg.WitnessAddr(m)
+}
+
+func holdsDelta(n node.Node, shard int, opNum uint64, st int) bool {
+	key := msg.PrepKey{Shard: shard, OpNum: opNum, Stripe: st}
+	var held []parity.Held
+	switch x := n.(type) {
+	case *parity.Server:
+		held = x.Prepares()
+		if x.OpNum(shard) >= opNum && !slices.ContainsFunc(held, func(h parity.Held) bool { return h.P.Key() == key }) {
+			return true // applied and dropped
+		}
+	case *witness.Server:
+		held = x.Prepares()
+	default:
+		return false
+	}
+	return slices.ContainsFunc(held, func(h parity.Held) bool { return h.P.Key() == key })
+}
+
+// AtMostOnce checks that no client request executes twice: the PREPAREs
+// and pending operations in the state give each (shard, client, seq) one
+// op number, and all the results for one request (replies in flight and
+// the reply the client kept) are equal.
+func AtMostOnce() Predicate {
+	return Pred("at most one result per request", func(s *State) (bool, string) {
+		type key struct {
+			shard       int
+			client, seq uint64
+		}
+		ops := map[key]uint64{}
+		why := ""
+		note := func(k key, op uint64, where string) {
+			if old, ok := ops[k]; ok && old != op && why == "" {
+				why = fmt.Sprintf("client %d request %d executed twice on shard %d (op %d and op %d, seen at %s)",
+					k.client, k.seq, k.shard, old, op, where)
+			}
+			ops[k] = op
+		}
+		for _, a := range s.Addrs() {
+			switch n := s.Node(a).(type) {
+			case *data.Server:
+				for _, op := range n.Ops() {
+					note(key{n.Machine(), op.Client, op.Seq}, op.OpNum, string(a))
+				}
+			case *parity.Server:
+				for _, h := range n.Prepares() {
+					note(key{h.P.Shard, h.P.Client, h.P.Seq}, h.P.OpNum, string(a))
+				}
+			case *witness.Server:
+				for _, h := range n.Prepares() {
+					note(key{h.P.Shard, h.P.Client, h.P.Seq}, h.P.OpNum, string(a))
+				}
+			}
+		}
+		s.StreamMessages(func(e Envelope) {
+			if p, ok := e.Msg.(msg.Prepare); ok {
+				note(key{p.Shard, p.Client, p.Seq}, p.OpNum, "stream "+string(e.From)+"->"+string(e.To))
+			}
+		})
+		if why != "" {
+			return false, why
+		}
+		type rkey struct {
+			to  node.Addr
+			seq uint64
+		}
+		results := map[rkey]uint64{}
+		for _, ci := range s.sys.clients {
+			c := s.nodes[ci].(replier)
+			for i, r := range c.Replies() {
+				results[rkey{s.sys.addrs[ci], uint64(i + 1)}] = node.HashOf(r)
+			}
+		}
+		for _, e := range s.net {
+			r, ok := e.Msg.(msg.Reply)
+			if !ok {
+				continue
+			}
+			k, h := rkey{e.To, r.Seq}, node.HashOf(r)
+			if old, ok := results[k]; ok && old != h {
+				return false, fmt.Sprintf("%s request %d has two different results (%s in flight from %s)",
+					e.To, r.Seq, workload.DescribeReply(r), e.From)
+			}
+			results[k] = h
+		}
+		return true, "every request has at most one execution and one result"
+	})
+}
+
+// Linearizable checks the workload clients' results with porcupine: every
+// completed operation with its reply, and every invoked operation without
+// a reply yet as pending (it may take effect at any point after its call,
+// with any result). Real time comes from the state's return order: a
+// closed-loop client invokes its next operation when a reply arrives.
+// Results are cached by the clients' states and the return order.
+func Linearizable(l erasure.Layout) Predicate {
+	model := linModel(l)
+	var cache sync.Map
+	return Pred("results linearizable", func(s *State) (bool, string) {
+		var h node.Hasher
+		h.Reset()
+		for _, ci := range s.sys.clients {
+			h.Uint64(s.nhash[ci])
+		}
+		for _, r := range s.returns {
+			h.Uint64(uint64(r))
+		}
+		k := h.Sum()
+		if v, ok := cache.Load(k); ok {
+			if v.(string) == "" {
+				return true, "the clients' history is linearizable"
+			}
+			return false, v.(string)
+		}
+		hist := History(s)
+		why := ""
+		if !porcupine.CheckOperations(model, hist) {
+			var b strings.Builder
+			fmt.Fprintf(&b, "history of %d operations is not linearizable:", len(hist))
+			for _, op := range hist {
+				out := "pending"
+				if r, ok := op.Output.(msg.Reply); ok {
+					out = workload.DescribeReply(r)
+				}
+				ret := fmt.Sprint(op.Return)
+				if op.Return == math.MaxInt64 {
+					ret = "-"
+				}
+				fmt.Fprintf(&b, " [client/%d %d..%s %s -> %s]", op.ClientId, op.Call, ret,
+					workload.DescribeTxn(op.Input.([]msg.Op)), out)
+			}
+			why = b.String()
+		}
+		cache.Store(k, why)
+		return why == "", why
+	})
+}
+
+// History rebuilds the clients' history from s: completed operations with
+// call and return times from the return order, and each client's current
+// operation as pending (Output nil, Return MaxInt64).
+func History(s *State) []porcupine.Operation {
+	var hist []porcupine.Operation
+	n := make([]int, len(s.sys.clients))
+	call := make([]int64, len(s.sys.clients))
+	for i, ci := range s.returns {
+		c := s.nodes[s.sys.clients[ci]].(*workload.Client)
+		t := int64(2*i + 2)
+		hist = append(hist, porcupine.Operation{ClientId: int(c.ID() - 1), Input: c.Script()[n[ci]],
+			Call: call[ci], Output: c.Replies()[n[ci]], Return: t})
+		n[ci]++
+		call[ci] = t + 1
+	}
+	for ci, ni := range s.sys.clients {
+		c := s.nodes[ni].(*workload.Client)
+		if n[ci] < len(c.Script()) {
+			hist = append(hist, porcupine.Operation{ClientId: int(c.ID() - 1), Input: c.Script()[n[ci]],
+				Call: call[ci], Return: math.MaxInt64})
+		}
+	}
+	return hist
+}
+
+type linState map[uint64]string
+
+// linModel is workload.Model extended with pending operations (Output
+// nil), which may have any result.
+func linModel(l erasure.Layout) porcupine.Model {
+	base := workload.Model(l)
+	zero := string(make([]byte, l.BlockSize))
+	return porcupine.Model{
+		Partition: base.Partition,
+		Init:      func() any { return linState{} },
+		Step: func(state, input, output any) (bool, any) {
+			st, ops := state.(linState), input.([]msg.Op)
+			shard := -1
+			if len(ops) > 0 && ops[0].Block < l.NumBlocks() {
+				shard = l.Shard(ops[0].Block)
+			}
+			owns := func(b uint64) bool { return b < l.NumBlocks() && l.Shard(b) == shard }
+			reply, done := output.(msg.Reply)
+			if err := msg.ValidateTxn(ops, l.BlockSize, owns); err != nil {
+				return !done || reply.Err != "", st
+			}
+			if done && reply.Err != "" {
+				return false, st
+			}
+			got, written := msg.Execute(ops, func(b uint64) []byte {
+				if v, ok := st[b]; ok {
+					return []byte(v)
+				}
+				return []byte(zero)
+			})
+			if done && !workload.SameOutcome(got, reply.Outcome) {
+				return false, st
+			}
+			if len(written) == 0 {
+				return true, st
+			}
+			next := make(linState, len(st)+len(written))
+			for k, v := range st {
+				next[k] = v
+			}
+			for b, v := range written {
+				if bytes.Equal(v, []byte(zero)) {
+					delete(next, b)
+				} else {
+					next[b] = string(v)
+				}
+			}
+			return true, next
+		},
+		Equal: func(a, b any) bool {
+			x, y := a.(linState), b.(linState)
+			if len(x) != len(y) {
+				return false
+			}
+			for k, v := range x {
+				if y[k] != v {
+					return false
+				}
+			}
+			return true
+		},
+	}
+}
+
+// ClientsDonePred holds when every workload client has all its replies.
+func ClientsDonePred() Predicate {
+	return Pred("all clients done", func(s *State) (bool, string) {
+		for _, ci := range s.sys.clients {
+			c := s.nodes[ci].(*workload.Client)
+			if !c.Done() {
+				return false, fmt.Sprintf("%s has %d of %d replies", s.sys.addrs[ci], len(c.Replies()), len(c.Script()))
+			}
+		}
+		return true, "every client has all its replies"
+	})
+}
+
+// RepliesAtLeast holds once the clients hold n replies in all.
+func RepliesAtLeast(n int) Predicate {
+	return Pred(fmt.Sprintf("%d replies received", n), func(s *State) (bool, string) {
+		return len(s.returns) >= n, fmt.Sprintf("%d replies", len(s.returns))
+	})
+}

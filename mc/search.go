@@ -1,0 +1,587 @@
+package mc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Strategy is how a search walks the state graph.
+type Strategy string
+
+// The strategies. Guided search is a chain of phases (see Guided), each of
+// which runs one of the others.
+const (
+	BFS    Strategy = "bfs"    // breadth-first, level by level: shortest counterexamples
+	DFS    Strategy = "dfs"    // depth-first (depth-bounded with MaxDepth)
+	Random Strategy = "random" // seeded random walks
+	Guided Strategy = "guided" // a scenario's plan of punctuated phases
+)
+
+// Outcome is how a search ended.
+type Outcome string
+
+// The outcomes.
+const (
+	Exhausted  Outcome = "exhausted"   // every reachable state (within MaxDepth) was explored
+	TimeLimit  Outcome = "time_limit"  // MaxTime ran out
+	StateLimit Outcome = "state_limit" // MaxStates distinct states were found
+	Violation  Outcome = "violation"   // an invariant failed (or a handler panicked)
+	GoalFound  Outcome = "goal_found"  // a goal holds
+	WalksDone  Outcome = "walks_done"  // random search: every walk ran
+)
+
+// Checks are the self-checks a search can run on every step (thesis
+// 4.3.1.2). They cost several times the search itself.
+type Checks struct {
+	Determinism bool // apply every event twice and compare fingerprints
+	CloneHash   bool // clone the changed node and compare hashes
+	Idempotence bool // redeliver every message and report handlers that change state again
+}
+
+// Options configure one search.
+type Options struct {
+	Strategy   Strategy
+	Settings   Settings
+	Invariants []Predicate // must hold in every reachable state
+	Goals      []Predicate // stop at the first state where one holds
+	Prunes     []Predicate // states where one holds are checked but not expanded
+	MaxDepth   int         // 0: no bound (random: walk length, default 200)
+	MaxStates  int         // 0: no bound
+	MaxTime    time.Duration
+	Workers    int    // BFS only; 0 means 1
+	Seed       uint64 // random walks
+	Walks      int    // random walks: number of walks (0: until a limit)
+	Checks     Checks
+	// Progress, if set, gets a line "states=... depth=... states/s=..."
+	// every ProgressEvery (default 1s) and one at the end.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+}
+
+// Result is what a search found.
+type Result struct {
+	Outcome     Outcome
+	States      int // distinct states found (fingerprints)
+	MaxDepth    int // deepest level reached
+	Elapsed     time.Duration
+	Predicate   string  // the failing invariant or the goal that holds
+	Explanation string  // its explanation
+	Trace       []Event // from the initial state to the violating or goal state
+	Final       *State  // the state the trace leads to
+	// Idempotence lists message types whose handler changed state when
+	// the message was delivered a second time (Checks.Idempotence).
+	Idempotence []string
+}
+
+// StatesPerSecond is the search's rate of distinct states.
+func (r *Result) StatesPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.States) / r.Elapsed.Seconds()
+}
+
+// HandlerPanicPredicate is the predicate name reported when a handler panics.
+const HandlerPanicPredicate = "no handler panics"
+
+// tnode is a node of the search tree: enough to rebuild a trace.
+type tnode struct {
+	parent *tnode
+	ev     Event
+	depth  int
+}
+
+func (t *tnode) trace() []Event {
+	var out []Event
+	for ; t != nil && t.parent != nil; t = t.parent {
+		out = append(out, t.ev)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// visited is a sharded set of fingerprints with the smallest depth each
+// was reached at.
+type visited struct {
+	shards [256]struct {
+		sync.Mutex
+		m map[uint64]int32
+	}
+	n atomic.Int64
+}
+
+func newVisited() *visited {
+	v := &visited{}
+	for i := range v.shards {
+		v.shards[i].m = map[uint64]int32{}
+	}
+	return v
+}
+
+// add records fp at depth d; it reports whether fp must be expanded: it is
+// new (fresh) or was only seen deeper before.
+func (v *visited) add(fp uint64, d int) (expand, fresh bool) {
+	sh := &v.shards[fp>>56]
+	sh.Lock()
+	old, seen := sh.m[fp]
+	if !seen || int32(d) < old {
+		sh.m[fp] = int32(d)
+	}
+	sh.Unlock()
+	if !seen {
+		v.n.Add(1)
+	}
+	return !seen || int32(d) < old, !seen
+}
+
+// searcher is the shared state of one search.
+type searcher struct {
+	opt    Options
+	vis    *visited
+	start  time.Time
+	depth  atomic.Int64
+	stop   atomic.Bool
+	mu     sync.Mutex
+	result *Result
+	idem   map[string]bool
+}
+
+// Search explores the state graph from init with opt.Strategy (BFS when
+// empty) and reports the first violation, the first goal, or how it ended.
+func Search(init *State, opt Options) *Result {
+	if opt.Workers < 1 {
+		opt.Workers = 1
+	}
+	if opt.ProgressEvery <= 0 {
+		opt.ProgressEvery = time.Second
+	}
+	sr := &searcher{opt: opt, vis: newVisited(), start: time.Now(), idem: map[string]bool{}}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	if opt.Progress != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(opt.ProgressEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					sr.progress()
+				}
+			}
+		}()
+	}
+	var out Outcome
+	switch opt.Strategy {
+	case DFS:
+		out = sr.dfs(init)
+	case Random:
+		out = sr.random(init)
+	case BFS, "":
+		out = sr.bfs(init)
+	default:
+		panic(fmt.Sprintf("mc: Search: unknown strategy %q", opt.Strategy))
+	}
+	close(done)
+	wg.Wait()
+	r := sr.result
+	if r == nil {
+		r = &Result{Outcome: out}
+	}
+	r.States = int(sr.vis.n.Load())
+	r.MaxDepth = int(sr.depth.Load())
+	r.Elapsed = time.Since(sr.start)
+	for k := range sr.idem {
+		r.Idempotence = append(r.Idempotence, k)
+	}
+	if opt.Progress != nil {
+		sr.progress()
+	}
+	return r
+}
+
+func (sr *searcher) progress() {
+	el := time.Since(sr.start)
+	n := sr.vis.n.Load()
+	fmt.Fprintf(sr.opt.Progress, "mc: states=%d depth=%d elapsed=%.1fs states/s=%.0f\n",
+		n, sr.depth.Load(), el.Seconds(), float64(n)/max(el.Seconds(), 1e-9))
+}
+
+func (sr *searcher) noteDepth(d int) {
+	for {
+		cur := sr.depth.Load()
+		if int64(d) <= cur || sr.depth.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
+}
+
+// limit reports a reached time or state limit.
+func (sr *searcher) limit() (Outcome, bool) {
+	if sr.opt.MaxTime > 0 && time.Since(sr.start) > sr.opt.MaxTime {
+		return TimeLimit, true
+	}
+	if sr.opt.MaxStates > 0 && sr.vis.n.Load() >= int64(sr.opt.MaxStates) {
+		return StateLimit, true
+	}
+	return "", false
+}
+
+// found records a violation or goal; the first one wins.
+func (sr *searcher) found(out Outcome, pred, why string, t *tnode, s *State) {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if sr.result == nil {
+		sr.result = &Result{Outcome: out, Predicate: pred, Explanation: why, Trace: t.trace(), Final: s}
+	}
+	sr.stop.Store(true)
+}
+
+// examine checks a newly reached state: invariants, then goals. It reports
+// whether the search must stop.
+func (sr *searcher) examine(s *State, t *tnode) bool {
+	for _, p := range sr.opt.Invariants {
+		if ok, why := p.Check(s); !ok {
+			sr.found(Violation, p.Name, why, t, s)
+			return true
+		}
+	}
+	for _, p := range sr.opt.Goals {
+		if ok, why := p.Check(s); ok {
+			sr.found(GoalFound, p.Name, why, t, s)
+			return true
+		}
+	}
+	return false
+}
+
+func (sr *searcher) pruned(s *State) bool {
+	for _, p := range sr.opt.Prunes {
+		if ok, _ := p.Check(s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// step applies e to s, running the self-checks; a handler panic is
+// recorded as a violation and yields nil.
+func (sr *searcher) step(s *State, e Event, parent *tnode) (*State, *tnode) {
+	next, err := s.Apply(e)
+	t := &tnode{parent: parent, ev: e, depth: parent.depth + 1}
+	if err != nil {
+		var hp *HandlerPanic
+		if errors.As(err, &hp) {
+			sr.found(Violation, HandlerPanicPredicate, hp.Error(), t, next)
+			return nil, nil
+		}
+		panic(fmt.Sprintf("mc: event %v from its own Events: %v", e, err))
+	}
+	if c := sr.opt.Checks; c.Determinism || c.CloneHash || c.Idempotence {
+		if why := sr.selfCheck(s, e, next); why != "" {
+			sr.found(Violation, "self-check", why, t, next)
+			return nil, nil
+		}
+	}
+	return next, t
+}
+
+func (sr *searcher) selfCheck(s *State, e Event, next *State) string {
+	c := sr.opt.Checks
+	if c.Determinism {
+		again, err := s.Apply(e)
+		if err != nil || again.fp != next.fp {
+			return fmt.Sprintf("determinism: %v applied twice to one state gives different states", e)
+		}
+	}
+	i, ok := next.sys.index[e.Target()]
+	if c.CloneHash && ok {
+		lk := &next.sys.cloneLocks[next.nhash[i]%uint64(len(next.sys.cloneLocks))]
+		lk.Lock()
+		cl := next.nodes[i].Clone()
+		lk.Unlock()
+		if h := cl.Hash(); h != next.nhash[i] {
+			return fmt.Sprintf("clone/hash: a clone of %s hashes %016x, the original %016x", e.Target(), h, next.nhash[i])
+		}
+	}
+	if c.Idempotence && ok && (e.Kind == Deliver || e.Kind == StreamIn) && !next.crashed[i] {
+		lk := &next.sys.cloneLocks[next.nhash[i]%uint64(len(next.sys.cloneLocks))]
+		lk.Lock()
+		cl := next.nodes[i].Clone()
+		lk.Unlock()
+		func() {
+			defer func() { _ = recover() }()
+			cl.Handle(next.context(e.Env.To), e.Env.From, e.Env.Msg)
+		}()
+		if cl.Hash() != next.nhash[i] {
+			sr.mu.Lock()
+			sr.idem[fmt.Sprintf("%T at %s", e.Env.Msg, e.Env.To)] = true
+			sr.mu.Unlock()
+		}
+	}
+	return ""
+}
+
+type item struct {
+	s *State
+	t *tnode
+}
+
+// bfs is level-synchronous: workers expand one level's states in parallel
+// and the next level starts when all are done, so the first violation
+// found is at the smallest depth (a shortest counterexample).
+func (sr *searcher) bfs(init *State) Outcome {
+	root := &tnode{}
+	sr.vis.add(init.fp, 0)
+	if sr.examine(init, root) {
+		return ""
+	}
+	level := []item{{init, root}}
+	for depth := 0; len(level) > 0; depth++ {
+		sr.noteDepth(depth)
+		if sr.opt.MaxDepth > 0 && depth >= sr.opt.MaxDepth {
+			return Exhausted
+		}
+		var next [][]item
+		var limitHit atomic.Value
+		var idx atomic.Int64
+		const chunk = 32
+		w := min(sr.opt.Workers, 1+len(level)/chunk)
+		next = make([][]item, w)
+		var wg sync.WaitGroup
+		for k := 0; k < w; k++ {
+			wg.Add(1)
+			go func(k int) {
+				defer wg.Done()
+				var out []item
+				for !sr.stop.Load() {
+					lo := int(idx.Add(chunk)) - chunk
+					if lo >= len(level) {
+						break
+					}
+					if o, hit := sr.limit(); hit {
+						limitHit.Store(o)
+						sr.stop.Store(true)
+						break
+					}
+					for _, it := range level[lo:min(lo+chunk, len(level))] {
+						if sr.pruned(it.s) {
+							continue
+						}
+						for _, e := range it.s.Events(sr.opt.Settings) {
+							ns, nt := sr.step(it.s, e, it.t)
+							if ns == nil {
+								return
+							}
+							if _, fresh := sr.vis.add(ns.fp, depth+1); !fresh {
+								continue
+							}
+							if sr.examine(ns, nt) {
+								return
+							}
+							out = append(out, item{ns, nt})
+						}
+					}
+				}
+				next[k] = out
+			}(k)
+		}
+		wg.Wait()
+		if sr.result != nil {
+			return ""
+		}
+		if o, ok := limitHit.Load().(Outcome); ok {
+			return o
+		}
+		level = level[:0:0]
+		for _, o := range next {
+			level = append(level, o...)
+		}
+		if len(level) > 0 {
+			sr.noteDepth(depth + 1)
+		}
+	}
+	return Exhausted
+}
+
+// dfs explores depth-first. A state reached again at a smaller depth than
+// before is expanded again, so that with MaxDepth it finds exactly the
+// states BFS finds with the same bound.
+func (sr *searcher) dfs(init *State) Outcome {
+	root := &tnode{}
+	sr.vis.add(init.fp, 0)
+	if sr.examine(init, root) {
+		return ""
+	}
+	type frame struct {
+		s   *State
+		t   *tnode
+		evs []Event
+	}
+	stack := []frame{{init, root, init.Events(sr.opt.Settings)}}
+	if sr.pruned(init) {
+		return Exhausted
+	}
+	n := 0
+	for len(stack) > 0 {
+		if n++; n%256 == 0 {
+			if o, hit := sr.limit(); hit {
+				return o
+			}
+		}
+		top := &stack[len(stack)-1]
+		if len(top.evs) == 0 {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		e := top.evs[0]
+		top.evs = top.evs[1:]
+		ns, nt := sr.step(top.s, e, top.t)
+		if ns == nil {
+			return ""
+		}
+		expand, fresh := sr.vis.add(ns.fp, nt.depth)
+		if !expand {
+			continue
+		}
+		sr.noteDepth(nt.depth)
+		if fresh && sr.examine(ns, nt) {
+			return ""
+		}
+		if sr.pruned(ns) || sr.opt.MaxDepth > 0 && nt.depth >= sr.opt.MaxDepth {
+			continue
+		}
+		stack = append(stack, frame{ns, nt, ns.Events(sr.opt.Settings)})
+	}
+	return Exhausted
+}
+
+// random runs seeded random walks of at most MaxDepth steps (default 200)
+// from init, each with its own seed derived from Seed.
+func (sr *searcher) random(init *State) Outcome {
+	root := &tnode{}
+	sr.vis.add(init.fp, 0)
+	if sr.examine(init, root) {
+		return ""
+	}
+	depth := sr.opt.MaxDepth
+	if depth <= 0 {
+		depth = 200
+	}
+	var walks atomic.Int64
+	var out atomic.Value
+	var wg sync.WaitGroup
+	for w := 0; w < sr.opt.Workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for !sr.stop.Load() {
+				k := walks.Add(1) - 1
+				if sr.opt.Walks > 0 && k >= int64(sr.opt.Walks) {
+					out.CompareAndSwap(nil, WalksDone)
+					return
+				}
+				if o, hit := sr.limit(); hit {
+					out.CompareAndSwap(nil, o)
+					sr.stop.Store(true)
+					return
+				}
+				rng := rand.New(rand.NewPCG(sr.opt.Seed, uint64(k)))
+				s, t := init, root
+				for d := 0; d < depth && !sr.pruned(s); d++ {
+					evs := s.Events(sr.opt.Settings)
+					if len(evs) == 0 {
+						break
+					}
+					ns, nt := sr.step(s, evs[rng.IntN(len(evs))], t)
+					if ns == nil {
+						return
+					}
+					sr.noteDepth(nt.depth)
+					if _, fresh := sr.vis.add(ns.fp, nt.depth); fresh && sr.examine(ns, nt) {
+						return
+					}
+					s, t = ns, nt
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if o, ok := out.Load().(Outcome); ok && sr.result == nil {
+		return o
+	}
+	return ""
+}
+
+// Phase is one search of a punctuated chain (thesis 4.3.3.2): every phase
+// but the last must reach one of its Goals; the next phase starts from the
+// state found.
+type Phase struct {
+	Name string
+	Options
+}
+
+// RunGuided runs the phases in order from init. The result is the last
+// phase's, with the states of all phases added up and the traces joined;
+// an earlier phase that ends without reaching its goal ends the chain with
+// its own outcome. Progress, MaxTime and Workers of opt apply to every
+// phase that sets none itself.
+func RunGuided(init *State, phases []Phase, common Options) *Result {
+	start := time.Now()
+	total := &Result{}
+	var trace []Event
+	s := init
+	for i, ph := range phases {
+		o := ph.Options
+		if o.Progress == nil {
+			o.Progress, o.ProgressEvery = common.Progress, common.ProgressEvery
+		}
+		if o.Workers == 0 {
+			o.Workers = common.Workers
+		}
+		if common.MaxTime > 0 {
+			left := common.MaxTime - time.Since(start)
+			if left <= 0 {
+				left = time.Millisecond
+			}
+			if o.MaxTime == 0 || o.MaxTime > left {
+				o.MaxTime = left
+			}
+		}
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "mc: phase %d/%d %s (%s)\n", i+1, len(phases), ph.Name, o.Strategy)
+		}
+		r := Search(s, o)
+		total.States += r.States
+		total.MaxDepth = max(total.MaxDepth, len(trace)+r.MaxDepth)
+		trace = append(trace, r.Trace...)
+		last := i == len(phases)-1
+		if !last && r.Outcome == GoalFound {
+			s = r.Final
+			continue
+		}
+		total.Outcome, total.Predicate, total.Explanation = r.Outcome, r.Predicate, r.Explanation
+		total.Final, total.Idempotence = r.Final, r.Idempotence
+		if !last && r.Outcome != Violation {
+			total.Explanation = fmt.Sprintf("phase %q ended %s without reaching its goal", ph.Name, r.Outcome)
+		}
+		break
+	}
+	total.Trace = trace
+	total.Elapsed = time.Since(start)
+	return total
+}
+
+// DefaultWorkers is a sensible worker count for this machine.
+func DefaultWorkers() int { return max(1, runtime.GOMAXPROCS(0)) }
