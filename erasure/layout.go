@@ -38,6 +38,8 @@ func (l Layout) Validate() error {
 		return fmt.Errorf("w must not be negative, got %d", l.W)
 	case l.G+l.F > 256:
 		return fmt.Errorf("g+f must be at most 256, got %d", l.G+l.F)
+	case l.F+l.W > 64:
+		return fmt.Errorf("f+w must be at most 64 (acknowledgements are tracked in a 64-bit mask), got %d", l.F+l.W)
 	case l.N < l.G+l.F+l.W:
 		return fmt.Errorf("need at least g+f+w=%d machines, got %d", l.G+l.F+l.W, l.N)
 	case l.Stripes < 1:

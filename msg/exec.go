@@ -46,14 +46,6 @@ func Execute(ops []Op, get func(block uint64) []byte) (Outcome, map[uint64][]byt
 		}
 		return get(b)
 	}
-	for _, op := range ops {
-		if op.Kind == OpCheck {
-			b := block(op.Block)
-			if !bytes.Equal(b[op.Offset:op.Offset+len(op.Expect)], op.Expect) {
-				return Outcome{Aborted: true}, nil
-			}
-		}
-	}
 	written := map[uint64][]byte{}
 	writable := func(b uint64) []byte {
 		if v, ok := written[b]; ok {
@@ -95,6 +87,12 @@ func Execute(ops []Op, get func(block uint64) []byte) (Outcome, map[uint64][]byt
 				r.OK = true
 			}
 		case OpCheck:
+			// Checked in order, so a check sees the txn's earlier ops;
+			// on failure the private copies in written are dropped.
+			b := block(op.Block)
+			if !bytes.Equal(b[op.Offset:op.Offset+len(op.Expect)], op.Expect) {
+				return Outcome{Aborted: true}, nil
+			}
 			r.OK = true
 		}
 	}

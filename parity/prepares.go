@@ -3,14 +3,37 @@ package parity
 import (
 	"slices"
 
+	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
+
+// Acceptable reports whether the server playing role on machine me accepts
+// PREPARE m: it comes from the shard's current data server, for a stripe in
+// which me plays role, at the shard's position, with a block-sized delta or
+// none.
+func Acceptable(cfg msg.Config, me int, role erasure.Role, m msg.Prepare) bool {
+	l := cfg.Layout
+	if !FromPrimary(cfg, m.Shard, m.Primary) || m.Stripe < 0 || m.Stripe >= l.Stripes {
+		return false
+	}
+	if r, _ := l.RoleOf(m.Stripe, me); r != role {
+		return false
+	}
+	r, pos := l.RoleOf(m.Stripe, m.Shard)
+	return r == erasure.RoleData && pos == m.Pos && (m.Delta == nil || len(m.Delta) == l.BlockSize)
+}
+
+// FromPrimary reports whether primary is the current data server of shard.
+func FromPrimary(cfg msg.Config, shard int, primary uint64) bool {
+	return shard >= 0 && shard < len(cfg.Data) && cfg.Data[shard] == primary
+}
 
 // Held is a PREPARE held by a parity server or witness.
 type Held struct {
 	P       msg.Prepare
 	Applied bool
+	ph      uint64 // hash of P, cached: P may carry a whole block's delta
 }
 
 // PrepareSet is the prepares set of a parity server or witness. Entries
@@ -18,6 +41,9 @@ type Held struct {
 type PrepareSet struct {
 	m   map[msg.PrepKey]Held
 	acc uint64
+	// changed records keys added, changed or removed since the last
+	// TakeChanged; nil (off) unless Track was called. Clones do not track.
+	changed map[msg.PrepKey]bool
 }
 
 // NewPrepareSet returns an empty set.
@@ -33,12 +59,15 @@ func (s *PrepareSet) put(k msg.PrepKey, e Held) {
 	s.Remove(k)
 	s.m[k] = e
 	s.acc ^= e.hash()
+	if s.changed != nil {
+		s.changed[k] = true
+	}
 }
 
 // Add holds p unless a PREPARE with its key is held already.
 func (s *PrepareSet) Add(p msg.Prepare) {
 	if _, ok := s.m[p.Key()]; !ok {
-		s.put(p.Key(), Held{P: p})
+		s.put(p.Key(), Held{P: p, ph: node.HashOf(p)})
 	}
 }
 
@@ -55,6 +84,9 @@ func (s *PrepareSet) Remove(k msg.PrepKey) {
 	if e, ok := s.m[k]; ok {
 		s.acc ^= e.hash()
 		delete(s.m, k)
+		if s.changed != nil {
+			s.changed[k] = true
+		}
 	}
 }
 
@@ -96,11 +128,34 @@ func (s PrepareSet) Clone() PrepareSet {
 }
 
 func (e Held) hash() uint64 {
-	h := node.NewHasher()
-	e.P.Hash(h)
-	h.Bool(e.Applied)
-	return h.Sum()
+	ph := e.ph
+	if ph == 0 {
+		ph = node.HashOf(e.P)
+	}
+	if e.Applied {
+		return ph ^ 0x9e3779b97f4a7c15
+	}
+	return ph
 }
 
 // Hash is an order-independent hash of the set.
 func (s PrepareSet) Hash() uint64 { return s.acc }
+
+// Track starts recording changed keys for TakeChanged. Every PREPARE held
+// now counts as changed.
+func (s *PrepareSet) Track() {
+	s.changed = make(map[msg.PrepKey]bool, len(s.m))
+	for k := range s.m {
+		s.changed[k] = true
+	}
+}
+
+// TakeChanged calls fn for every key changed since the previous call, with
+// the PREPARE now held under it (ok false if none), and forgets them.
+func (s *PrepareSet) TakeChanged(fn func(k msg.PrepKey, e Held, ok bool)) {
+	for k := range s.changed {
+		e, ok := s.m[k]
+		fn(k, e, ok)
+	}
+	clear(s.changed)
+}
