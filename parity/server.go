@@ -1,0 +1,113 @@
+// Package parity is Amalgam's parity server (thesis 3.3.1): it accepts
+// PREPAREs from the current data server of each shard, acknowledges them,
+// and folds coefficient x delta into its parity block when the operation
+// commits.
+package parity
+
+import (
+	"slices"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Server is one parity server. It is a node.Node.
+type Server struct {
+	cfg      msg.Config
+	me       int
+	code     *erasure.Code // immutable, shared by clones
+	prepares PrepareSet
+	opNums   []uint64        // per shard: the highest op number applied
+	blocks   *erasure.Blocks // parity blocks by stripe number
+	cfgHash  uint64
+}
+
+// New returns the parity server of machine me. The code must match the
+// layout's g and f.
+func New(cfg msg.Config, me int, code *erasure.Code) *Server {
+	s := &Server{cfg: cfg, me: me, code: code, prepares: NewPrepareSet(),
+		opNums: make([]uint64, cfg.Layout.N), blocks: erasure.NewBlocks(cfg.Layout.BlockSize)}
+	s.cfgHash = node.HashOf(cfg)
+	return s
+}
+
+// Init implements node.Node.
+func (s *Server) Init(node.Context) {}
+
+// Timer implements node.Node; the parity server sets no timers.
+func (s *Server) Timer(node.Context, node.Timer) {}
+
+// Handle implements node.Node.
+func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
+	switch m := m.(type) {
+	case msg.Prepare:
+		if !Acceptable(s.cfg, s.me, erasure.RoleParity, m) {
+			return
+		}
+		s.prepares.Add(m)
+		ctx.Stream(from, msg.PrepareOK{Shard: m.Shard, Primary: m.Primary, OpNum: m.OpNum, Stripe: m.Stripe})
+	case msg.Commit:
+		if FromPrimary(s.cfg, m.Shard, m.Primary) {
+			s.apply(msg.PrepKey{Shard: m.Shard, OpNum: m.OpNum, Stripe: m.Stripe})
+		}
+	case msg.PrepareDrop:
+		if FromPrimary(s.cfg, m.Shard, m.Primary) {
+			k := msg.PrepKey{Shard: m.Shard, OpNum: m.OpNum, Stripe: m.Stripe}
+			s.apply(k) // in case the COMMIT never came
+			s.prepares.Remove(k)
+		}
+	}
+}
+
+// apply folds a prepared delta into the parity block, once.
+func (s *Server) apply(k msg.PrepKey) {
+	e, ok := s.prepares.Get(k)
+	if !ok || e.Applied {
+		return
+	}
+	if e.P.Delta != nil {
+		_, idx := s.cfg.Layout.RoleOf(k.Stripe, s.me)
+		s.code.ApplyDelta(s.blocks.Mutable(uint64(k.Stripe)), idx, e.P.Pos, e.P.Delta)
+	}
+	s.prepares.MarkApplied(k)
+	s.opNums[k.Shard] = max(s.opNums[k.Shard], k.OpNum)
+}
+
+// Block returns the parity block of stripe st. Callers must not modify it.
+func (s *Server) Block(st int) []byte { return s.blocks.Get(uint64(st)) }
+
+// Machine is the machine this server runs on.
+func (s *Server) Machine() int { return s.me }
+
+// OpNum is the highest op number of shard applied here.
+func (s *Server) OpNum(shard int) uint64 { return s.opNums[shard] }
+
+// Prepares lists the held PREPAREs in key order, with whether each has
+// been applied.
+func (s *Server) Prepares() []Held { return s.prepares.List() }
+
+// HoldsOn reports whether a held PREPARE is for stripe st.
+func (s *Server) HoldsOn(st int) bool { return s.prepares.HoldsOn(st) }
+
+// Clone implements node.Node.
+func (s *Server) Clone() node.Node {
+	c := *s
+	c.prepares = s.prepares.Clone()
+	c.opNums = slices.Clone(s.opNums)
+	c.blocks = s.blocks.Clone()
+	return &c
+}
+
+// Hash implements node.Node.
+func (s *Server) Hash() uint64 {
+	h := node.NewHasher()
+	h.Uint64(s.cfgHash)
+	h.Int(s.me)
+	h.Uint64(s.prepares.Hash())
+	for _, n := range s.opNums {
+		h.Uint64(n)
+	}
+	h.Uint64(s.blocks.Hash())
+	return h.Sum()
+}

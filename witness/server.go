@@ -1,0 +1,72 @@
+// Package witness is Amalgam's replication witness (thesis 3.3.3): it holds
+// PREPAREs from the current data server of each shard, acknowledges them so
+// they count toward the commit quorum, and discards them on PREPARE-DROP.
+// It stores no blocks.
+package witness
+
+import (
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/parity"
+)
+
+// Server is one witness. It is a node.Node.
+type Server struct {
+	cfg      msg.Config
+	me       int
+	prepares parity.PrepareSet
+	cfgHash  uint64
+}
+
+// New returns the witness of machine me.
+func New(cfg msg.Config, me int) *Server {
+	return &Server{cfg: cfg, me: me, prepares: parity.NewPrepareSet(), cfgHash: node.HashOf(cfg)}
+}
+
+// Init implements node.Node.
+func (s *Server) Init(node.Context) {}
+
+// Timer implements node.Node; the witness sets no timers.
+func (s *Server) Timer(node.Context, node.Timer) {}
+
+// Handle implements node.Node.
+func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
+	switch m := m.(type) {
+	case msg.Prepare:
+		if !parity.Acceptable(s.cfg, s.me, erasure.RoleWitness, m) {
+			return
+		}
+		s.prepares.Add(m)
+		ctx.Stream(from, msg.PrepareOK{Shard: m.Shard, Primary: m.Primary, OpNum: m.OpNum, Stripe: m.Stripe})
+	case msg.PrepareDrop:
+		if m.Shard >= 0 && m.Shard < len(s.cfg.Data) && m.Primary == s.cfg.Data[m.Shard] {
+			s.prepares.Remove(msg.PrepKey{Shard: m.Shard, OpNum: m.OpNum, Stripe: m.Stripe})
+		}
+	}
+}
+
+// Machine is the machine this witness runs on.
+func (s *Server) Machine() int { return s.me }
+
+// Prepares lists the held PREPAREs in key order.
+func (s *Server) Prepares() []parity.Held { return s.prepares.List() }
+
+// HoldsOn reports whether a held PREPARE is for stripe st.
+func (s *Server) HoldsOn(st int) bool { return s.prepares.HoldsOn(st) }
+
+// Clone implements node.Node.
+func (s *Server) Clone() node.Node {
+	c := *s
+	c.prepares = s.prepares.Clone()
+	return &c
+}
+
+// Hash implements node.Node.
+func (s *Server) Hash() uint64 {
+	h := node.NewHasher()
+	h.Uint64(s.cfgHash)
+	h.Int(s.me)
+	h.Uint64(s.prepares.Hash())
+	return h.Sum()
+}
