@@ -76,7 +76,7 @@ func (s *Server) onRequest(ctx node.Context, from node.Addr, r msg.Request) {
 		if r.Seq == e.seq && e.done {
 			ctx.Send(from, e.reply) // the reply was lost: send it again
 		}
-		if r.Seq <= e.seq {
+		if r.Seq < e.seq || r.Seq == e.seq && (e.done || Mutant != "retry-reexecutes") {
 			return // old, or still committing
 		}
 	}
@@ -105,6 +105,13 @@ func (s *Server) onRequest(ctx node.Context, from node.Addr, r msg.Request) {
 		var delta []byte
 		if nv, ok := written[b]; ok {
 			delta = erasure.Delta(s.blocks.Get(b), nv)
+			switch Mutant {
+			case "delta-new-value":
+				delta = append([]byte(nil), nv...)
+			case "delta-after-put":
+				s.blocks.Put(b, nv)
+				delta = erasure.Delta(s.blocks.Get(b), nv)
+			}
 			s.blocks.Put(b, nv)
 		}
 		prep := msg.Prepare{Shard: s.me, Primary: s.primary(), OpNum: p.opNum, Stripe: st, Pos: pos,
@@ -160,12 +167,22 @@ func (s *Server) advance(ctx node.Context) {
 		if p.committed {
 			continue
 		}
-		if !p.hasQuorum(l.F) {
+		q := l.F
+		if Mutant == "commit-f-1" {
+			q--
+		}
+		if !p.hasQuorum(q) {
+			if Mutant == "commit-out-of-order" {
+				continue
+			}
 			break
 		}
 		p.committed = true
 		if e, ok := s.clients.get(p.client); ok && e.seq == p.seq {
 			s.clients.put(p.client, clientEntry{seq: p.seq, done: true, reply: p.reply})
+			if Mutant == "forget-result" {
+				s.clients.put(p.client, clientEntry{})
+			}
 		}
 		ctx.Send(p.replyTo, p.reply)
 		for _, pt := range p.parts {
@@ -194,6 +211,9 @@ func (s *Server) advance(ctx node.Context) {
 }
 
 func (p *pendingOp) hasQuorum(f int) bool {
+	if Mutant == "txn-first-stripe" {
+		return popcount(p.parts[0].acks) >= f
+	}
 	for _, pt := range p.parts {
 		if popcount(pt.acks) < f {
 			return false

@@ -23,6 +23,8 @@ type Scenario struct {
 	// Plan, if set, builds the phases of the guided strategy; the default
 	// plan is Settings without failures to the first reply, then Settings.
 	Plan func(sc *Scenario) []Phase
+	// Extra invariants are checked after the library's.
+	Extra []Predicate
 }
 
 // Code is the scenario's erasure code.
@@ -41,12 +43,12 @@ func (sc *Scenario) Init() *State {
 
 // Invariants is the Amalgam predicate library for the scenario's layout.
 func (sc *Scenario) Invariants() []Predicate {
-	return []Predicate{
+	return append([]Predicate{
 		ParityConsistency(sc.Layout, sc.Code()),
 		CommitInvariant(sc.Layout),
 		AtMostOnce(),
 		Linearizable(sc.Layout),
-	}
+	}, sc.Extra...)
 }
 
 // Options is a search of the scenario with strategy st and its invariants.
@@ -199,6 +201,19 @@ var (
 		},
 	})
 )
+
+// TwoStripes has two clients on shard 0, each on a block of a different
+// stripe: their PREPAREs travel to different parity servers, so the
+// acknowledgements of the later operation can arrive first.
+var TwoStripes = Register(&Scenario{
+	Name:   "two-stripes",
+	Doc:    "g=2 f=1 w=0, 3 machines, 2 stripes; client 0 writes b0 (shard 0, stripe 0), client 1 adds to shard 0's block in stripe 1; no failures",
+	Layout: Txn.Layout,
+	Scripts: [][][]msg.Op{
+		{{write(0, 3, 8)}},
+		{{add(txnBlock, 5)}},
+	},
+})
 
 // txnBlock is shard 0's block in stripe 1 of the Txn layout.
 var txnBlock = func() uint64 {

@@ -46,6 +46,9 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 			return
 		}
 		s.prepares.Add(m)
+		if Mutant == "apply-on-prepare" {
+			s.apply(m.Key())
+		}
 		ctx.Stream(from, msg.PrepareOK{Shard: m.Shard, Primary: m.Primary, OpNum: m.OpNum, Stripe: m.Stripe})
 	case msg.Commit:
 		if FromPrimary(s.cfg, m.Shard, m.Primary) {
@@ -63,12 +66,12 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 // apply folds a prepared delta into the parity block, once.
 func (s *Server) apply(k msg.PrepKey) {
 	e, ok := s.prepares.Get(k)
-	if !ok || e.Applied {
+	if !ok || e.Applied && Mutant != "apply-twice" {
 		return
 	}
 	if e.P.Delta != nil {
 		_, idx := s.cfg.Layout.RoleOf(k.Stripe, s.me)
-		s.code.ApplyDelta(s.blocks.Mutable(uint64(k.Stripe)), idx, e.P.Pos, e.P.Delta)
+		s.code.ApplyDelta(s.blocks.Mutable(uint64(k.Stripe)), idx, mutantPos(e.P.Pos), e.P.Delta)
 	}
 	s.prepares.MarkApplied(k)
 	s.opNums[k.Shard] = max(s.opNums[k.Shard], k.OpNum)

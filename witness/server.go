@@ -37,7 +37,9 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 		if !parity.Acceptable(s.cfg, s.me, erasure.RoleWitness, m) {
 			return
 		}
-		s.prepares.Add(m)
+		if Mutant != "witness-ack-without-holding" {
+			s.prepares.Add(m)
+		}
 		ctx.Stream(from, msg.PrepareOK{Shard: m.Shard, Primary: m.Primary, OpNum: m.OpNum, Stripe: m.Stripe})
 	case msg.PrepareDrop:
 		if m.Shard >= 0 && m.Shard < len(s.cfg.Data) && m.Primary == s.cfg.Data[m.Shard] {

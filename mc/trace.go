@@ -1,0 +1,392 @@
+package mc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/witness"
+	"github.com/amalgam-store/amalgam/workload"
+)
+
+// TraceVersion is the version of the trace file format.
+const TraceVersion = 1
+
+// TraceFile is a saved counterexample: the scenario it belongs to, the
+// violation, and the events from the scenario's initial state. Events name
+// messages by envelope hash (sender, receiver and content) and timers by
+// their hash, so a trace replays exactly on the same protocol code.
+type TraceFile struct {
+	Version     int          `json:"version"`
+	Scenario    string       `json:"scenario"`
+	Predicate   string       `json:"predicate"`
+	Explanation string       `json:"explanation"`
+	Events      []TraceEvent `json:"events"`
+}
+
+// TraceEvent is one event of a saved trace.
+type TraceEvent struct {
+	Kind  string `json:"kind"`
+	From  string `json:"from,omitempty"`
+	To    string `json:"to,omitempty"`
+	Msg   string `json:"msg,omitempty"` // envelope hash, hex
+	Node  string `json:"node,omitempty"`
+	Timer string `json:"timer,omitempty"` // timer hash, hex
+	Desc  string `json:"desc"`            // human-readable; ignored on load
+}
+
+func encodeEvent(e Event) TraceEvent {
+	te := TraceEvent{Kind: e.Kind.String(), Desc: e.String()}
+	switch e.Kind {
+	case Fire:
+		te.Node, te.Timer = string(e.Node), strconv.FormatUint(e.Timer, 16)
+	case Crash:
+		te.Node = string(e.Node)
+	default:
+		te.From, te.To, te.Msg = string(e.Env.From), string(e.Env.To), strconv.FormatUint(e.Env.hash, 16)
+	}
+	return te
+}
+
+// resolve finds the event te names among the events possible in s.
+func (te TraceEvent) resolve(s *State) (Event, error) {
+	k, err := ParseEventKind(te.Kind)
+	if err != nil {
+		return Event{}, err
+	}
+	var h uint64
+	switch k {
+	case Fire:
+		h, err = strconv.ParseUint(te.Timer, 16, 64)
+	case Crash:
+	default:
+		h, err = strconv.ParseUint(te.Msg, 16, 64)
+	}
+	if err != nil {
+		return Event{}, fmt.Errorf("bad hash in %q: %v", te.Desc, err)
+	}
+	all := s.Events(Settings{MaxDrops: Unlimited, MaxDuplicates: Unlimited, MaxCrashes: Unlimited,
+		MaxTimerFires: Unlimited, CrashTargets: s.sys.addrs})
+	for _, e := range all {
+		if e.Kind != k {
+			continue
+		}
+		switch k {
+		case Fire:
+			if string(e.Node) == te.Node && e.Timer == h {
+				return e, nil
+			}
+		case Crash:
+			if string(e.Node) == te.Node {
+				return e, nil
+			}
+		default:
+			if e.Env.hash == h && string(e.Env.From) == te.From && string(e.Env.To) == te.To {
+				return e, nil
+			}
+		}
+	}
+	return Event{}, fmt.Errorf("event %q is not possible here", te.Desc)
+}
+
+// NewTraceFile packages a search result of scenario sc.
+func NewTraceFile(sc *Scenario, r *Result) *TraceFile {
+	tf := &TraceFile{Version: TraceVersion, Scenario: sc.Name, Predicate: r.Predicate, Explanation: r.Explanation}
+	for _, e := range r.Trace {
+		tf.Events = append(tf.Events, encodeEvent(e))
+	}
+	return tf
+}
+
+// Save writes the trace as JSON.
+func (tf *TraceFile) Save(path string) error {
+	b, err := json.MarshalIndent(tf, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// LoadTrace reads a trace file, refusing other versions and malformed files.
+func LoadTrace(path string) (*TraceFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTrace(b)
+}
+
+// ParseTrace decodes a trace file's contents.
+func ParseTrace(b []byte) (*TraceFile, error) {
+	var tf TraceFile
+	if err := json.Unmarshal(b, &tf); err != nil {
+		return nil, fmt.Errorf("not a trace file (corrupted JSON: %v)", err)
+	}
+	if tf.Version != TraceVersion {
+		return nil, fmt.Errorf("trace file version %d, this checker reads version %d", tf.Version, TraceVersion)
+	}
+	if tf.Scenario == "" {
+		return nil, errors.New("trace file names no scenario")
+	}
+	return &tf, nil
+}
+
+// Replayed is the outcome of replaying a trace.
+type Replayed struct {
+	Events      []Event
+	Final       *State
+	Predicate   string // the invariant that fails at the end ("" if none)
+	Explanation string
+}
+
+// Replay runs tf on scenario sc from its initial state and checks the
+// scenario's invariants at every step, stopping at the first violation.
+// It refuses a trace of another scenario and one whose events do not
+// apply (a corrupted file, or changed protocol code).
+func Replay(sc *Scenario, tf *TraceFile) (*Replayed, error) {
+	if tf.Scenario != sc.Name {
+		return nil, fmt.Errorf("trace is for scenario %q, not %q", tf.Scenario, sc.Name)
+	}
+	s := sc.Init()
+	inv := sc.Invariants()
+	out := &Replayed{Final: s}
+	check := func(s *State) bool {
+		for _, p := range inv {
+			if ok, why := p.Check(s); !ok {
+				out.Predicate, out.Explanation = p.Name, why
+				return true
+			}
+		}
+		return false
+	}
+	if check(s) {
+		return out, nil
+	}
+	for i, te := range tf.Events {
+		e, err := te.resolve(s)
+		if err != nil {
+			return nil, fmt.Errorf("trace of scenario %q does not replay at step %d: %v", sc.Name, i+1, err)
+		}
+		next, err := s.Apply(e)
+		out.Events = append(out.Events, e)
+		var hp *HandlerPanic
+		if errors.As(err, &hp) {
+			out.Final, out.Predicate, out.Explanation = next, HandlerPanicPredicate, hp.Error()
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("step %d: %v", i+1, err)
+		}
+		s = next
+		out.Final = s
+		if check(s) {
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// violates replays events strictly from init and reports whether invariant
+// pred fails (or the handler panics, for HandlerPanicPredicate) by the end.
+func violates(init *State, events []Event, inv []Predicate, pred string) bool {
+	var p *Predicate
+	for i := range inv {
+		if inv[i].Name == pred {
+			p = &inv[i]
+		}
+	}
+	s := init
+	for _, e := range events {
+		next, err := s.Apply(e)
+		if err != nil {
+			var hp *HandlerPanic
+			return errors.As(err, &hp) && pred == HandlerPanicPredicate
+		}
+		s = next
+		if p != nil {
+			if ok, _ := p.Check(s); !ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Minimize removes events from a violating trace, one at a time from the
+// end, keeping each removal after which the same invariant still fails.
+func Minimize(init *State, events []Event, inv []Predicate, pred string) []Event {
+	cur := append([]Event(nil), events...)
+	for i := len(cur) - 1; i >= 0; i-- {
+		try := append(append([]Event(nil), cur[:i]...), cur[i+1:]...)
+		if violates(init, try, inv, pred) {
+			cur = try
+		}
+	}
+	return cur
+}
+
+// Reorder puts a trace in a readable order (thesis 4.3.4.2): it builds the
+// happens-before graph (an event follows the event that sent its message
+// and the previous event at the same node) and emits a depth-first
+// topological order that follows each event with its consequences. If the
+// reordered trace does not reach the same violation it returns events.
+func Reorder(init *State, events []Event, inv []Predicate, pred string) []Event {
+	n := len(events)
+	sender := map[uint64]int{} // envelope hash -> latest event that sent it
+	deps := make([][]int, n)
+	lastAt := map[node.Addr]int{}
+	s := init
+	for i, e := range events {
+		if e.Kind != Fire && e.Kind != Crash {
+			if j, ok := sender[e.Env.hash]; ok {
+				deps[i] = append(deps[i], j)
+			}
+		}
+		at := e.Target()
+		if e.Kind == Drop {
+			at = ""
+		}
+		if j, ok := lastAt[at]; ok && at != "" {
+			deps[i] = append(deps[i], j)
+		}
+		if at != "" {
+			lastAt[at] = i
+		}
+		next, err := s.Apply(e)
+		if err != nil {
+			return events
+		}
+		for _, x := range next.net {
+			if !containsEnv(s.net, x.hash) || countEnv(next.net, x.hash) > countEnv(s.net, x.hash) {
+				sender[x.hash] = i
+			}
+		}
+		next.StreamMessages(func(x Envelope) {
+			if _, ok := sender[x.hash]; !ok {
+				sender[x.hash] = i
+			}
+		})
+		s = next
+	}
+	succ := make([][]int, n)
+	indeg := make([]int, n)
+	for i, ds := range deps {
+		for _, j := range ds {
+			succ[j] = append(succ[j], i)
+			indeg[i]++
+		}
+	}
+	var out []int
+	done := make([]bool, n)
+	var visit func(i int)
+	visit = func(i int) {
+		done[i] = true
+		out = append(out, i)
+		for _, j := range succ[i] {
+			if indeg[j]--; indeg[j] == 0 && !done[j] {
+				visit(j)
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		if !done[i] && indeg[i] == 0 {
+			visit(i)
+		}
+	}
+	if len(out) != n {
+		return events
+	}
+	re := make([]Event, n)
+	for k, i := range out {
+		re[k] = events[i]
+	}
+	if !violates(init, re, inv, pred) {
+		return events
+	}
+	return re
+}
+
+func containsEnv(es []Envelope, h uint64) bool { return countEnv(es, h) > 0 }
+
+func countEnv(es []Envelope, h uint64) int {
+	n := 0
+	for _, e := range es {
+		if e.hash == h {
+			n++
+		}
+	}
+	return n
+}
+
+// Explain minimizes and reorders r's trace for scenario sc (in place).
+func Explain(sc *Scenario, r *Result) {
+	if r.Outcome != Violation || len(r.Trace) == 0 {
+		return
+	}
+	inv := sc.Invariants()
+	r.Trace = Minimize(sc.Init(), r.Trace, inv, r.Predicate)
+	r.Trace = Reorder(sc.Init(), r.Trace, inv, r.Predicate)
+}
+
+// PrintTrace writes a readable step list: each event and the state of the
+// node that handled it afterwards.
+func PrintTrace(w io.Writer, init *State, events []Event) {
+	s := init
+	for i, e := range events {
+		next, err := s.Apply(e)
+		fmt.Fprintf(w, "%3d. %v\n", i+1, e)
+		if err != nil {
+			fmt.Fprintf(w, "     !! %v\n", err)
+			return
+		}
+		if n := next.Node(e.Target()); n != nil && e.Kind != Drop {
+			fmt.Fprintf(w, "     %s: %s\n", e.Target(), DescribeNode(n))
+		}
+		s = next
+	}
+}
+
+// DescribeNode summarises a node's protocol state in one line.
+func DescribeNode(n node.Node) string {
+	switch x := n.(type) {
+	case *data.Server:
+		var ops []string
+		for _, op := range x.Ops() {
+			c := ""
+			if op.Committed {
+				c = " committed"
+			}
+			ops = append(ops, fmt.Sprintf("op %d (client %d seq %d, stripes %v, acks %v%s)", op.OpNum, op.Client, op.Seq, op.Stripes, op.Acks, c))
+		}
+		return fmt.Sprintf("op_num %d, pending [%s]", x.NextOpNum(), strings.Join(ops, "; "))
+	case *parity.Server:
+		return "prepares " + describeHeld(x.Prepares())
+	case *witness.Server:
+		return "prepares " + describeHeld(x.Prepares())
+	case *workload.Client:
+		var rs []string
+		for _, r := range x.Replies() {
+			rs = append(rs, workload.DescribeReply(r))
+		}
+		return fmt.Sprintf("%d/%d replies [%s]", len(x.Replies()), len(x.Script()), strings.Join(rs, "; "))
+	}
+	return fmt.Sprintf("%T", n)
+}
+
+func describeHeld(hs []parity.Held) string {
+	var out []string
+	for _, h := range hs {
+		a := ""
+		if h.Applied {
+			a = " applied"
+		}
+		out = append(out, fmt.Sprintf("shard %d op %d stripe %d%s", h.P.Shard, h.P.OpNum, h.P.Stripe, a))
+	}
+	return "[" + strings.Join(out, "; ") + "]"
+}
