@@ -62,7 +62,7 @@ runtime is not built yet (see README.md, section Status).`,
 	pf.StringVar(&gl.output, "output", "text", "output format: text or json")
 	pf.DurationVar(&gl.timeout, "timeout", 10*time.Second, "give up on a request after this long")
 
-	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl))
+	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl), newMCCmd(gl))
 	return root
 }
 

@@ -1,0 +1,71 @@
+package mc
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/amalgam-store/amalgam/workload"
+)
+
+// oneReply is Normal with an invariant the protocol breaks on purpose:
+// client/0 never gets its second reply.
+var oneReply = &Scenario{
+	Name: "test-one-reply", Layout: Normal.Layout, Scripts: Normal.Scripts,
+	Settings: Settings{MaxTimerFires: 1},
+	Extra: []Predicate{Pred("client/0 has at most one reply", func(s *State) (bool, string) {
+		n := len(s.Node("client/0").(*workload.Client).Replies())
+		return n <= 1, ""
+	})},
+}
+
+func TestTraceSaveReplay(t *testing.T) {
+	r := oneReply.Run(BFS, Options{Workers: 2})
+	if r.Outcome != Violation || r.Predicate != "client/0 has at most one reply" {
+		t.Fatalf("%s %s", r.Outcome, r.Predicate)
+	}
+	n := len(r.Trace)
+	Explain(oneReply, r)
+	if len(r.Trace) > n {
+		t.Fatalf("explained trace grew from %d to %d", n, len(r.Trace))
+	}
+	var b strings.Builder
+	PrintTrace(&b, oneReply.Init(), r.Trace)
+	t.Logf("trace:\n%s", b.String())
+
+	path := filepath.Join(t.TempDir(), "trace.json")
+	if err := NewTraceFile(oneReply, r).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	tf, err := LoadTrace(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := Replay(oneReply, tf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Predicate != r.Predicate || len(rp.Events) != len(r.Trace) {
+		t.Fatalf("replay ends with %q", rp.Predicate)
+	}
+
+	// A trace of another scenario is refused.
+	if _, err := Replay(Normal, tf); err == nil || !strings.Contains(err.Error(), `trace is for scenario "test-one-reply", not "normal"`) {
+		t.Fatalf("other scenario: %v", err)
+	}
+	// Corrupted files are refused with a clear message.
+	raw, _ := os.ReadFile(path)
+	if _, err := ParseTrace(raw[:len(raw)/2]); err == nil || !strings.Contains(err.Error(), "corrupted JSON") {
+		t.Fatalf("truncated: %v", err)
+	}
+	if _, err := ParseTrace([]byte(strings.Replace(string(raw), `"version": 1`, `"version": 7`, 1))); err == nil || !strings.Contains(err.Error(), "version 7") {
+		t.Fatalf("version: %v", err)
+	}
+	bad := *tf
+	bad.Events = append([]TraceEvent(nil), tf.Events...)
+	bad.Events[0].Msg = "12345"
+	if _, err := Replay(oneReply, &bad); err == nil || !strings.Contains(err.Error(), "does not replay at step 1") {
+		t.Fatalf("altered event: %v", err)
+	}
+}
