@@ -1,0 +1,169 @@
+package workload
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/anishathalye/porcupine"
+)
+
+var layout = erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 16}
+
+func TestGenerateIsValidAndSingleShard(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	kinds := map[msg.Kind]int{}
+	multi := 0
+	for _, txn := range Generate(rng.Uint64, layout, 0, 2000, DefaultMix) {
+		shard := layout.Shard(txn[0].Block)
+		owns := func(b uint64) bool { return b < layout.NumBlocks() && layout.Shard(b) == shard }
+		if err := msg.ValidateTxn(txn, layout.BlockSize, owns); err != nil {
+			t.Fatalf("generated an invalid transaction %s: %v", DescribeTxn(txn), err)
+		}
+		blocks := map[uint64]bool{}
+		for _, op := range txn {
+			kinds[op.Kind]++
+			blocks[op.Block] = true
+		}
+		if len(blocks) > 1 {
+			multi++
+		}
+	}
+	for _, k := range []msg.Kind{msg.OpRead, msg.OpWrite, msg.OpXor, msg.OpAdd, msg.OpCas, msg.OpCheck} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s op in 2000 transactions", k)
+		}
+	}
+	if multi == 0 {
+		t.Error("no multi-block transaction in 2000")
+	}
+}
+
+func op(client int, call, ret int64, in []msg.Op, out msg.Reply) porcupine.Operation {
+	return porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out}
+}
+
+func write(b uint64, v byte) []msg.Op {
+	return []msg.Op{{Kind: msg.OpWrite, Block: b, Data: []byte{v}}}
+}
+
+func read(b uint64) []msg.Op { return []msg.Op{{Kind: msg.OpRead, Block: b, Length: 1}} }
+
+func readReply(v byte) msg.Reply {
+	return msg.Reply{Outcome: msg.Outcome{Results: []msg.Result{{Data: []byte{v}}}}}
+}
+
+var writeReply = msg.Reply{Outcome: msg.Outcome{Results: []msg.Result{{}}}}
+
+func check(t *testing.T, h []porcupine.Operation) porcupine.CheckResult {
+	t.Helper()
+	return porcupine.CheckOperationsTimeout(Model(layout), h, 5*time.Second)
+}
+
+func TestModelAcceptsLinearizable(t *testing.T) {
+	h := []porcupine.Operation{
+		op(0, 0, 10, write(0, 7), writeReply),
+		op(1, 5, 6, read(0), readReply(0)), // concurrent with the write: may see the old value
+		op(1, 11, 12, read(0), readReply(7)),
+	}
+	if res := check(t, h); res != porcupine.Ok {
+		t.Fatalf("linearizable history judged %s", res)
+	}
+}
+
+func TestModelRejectsStaleRead(t *testing.T) {
+	h := []porcupine.Operation{
+		op(0, 0, 10, write(0, 7), writeReply),
+		op(1, 11, 12, read(0), readReply(0)), // after the write returned: must see 7
+	}
+	if res := check(t, h); res != porcupine.Illegal {
+		t.Fatalf("stale read judged %s, want illegal", res)
+	}
+}
+
+func TestModelRejectsLostAdd(t *testing.T) {
+	add := []msg.Op{{Kind: msg.OpAdd, Block: 1, Delta: 1}}
+	reply := func(v uint64) msg.Reply {
+		return msg.Reply{Outcome: msg.Outcome{Results: []msg.Result{{Value: v}}}}
+	}
+	h := []porcupine.Operation{
+		op(0, 0, 1, add, reply(1)),
+		op(1, 2, 3, add, reply(1)), // a second add cannot also see 0
+	}
+	if res := check(t, h); res != porcupine.Illegal {
+		t.Fatalf("double-counted add judged %s, want illegal", res)
+	}
+}
+
+func TestModelErrorsMustMatchValidation(t *testing.T) {
+	bad := []msg.Op{{Kind: msg.OpWrite, Block: 0, Offset: 99, Data: []byte{1}}}
+	if res := check(t, []porcupine.Operation{op(0, 0, 1, bad, msg.Reply{Err: "offset"})}); res != porcupine.Ok {
+		t.Fatalf("rejected bad op judged %s", res)
+	}
+	if res := check(t, []porcupine.Operation{op(0, 0, 1, bad, writeReply)}); res != porcupine.Illegal {
+		t.Fatalf("bad op that succeeded judged %s, want illegal", res)
+	}
+	if res := check(t, []porcupine.Operation{op(0, 0, 1, write(0, 1), msg.Reply{Err: "x"})}); res != porcupine.Illegal {
+		t.Fatalf("valid op that failed judged %s, want illegal", res)
+	}
+}
+
+type fakeCtx struct {
+	sends  []msg.Request
+	to     []string
+	timers int
+}
+
+func (c *fakeCtx) Self() node.Addr { return "client/0" }
+func (c *fakeCtx) Send(to node.Addr, m node.Message) {
+	c.sends = append(c.sends, m.(msg.Request))
+	c.to = append(c.to, string(to))
+}
+func (c *fakeCtx) Stream(node.Addr, node.Message)                    { panic("clients do not stream") }
+func (c *fakeCtx) SetTimer(node.Timer, time.Duration, time.Duration) { c.timers++ }
+
+func TestClientRetriesAndAdvances(t *testing.T) {
+	script := [][]msg.Op{write(4, 1), read(4)}
+	c := NewClient(9, layout, script)
+	ctx := &fakeCtx{}
+	c.Init(ctx)
+	want := string(msg.DataAddr(layout.Shard(4)))
+	if len(ctx.sends) != 1 || ctx.sends[0].Seq != 1 || ctx.sends[0].Client != 9 || ctx.to[0] != want || ctx.timers != 1 {
+		t.Fatalf("init sent %+v to %v with %d timers", ctx.sends, ctx.to, ctx.timers)
+	}
+	c.Timer(ctx, retry{Seq: 1})
+	if len(ctx.sends) != 2 || ctx.sends[1].Seq != 1 {
+		t.Fatalf("retry sent %+v", ctx.sends)
+	}
+	h0 := c.Hash()
+	clone := c.Clone()
+	c.Handle(ctx, "data/0", msg.Reply{Seq: 2}) // not the request in flight
+	if c.Hash() != h0 || len(c.Replies()) != 0 {
+		t.Fatal("a reply for another request changed the client")
+	}
+	c.Handle(ctx, "data/0", writeReply)
+	if len(c.Replies()) != 0 {
+		t.Fatal("reply with seq 0 accepted")
+	}
+	r := writeReply
+	r.Seq = 1
+	c.Handle(ctx, "data/0", r)
+	if len(c.Replies()) != 1 || len(ctx.sends) != 3 || ctx.sends[2].Seq != 2 {
+		t.Fatalf("after reply 1: %d replies, sends %+v", len(c.Replies()), ctx.sends)
+	}
+	c.Timer(ctx, retry{Seq: 1}) // stale timer
+	if len(ctx.sends) != 3 {
+		t.Fatal("stale timer re-sent a request")
+	}
+	if clone.Hash() != h0 || clone.(*Client).Done() || len(clone.(*Client).Replies()) != 0 {
+		t.Fatal("clone changed with the original")
+	}
+	r.Seq = 2
+	c.Handle(ctx, "data/0", r)
+	if !c.Done() || len(ctx.sends) != 3 {
+		t.Fatalf("client not done after both replies")
+	}
+}
