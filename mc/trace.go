@@ -93,7 +93,8 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 			}
 		}
 	}
-	return Event{}, fmt.Errorf("event %q is not possible here", te.Desc)
+	return Event{}, fmt.Errorf("event %s %s->%s msg %s node %s timer %s (%q) is not possible here",
+		te.Kind, te.From, te.To, te.Msg, te.Node, te.Timer, te.Desc)
 }
 
 // NewTraceFile packages a search result of scenario sc.
