@@ -13,6 +13,9 @@ import (
 type clientTable struct {
 	m   map[uint64]clientEntry
 	acc uint64 // XOR of entry hashes, kept up to date by put
+	// changed records clients whose entry changed since the last Persist;
+	// nil (off) unless TrackChanges was called. Clones do not track.
+	changed map[uint64]bool
 }
 
 type clientEntry struct {
@@ -34,6 +37,9 @@ func (t *clientTable) put(c uint64, e clientEntry) {
 	}
 	t.m[c] = e
 	t.acc ^= e.hash(c)
+	if t.changed != nil {
+		t.changed[c] = true
+	}
 }
 
 func (t clientTable) clone() clientTable {

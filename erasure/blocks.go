@@ -21,6 +21,10 @@ type Blocks struct {
 	seen  map[uint64]uint64 // content hash last folded into acc
 	dirty map[uint64]bool
 	acc   uint64 // XOR over blocks of entryHash(id, content hash)
+	// changed records blocks changed since the last TakeChanged, for the
+	// runtime's persistence; nil (off) unless Track was called. It is
+	// separate from dirty, which Hash clears. Clones do not track.
+	changed map[uint64]bool
 }
 
 // NewBlocks returns an empty map of blocks of the given size.
@@ -48,6 +52,9 @@ func (b *Blocks) Put(id uint64, v []byte) {
 	b.data[id] = v
 	b.owned[id] = true
 	b.dirty[id] = true
+	if b.changed != nil {
+		b.changed[id] = true
+	}
 }
 
 // Mutable returns the block for changing in place, copying it first if it
@@ -62,6 +69,9 @@ func (b *Blocks) Mutable(id uint64) []byte {
 		b.owned[id] = true
 	}
 	b.dirty[id] = true
+	if b.changed != nil {
+		b.changed[id] = true
+	}
 	return v
 }
 
@@ -125,4 +135,23 @@ func entryHash(id, h uint64) uint64 {
 	binary.LittleEndian.PutUint64(buf[:8], id)
 	binary.LittleEndian.PutUint64(buf[8:], h)
 	return xxhash.Sum64(buf[:])
+}
+
+// Track starts recording changed blocks for TakeChanged. Every block held
+// now counts as changed.
+func (b *Blocks) Track() {
+	b.changed = make(map[uint64]bool, len(b.data))
+	for id := range b.data {
+		b.changed[id] = true
+	}
+}
+
+// TakeChanged calls fn with every block changed since the previous call
+// (or since Track), in no particular order, and forgets them. The contents
+// are read-only and only valid during the call.
+func (b *Blocks) TakeChanged(fn func(id uint64, v []byte)) {
+	for id := range b.changed {
+		fn(id, b.data[id])
+	}
+	clear(b.changed)
 }

@@ -1,0 +1,145 @@
+package data
+
+import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Durable state of a data server (node.Persistent), under the keys
+//
+//	meta             gob of dataMeta: configuration hash, op_num, pending_ops
+//	b/<block, hex>   the block's contents
+//	c/<client, hex>  gob of the client's clientEntry
+//
+// Blocks and client entries are written when they change; the metadata
+// (small: pending_ops holds only operations in flight) on every Persist.
+
+type dataMeta struct {
+	CfgHash uint64
+	OpNum   uint64
+	Pending []pendingRec
+}
+
+type pendingRec struct {
+	OpNum, Client, Seq uint64
+	ReplyTo            string
+	Reply              msg.Reply
+	Stripes            []int
+	Acks               []uint64
+	Committed          bool
+}
+
+type clientRec struct {
+	Seq   uint64
+	Done  bool
+	Reply msg.Reply
+}
+
+var _ node.Persistent = (*Server)(nil)
+
+// TrackChanges implements node.Persistent.
+func (s *Server) TrackChanges() {
+	s.blocks.Track()
+	s.clients.changed = make(map[uint64]bool, len(s.clients.m))
+	for c := range s.clients.m {
+		s.clients.changed[c] = true
+	}
+}
+
+// Persist implements node.Persistent.
+func (s *Server) Persist(w node.Writer) {
+	s.blocks.TakeChanged(func(id uint64, v []byte) { w.Put(blockKey(id), v) })
+	for c := range s.clients.changed {
+		e := s.clients.m[c]
+		w.Put(fmt.Sprintf("c/%016x", c), gobBytes(clientRec{Seq: e.seq, Done: e.done, Reply: e.reply}))
+	}
+	clear(s.clients.changed)
+	m := dataMeta{CfgHash: s.cfgHash, OpNum: s.opNum}
+	for _, p := range s.pending {
+		r := pendingRec{OpNum: p.opNum, Client: p.client, Seq: p.seq, ReplyTo: string(p.replyTo), Reply: p.reply, Committed: p.committed}
+		for _, pt := range p.parts {
+			r.Stripes = append(r.Stripes, pt.stripe)
+			r.Acks = append(r.Acks, pt.acks)
+		}
+		m.Pending = append(m.Pending, r)
+	}
+	w.Put("meta", gobBytes(m))
+}
+
+// Restore implements node.Persistent. It expects the server as New made
+// it, in the configuration it ran in before.
+func (s *Server) Restore(r node.Reader) error {
+	v, ok, err := r.Get("meta")
+	if err != nil || !ok {
+		return err
+	}
+	var m dataMeta
+	if err := gobDecode(v, &m); err != nil {
+		return fmt.Errorf("data/%d: meta: %w", s.me, err)
+	}
+	if m.CfgHash != s.cfgHash {
+		return fmt.Errorf("data/%d: stored state is for another configuration (layout or incarnations changed)", s.me)
+	}
+	s.opNum = m.OpNum
+	s.pending = nil
+	for _, r := range m.Pending {
+		p := &pendingOp{opNum: r.OpNum, client: r.Client, seq: r.Seq, replyTo: node.Addr(r.ReplyTo), reply: r.Reply, committed: r.Committed}
+		for i := range r.Stripes {
+			p.parts = append(p.parts, part{stripe: r.Stripes[i], acks: r.Acks[i]})
+		}
+		s.pending = append(s.pending, p)
+	}
+	err = r.Scan("b/", func(k string, v []byte) error {
+		id, err := strconv.ParseUint(strings.TrimPrefix(k, "b/"), 16, 64)
+		if err != nil || len(v) != s.cfg.Layout.BlockSize {
+			return fmt.Errorf("data/%d: bad block record %q (%d bytes)", s.me, k, len(v))
+		}
+		s.blocks.Put(id, bytes.Clone(v))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = r.Scan("c/", func(k string, v []byte) error {
+		c, err := strconv.ParseUint(strings.TrimPrefix(k, "c/"), 16, 64)
+		var e clientRec
+		if err == nil {
+			err = gobDecode(v, &e)
+		}
+		if err != nil {
+			return fmt.Errorf("data/%d: bad client record %q: %v", s.me, k, err)
+		}
+		s.clients.put(c, clientEntry{seq: e.Seq, done: e.Done, reply: e.Reply})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// What was just read back is already durable.
+	s.blocks.TakeChanged(func(uint64, []byte) {})
+	if s.clients.changed != nil {
+		clear(s.clients.changed)
+	}
+	return nil
+}
+
+func blockKey(id uint64) string { return fmt.Sprintf("b/%016x", id) }
+
+func gobBytes(v any) []byte {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		panic(fmt.Sprintf("gob encoding %T: %v", v, err)) // only fixed, encodable types reach here
+	}
+	return b.Bytes()
+}
+
+func gobDecode(b []byte, v any) error { return gob.NewDecoder(bytes.NewReader(b)).Decode(v) }
+
+// Stored is the number of blocks the server holds (written at least once).
+func (s *Server) Stored() int { return s.blocks.Len() }

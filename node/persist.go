@@ -1,0 +1,33 @@
+package node
+
+// Persistent is implemented by nodes whose state the production runtime
+// makes durable. The checker ignores it.
+//
+// The runtime calls TrackChanges once, after New (or Restore), and then
+// Persist after every batch of handler calls: Persist writes what changed
+// since the previous call (the first call writes everything), and the
+// runtime commits those writes atomically before it releases the batch's
+// messages. Restore rebuilds the state from what Persist wrote. Keys are
+// private to the node (the runtime prefixes them with the node's address).
+type Persistent interface {
+	Node
+	TrackChanges()
+	Persist(w Writer)
+	Restore(r Reader) error
+}
+
+// Writer receives a node's durable changes. Values are copied before Put
+// returns.
+type Writer interface {
+	Put(key string, value []byte)
+	Delete(key string)
+}
+
+// Reader reads back what a node persisted.
+type Reader interface {
+	// Get returns the value stored under key, if any.
+	Get(key string) ([]byte, bool, error)
+	// Scan calls fn for every key with the prefix, in key order. The value
+	// is only valid during the call.
+	Scan(prefix string, fn func(key string, value []byte) error) error
+}

@@ -1,0 +1,224 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/wire"
+	"github.com/amalgam-store/amalgam/witness"
+)
+
+// Cluster is a static cluster description: the configuration and the
+// address of every machine. (The reconfiguration service will make it
+// dynamic.)
+type Cluster struct {
+	Config     msg.Config
+	Machines   []string // host:port of machine m
+	Durability string   // "durable" or "memory"
+}
+
+// Resolve maps "data/m", "parity/m" and "witness/m" to machine m.
+func (c *Cluster) Resolve(a node.Addr) (string, bool) {
+	role, m, err := msg.ParseAddr(a)
+	if err != nil || m >= len(c.Machines) {
+		return "", false
+	}
+	switch role {
+	case "data", "parity", "witness":
+		return c.Machines[m], true
+	}
+	return "", false
+}
+
+// StatusProto describes the cluster on the wire.
+func (c *Cluster) StatusProto() *wire.StatusResponse {
+	l := c.Config.Layout
+	r := &wire.StatusResponse{ConfigNum: c.Config.Num, Durability: c.Durability,
+		Layout: &wire.Layout{N: int32(l.N), G: int32(l.G), F: int32(l.F), W: int32(l.W), Stripes: int32(l.Stripes), BlockSize: int32(l.BlockSize)}}
+	for m, a := range c.Machines {
+		r.Machines = append(r.Machines, &wire.Machine{Index: int32(m), Addr: a,
+			DataIncarnation: c.Config.Data[m], ParityIncarnation: c.Config.Parity[m], WitnessIncarnation: c.Config.Witness[m]})
+	}
+	return r
+}
+
+// LayoutFromProto converts and validates a wire layout.
+func LayoutFromProto(p *wire.Layout) (erasure.Layout, error) {
+	l := erasure.Layout{N: int(p.GetN()), G: int(p.GetG()), F: int(p.GetF()), W: int(p.GetW()),
+		Stripes: int(p.GetStripes()), BlockSize: int(p.GetBlockSize())}
+	return l, l.Validate()
+}
+
+// MachineOptions configure one machine.
+type MachineOptions struct {
+	// Listener serves the machine's gRPC; required.
+	Listener net.Listener
+	// Dir holds the machine's pebble store; ignored in memory mode.
+	Dir           string
+	Logger        *slog.Logger
+	ServerOptions []grpc.ServerOption
+	DialOptions   []grpc.DialOption
+	Register      func(*grpc.Server)
+	Metrics       Metrics
+}
+
+// Machine is one running machine: data, parity and witness servers.
+type Machine struct {
+	*Host
+	wire.UnimplementedClientServer
+	cl    *Cluster
+	me    int
+	store *Store
+}
+
+// StartMachine starts machine me of cl.
+func StartMachine(cl *Cluster, me int, code *erasure.Code, o MachineOptions) (*Machine, error) {
+	mc := &Machine{cl: cl, me: me}
+	if cl.Durability != "memory" {
+		st, err := OpenStore(filepath.Clean(o.Dir), true)
+		if err != nil {
+			return nil, err
+		}
+		mc.store = st
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mc.Host = NewHost(Options{Listener: o.Listener, Resolve: cl.Resolve, BlockSize: cl.Config.Layout.BlockSize,
+		Store: mc.store, Logger: log.With("machine", me), ServerOptions: o.ServerOptions, DialOptions: o.DialOptions,
+		Register: o.Register, Metrics: o.Metrics})
+	nodes := map[node.Addr]node.Node{
+		msg.DataAddr(me):   data.New(cl.Config, me),
+		msg.ParityAddr(me): parity.New(cl.Config, me, code),
+	}
+	if cl.Config.Layout.W > 0 {
+		nodes[msg.WitnessAddr(me)] = witness.New(cl.Config, me)
+	}
+	for a, n := range nodes {
+		if err := mc.AddNode(a, n); err != nil {
+			mc.closeStore()
+			return nil, err
+		}
+	}
+	mc.SetClientServer(mc)
+	mc.Start()
+	return mc, nil
+}
+
+// Close stops the machine and closes its store.
+func (mc *Machine) Close() {
+	mc.Stop()
+	mc.closeStore()
+}
+
+func (mc *Machine) closeStore() {
+	if mc.store != nil {
+		_ = mc.store.Close()
+		mc.store = nil
+	}
+}
+
+// ClientAddr is the node address the runtime gives a client's requests.
+func ClientAddr(id uint64) node.Addr { return node.Addr("client/" + strconv.FormatUint(id, 10)) }
+
+// Execute implements the client API: it hands the request to the local
+// data server as coming from "client/<id>" and waits for the reply.
+func (mc *Machine) Execute(ctx context.Context, req *wire.ExecuteRequest) (*wire.ExecuteResponse, error) {
+	cfg := mc.cl.Config
+	ops, shard, err := wire.DecodeExecute(req, cfg.Layout)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if req.GetConfigNum() != 0 && req.GetConfigNum() != cfg.Num {
+		return nil, status.Errorf(codes.FailedPrecondition, "config_num: %d is not the current configuration %d; refresh the layout", req.GetConfigNum(), cfg.Num)
+	}
+	if shard != mc.me {
+		return nil, status.Errorf(codes.FailedPrecondition, "ops[0].block: block %d is on machine %d, not machine %d; refresh the layout", ops[0].Block, shard, mc.me)
+	}
+	from := ClientAddr(req.GetClientId())
+	ch, cancel := mc.Wait(from, req.GetSeq())
+	defer cancel()
+	if err := mc.Deliver(ctx, from, msg.DataAddr(mc.me), msg.Request{Client: req.GetClientId(), Seq: req.GetSeq(), Ops: ops}); err != nil {
+		return nil, ctxStatus(err)
+	}
+	select {
+	case m := <-ch:
+		r := m.(msg.Reply)
+		if r.Err != "" {
+			return nil, status.Error(codes.InvalidArgument, r.Err)
+		}
+		return &wire.ExecuteResponse{Seq: r.Seq, Results: wire.ResultsToProto(r.Outcome.Results), Aborted: r.Outcome.Aborted}, nil
+	case <-ctx.Done():
+		return nil, ctxStatus(ctx.Err())
+	}
+}
+
+func ctxStatus(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded before the operation committed (it may still commit; retry with the same seq)")
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "canceled")
+	}
+	return status.Error(codes.Unavailable, err.Error())
+}
+
+// Status implements the client API: the cluster description plus the
+// state of this machine's nodes.
+func (mc *Machine) Status(ctx context.Context, _ *wire.StatusRequest) (*wire.StatusResponse, error) {
+	r := mc.cl.StatusProto()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for _, a := range []node.Addr{msg.DataAddr(mc.me), msg.ParityAddr(mc.me), msg.WitnessAddr(mc.me)} {
+		ns := &wire.NodeStatus{Addr: string(a)}
+		err := mc.Inspect(ctx, a, func(n node.Node) {
+			switch n := n.(type) {
+			case *data.Server:
+				ns.NextOpNum = n.NextOpNum()
+				ns.PendingOps = int64(n.PendingOps())
+				ns.BlocksStored = int64(n.Stored())
+			case *parity.Server:
+				ns.PendingOps = int64(len(n.Prepares()))
+				ns.BlocksStored = int64(n.Stored())
+			case *witness.Server:
+				ns.PendingOps = int64(len(n.Prepares()))
+			}
+		})
+		if err == nil {
+			r.Nodes = append(r.Nodes, ns)
+		}
+	}
+	return r, nil
+}
+
+// StatusServer serves the cluster description at the entry address (the
+// reconfiguration endpoint, static for now).
+type StatusServer struct {
+	wire.UnimplementedClientServer
+	Cluster *Cluster
+}
+
+// Status implements the client API.
+func (s *StatusServer) Status(context.Context, *wire.StatusRequest) (*wire.StatusResponse, error) {
+	return s.Cluster.StatusProto(), nil
+}
+
+// Execute implements the client API: operations go to machines.
+func (s *StatusServer) Execute(context.Context, *wire.ExecuteRequest) (*wire.ExecuteResponse, error) {
+	return nil, status.Error(codes.FailedPrecondition, "this is the configuration endpoint: send operations to the data server of the block's shard (see Status)")
+}

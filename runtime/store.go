@@ -1,0 +1,159 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Store is one machine's pebble database. It holds, for every node the
+// machine hosts, the node's own state (node.Persistent) and the state of
+// its ordered streams:
+//
+//	n\x00<addr>\x00<key>           the node's key (see data/, parity/, witness/ persist.go)
+//	i\x00<addr>\x00<from>          incoming stream from <from>: stream id, last delivered seq
+//	m\x00<addr>\x00<to>            outgoing stream to <to>: stream id, next seq
+//	o\x00<addr>\x00<to>\x00<seq>   outgoing message not yet acknowledged (wire.Message)
+//
+// A handler batch's writes go into one pebble batch, committed with
+// pebble.Sync when the store is durable, before the batch's messages are
+// released. Concurrent synced commits from different nodes share one WAL
+// fsync (pebble's own group commit).
+type Store struct {
+	db   *pebble.DB
+	sync bool
+}
+
+// OpenStore opens (creating if needed) the database in dir. sync says
+// whether commits wait for fsync.
+func OpenStore(dir string, sync bool) (*Store, error) {
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", dir, err)
+	}
+	return &Store{db: db, sync: sync}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) writeOpts() *pebble.WriteOptions {
+	if s.sync {
+		return pebble.Sync
+	}
+	return pebble.NoSync
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}
+
+func key(parts ...string) []byte {
+	var b bytes.Buffer
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(p)
+	}
+	return b.Bytes()
+}
+
+func nodeKey(a node.Addr, k string) []byte { return key("n", string(a), k) }
+func inKey(a, from node.Addr) []byte       { return key("i", string(a), string(from)) }
+func outMetaKey(a, to node.Addr) []byte    { return key("m", string(a), string(to)) }
+func outPrefix(a, to node.Addr) []byte     { return append(key("o", string(a), string(to)), 0) }
+func outKey(a, to node.Addr, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(outPrefix(a, to), seq)
+}
+
+func pair(a, b uint64) []byte {
+	out := binary.BigEndian.AppendUint64(nil, a)
+	return binary.BigEndian.AppendUint64(out, b)
+}
+
+func unpair(v []byte) (uint64, uint64, error) {
+	if len(v) != 16 {
+		return 0, 0, fmt.Errorf("bad record of %d bytes", len(v))
+	}
+	return binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), nil
+}
+
+// prefixEnd is the first key after every key with the prefix.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// scan calls fn for every key with the prefix, in order.
+func (s *Store) scan(prefix []byte, fn func(k, v []byte) error) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			_ = it.Close()
+			return err
+		}
+	}
+	return it.Close()
+}
+
+// nodeWriter writes a node's keys into a batch.
+type nodeWriter struct {
+	b    *pebble.Batch
+	addr node.Addr
+}
+
+func (w nodeWriter) Put(k string, v []byte) { _ = w.b.Set(nodeKey(w.addr, k), v, nil) }
+func (w nodeWriter) Delete(k string)        { _ = w.b.Delete(nodeKey(w.addr, k), nil) }
+
+// nodeReader reads a node's keys.
+type nodeReader struct {
+	s    *Store
+	addr node.Addr
+}
+
+func (r nodeReader) Get(k string) ([]byte, bool, error) {
+	v, c, err := r.s.db.Get(nodeKey(r.addr, k))
+	if err == pebble.ErrNotFound {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer c.Close()
+	return bytes.Clone(v), true, nil
+}
+
+func (r nodeReader) Scan(prefix string, fn func(string, []byte) error) error {
+	base := len(nodeKey(r.addr, ""))
+	return r.s.scan(nodeKey(r.addr, prefix), func(k, v []byte) error { return fn(string(k[base:]), v) })
+}
+
+// hasNode reports whether anything is stored for the node.
+func (s *Store) hasNode(a node.Addr) (bool, error) {
+	found := false
+	err := s.scan(nodeKey(a, ""), func([]byte, []byte) error { found = true; return errStop })
+	if err == errStop {
+		err = nil
+	}
+	return found, err
+}
+
+var errStop = fmt.Errorf("stop")

@@ -1,0 +1,422 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/wire"
+)
+
+// Ordered streams.
+//
+// The stream from -> to is a sequence of messages numbered 1, 2, 3, ...
+// under a stream id the sender draws at random when the stream starts.
+// The sender keeps every message until the receiver acknowledges it, and
+// carries the stream over a bidirectional gRPC stream: a hello (from, to,
+// stream id) answered by the receiver's last acknowledged number, then
+// every message after that, in order. When the gRPC stream breaks, the
+// sender reconnects and resumes after the last acknowledgement; the
+// receiver drops numbers it has already taken. So the stream is FIFO,
+// lossless and exactly-once across connection failures.
+//
+// The receiver acknowledges a message only once the batch that handled it
+// is committed (with its effects, in durable mode), and the sender's
+// unacknowledged messages are in its store too, so with a store the stream
+// also survives either process being killed and restarted. A receiver that
+// sees a new stream id (the sender lost its state: memory mode) starts the
+// stream over.
+
+type outEntry struct {
+	seq uint64
+	m   *wire.Message
+}
+
+// outStream is the sending side of from -> to.
+type outStream struct {
+	l       *loop
+	to      node.Addr
+	sid     uint64
+	next    uint64 // next number to assign; the loop goroutine only
+	started bool
+
+	mu     sync.Mutex
+	q      []outEntry // unacknowledged, in order
+	acked  uint64
+	notify chan struct{}
+}
+
+// outStream returns the stream to to, creating it. Loop goroutine only (or
+// before Start).
+func (l *loop) outStream(to node.Addr) *outStream {
+	if o, ok := l.out[to]; ok {
+		return o
+	}
+	o := &outStream{l: l, to: to, sid: randomID(), next: 1, notify: make(chan struct{}, 1)}
+	l.out[to] = o
+	if l.h.started {
+		o.start()
+	}
+	return o
+}
+
+func (o *outStream) start() {
+	if o.started {
+		return
+	}
+	o.started = true
+	o.l.h.wg.Add(1)
+	go o.run()
+}
+
+func (o *outStream) push(e outEntry) {
+	o.mu.Lock()
+	o.q = append(o.q, e)
+	o.mu.Unlock()
+	select {
+	case o.notify <- struct{}{}:
+	default:
+	}
+}
+
+// ackTo drops the messages up to a.
+func (o *outStream) ackTo(a uint64) {
+	o.mu.Lock()
+	i := 0
+	for i < len(o.q) && o.q[i].seq <= a {
+		i++
+	}
+	var lo uint64
+	if i > 0 {
+		lo = o.q[0].seq
+		o.q = append(o.q[:0], o.q[i:]...)
+	}
+	o.acked = max(o.acked, a)
+	o.mu.Unlock()
+	if st := o.l.h.opts.Store; st != nil && i > 0 {
+		// Forgetting acknowledged messages need not be synced: if the
+		// delete is lost, they are resent and the receiver drops them.
+		_ = st.db.DeleteRange(outKey(o.l.addr, o.to, lo), outKey(o.l.addr, o.to, a+1), nil)
+	}
+}
+
+func (o *outStream) run() {
+	h := o.l.h
+	defer h.wg.Done()
+	backoff := 10 * time.Millisecond
+	for {
+		progressed, err := o.session()
+		if h.ctx.Err() != nil {
+			return
+		}
+		h.opts.Metrics.StreamReconnect(o.l.addr, o.to)
+		h.log.Debug("stream broken; reconnecting", "from", o.l.addr, "to", o.to, "err", err)
+		if progressed {
+			backoff = 10 * time.Millisecond
+		}
+		d := backoff/2 + time.Duration(rand.Int64N(int64(backoff)))
+		select {
+		case <-time.After(d):
+		case <-h.ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// session carries the stream over one gRPC stream until it breaks. It
+// reports whether the receiver acknowledged anything.
+func (o *outStream) session() (bool, error) {
+	h := o.l.h
+	addr, ok := h.opts.Resolve(o.to)
+	if !ok {
+		return false, fmt.Errorf("no address for %s", o.to)
+	}
+	c, err := h.conn(addr)
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	st, err := wire.NewTransportClient(c).Stream(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := st.Send(&wire.StreamFrame{Hello: &wire.StreamHello{From: string(o.l.addr), To: string(o.to), StreamId: o.sid}}); err != nil {
+		return false, err
+	}
+	first, err := st.Recv()
+	if err != nil {
+		return false, err
+	}
+	o.ackTo(first.GetAcked())
+	errc := make(chan error, 1)
+	acks := make(chan struct{}, 1)
+	go func() {
+		for {
+			a, err := st.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			o.ackTo(a.GetAcked())
+			select {
+			case acks <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	progressed := false
+	o.mu.Lock()
+	cursor := o.acked + 1
+	o.mu.Unlock()
+	for {
+		o.mu.Lock()
+		var e *outEntry
+		if len(o.q) > 0 {
+			if cursor < o.q[0].seq {
+				cursor = o.q[0].seq
+			}
+			if i := cursor - o.q[0].seq; i < uint64(len(o.q)) {
+				e = &o.q[i]
+			}
+		}
+		var frame *wire.StreamFrame
+		if e != nil {
+			frame = &wire.StreamFrame{Seq: e.seq, Msg: e.m}
+		}
+		o.mu.Unlock()
+		if frame != nil {
+			if err := st.Send(frame); err != nil {
+				return progressed, err
+			}
+			cursor++
+			continue
+		}
+		select {
+		case <-o.notify:
+		case <-acks:
+			progressed = true
+		case err := <-errc:
+			return progressed, err
+		case <-ctx.Done():
+			return progressed, ctx.Err()
+		}
+	}
+}
+
+// inStream is the receiving side of from -> to.
+type inStream struct {
+	recvMu sync.Mutex // serializes receivers (an old and a new connection)
+
+	mu        sync.Mutex
+	sid       uint64
+	fresh     bool   // take whatever number comes first
+	enq       uint64 // last number handed to the loop
+	persisted uint64 // last number committed: what is acknowledged
+	changed   chan struct{}
+}
+
+func (l *loop) inStream(from node.Addr) *inStream {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.in[from]
+	if !ok {
+		s = &inStream{changed: make(chan struct{})}
+		l.in[from] = s
+	}
+	return s
+}
+
+func (s *inStream) bumpLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *inStream) setPersisted(sid, seq uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sid == sid && seq > s.persisted {
+		s.persisted = seq
+		s.bumpLocked()
+	}
+}
+
+func (t *transport) Stream(st wire.Transport_StreamServer) error {
+	hello, err := st.Recv()
+	if err != nil {
+		return err
+	}
+	hl := hello.GetHello()
+	if hl == nil || hl.GetStreamId() == 0 {
+		return status.Error(codes.InvalidArgument, "hello: the first frame must be a hello with a non-zero stream_id")
+	}
+	l := t.h.loop(node.Addr(hl.GetTo()))
+	if l == nil {
+		return status.Errorf(codes.NotFound, "hello.to: no node %q here", hl.GetTo())
+	}
+	from, sid := node.Addr(hl.GetFrom()), hl.GetStreamId()
+	in := l.inStream(from)
+	in.mu.Lock()
+	if in.sid != sid {
+		in.sid, in.fresh, in.enq, in.persisted = sid, true, 0, 0
+		in.bumpLocked()
+	}
+	acked := in.persisted
+	in.mu.Unlock()
+	if err := st.Send(&wire.StreamAck{StreamId: sid, Acked: acked}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(st.Context())
+	ackErr := make(chan error, 1)
+	ackDone := make(chan struct{})
+	defer func() { cancel(); <-ackDone }()
+	go func() {
+		defer close(ackDone)
+		sent := acked
+		for {
+			in.mu.Lock()
+			if in.sid != sid {
+				in.mu.Unlock()
+				ackErr <- status.Error(codes.Aborted, "stream superseded")
+				return
+			}
+			p, ch := in.persisted, in.changed
+			in.mu.Unlock()
+			if p > sent {
+				if err := st.Send(&wire.StreamAck{StreamId: sid, Acked: p}); err != nil {
+					ackErr <- err
+					return
+				}
+				sent = p
+			}
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				ackErr <- ctx.Err()
+				return
+			}
+		}
+	}()
+	for {
+		f, err := st.Recv()
+		if err != nil {
+			return err
+		}
+		select {
+		case err := <-ackErr:
+			return err
+		default:
+		}
+		m, err := wire.MessageFromProto(f.GetMsg())
+		if err != nil {
+			return status.Errorf(codes.InvalidArgument, "%v", err)
+		}
+		if err := t.take(ctx, l, in, from, sid, f.GetSeq(), m); err != nil {
+			return err
+		}
+	}
+}
+
+// take hands message seq of the stream to the loop unless it is a
+// duplicate.
+func (t *transport) take(ctx context.Context, l *loop, in *inStream, from node.Addr, sid, seq uint64, m node.Message) error {
+	in.recvMu.Lock()
+	defer in.recvMu.Unlock()
+	in.mu.Lock()
+	if in.sid != sid {
+		in.mu.Unlock()
+		return status.Error(codes.Aborted, "stream superseded")
+	}
+	if in.fresh {
+		in.enq, in.fresh = seq-1, false
+	}
+	enq := in.enq
+	in.mu.Unlock()
+	if seq <= enq {
+		return nil // a duplicate after a reconnect
+	}
+	if seq != enq+1 {
+		return status.Errorf(codes.FailedPrecondition, "seq: got %d, want %d", seq, enq+1)
+	}
+	if err := l.post(ctx, event{from: from, m: m, sid: sid, seq: seq}); err != nil {
+		return err
+	}
+	in.mu.Lock()
+	if in.sid == sid {
+		in.enq = seq
+	}
+	in.mu.Unlock()
+	return nil
+}
+
+// restoreStreams reads back the node's stream state. Before Start only.
+func (l *loop) restoreStreams() error {
+	s := l.h.opts.Store
+	inPre := key("i", string(l.addr), "")
+	err := s.scan(inPre, func(k, v []byte) error {
+		sid, seq, err := unpair(v)
+		if err != nil {
+			return err
+		}
+		from := node.Addr(k[len(inPre):])
+		l.in[from] = &inStream{sid: sid, enq: seq, persisted: seq, changed: make(chan struct{})}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	mPre := key("m", string(l.addr), "")
+	err = s.scan(mPre, func(k, v []byte) error {
+		sid, next, err := unpair(v)
+		if err != nil {
+			return err
+		}
+		to := node.Addr(k[len(mPre):])
+		l.out[to] = &outStream{l: l, to: to, sid: sid, next: next, notify: make(chan struct{}, 1)}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for to, o := range l.out {
+		pre := outPrefix(l.addr, to)
+		err := s.scan(pre, func(k, v []byte) error {
+			rest := k[len(pre):]
+			if len(rest) != 8 {
+				return fmt.Errorf("bad stream key %q", k)
+			}
+			var m wire.Message
+			if err := proto.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			seq := beUint64(rest)
+			o.q = append(o.q, outEntry{seq: seq, m: &m})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(o.q) > 0 {
+			o.acked = o.q[0].seq - 1
+		} else {
+			o.acked = o.next - 1
+		}
+	}
+	return nil
+}
+
+func beUint64(b []byte) uint64 {
+	var v uint64
+	for _, x := range b[:8] {
+		v = v<<8 | uint64(x)
+	}
+	return v
+}

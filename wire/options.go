@@ -1,0 +1,54 @@
+package wire
+
+import (
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+)
+
+// MaxTxnOps bounds the operations in one transaction; with the block size
+// it bounds every message, so gRPC's size limits can be set from it.
+const MaxTxnOps = 64
+
+// MaxMessageSize is the gRPC send and receive limit for a cluster with the
+// given block size: a transaction of MaxTxnOps whole-block writes (or the
+// reply to as many whole-block reads) plus headroom, and never less than
+// gRPC's default 4 MiB. Both ends must use the same value.
+func MaxMessageSize(blockSize int) int {
+	n := 2*MaxTxnOps*blockSize + 1<<20
+	return max(n, 4<<20)
+}
+
+// Keepalive settings. Clients ping an idle connection every
+// ClientKeepaliveTime; the server's enforcement policy permits pings that
+// often (MinTime is smaller), even without active streams, so it never
+// answers a ping with GOAWAY "too_many_pings".
+const (
+	ClientKeepaliveTime    = 10 * time.Second
+	ClientKeepaliveTimeout = 5 * time.Second
+	ServerMinPingInterval  = 5 * time.Second
+	ServerKeepaliveTime    = 30 * time.Second
+	ServerKeepaliveTimeout = 10 * time.Second
+)
+
+// ServerOptions are the options every Amalgam gRPC server uses.
+func ServerOptions(blockSize int) []grpc.ServerOption {
+	n := MaxMessageSize(blockSize)
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(n),
+		grpc.MaxSendMsgSize(n),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: ServerMinPingInterval, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: ServerKeepaliveTime, Timeout: ServerKeepaliveTimeout}),
+	}
+}
+
+// DialOptions are the options every Amalgam gRPC client uses (add
+// transport credentials).
+func DialOptions(blockSize int) []grpc.DialOption {
+	n := MaxMessageSize(blockSize)
+	return []grpc.DialOption{
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(n), grpc.MaxCallSendMsgSize(n)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: ClientKeepaliveTime, Timeout: ClientKeepaliveTimeout, PermitWithoutStream: true}),
+	}
+}
