@@ -1,10 +1,18 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
 
 	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/runtime"
 	"github.com/spf13/cobra"
 )
 
@@ -17,6 +25,7 @@ type devFlags struct {
 	blocks     int
 	durability string
 	spares     int
+	common     commonFlags
 }
 
 func newDevCmd() *cobra.Command {
@@ -24,21 +33,24 @@ func newDevCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a complete local cluster in one process",
-		Long: `dev runs a complete local cluster in one process: the reconfiguration
-service, --machines machines (each hosting a data, a parity and a witness
-server) and --spares spare machines, each on its own loopback port. Clients
-reach it at --addr; data lives under --data-dir and survives restarts.
+		Long: `dev runs a complete local cluster in one process: the configuration
+endpoint at --addr and --machines machines (each hosting a data, a parity and
+a witness server), machine m on port P+1+m where P is --addr's port. Clients
+reach it at --addr; data lives under --data-dir and survives restarts (with
+--durability durable, the default). Ctrl-C stops it cleanly.
 
-Not built yet: dev validates its flags, prints the layout it would run and
-exits with status 1.`,
+The reconfiguration service is static for now: it serves the configuration
+but does not replace failed servers, and --spares must be 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := fl.layout()
 			if err != nil {
 				return cmdError(cmd, err)
 			}
-			printDevPlan(cmd.OutOrStdout(), fl, l)
-			return cmdError(cmd, errNotBuilt)
+			if fl.spares != 0 {
+				return cmdError(cmd, fmt.Errorf("--spares: spare machines need the reconfiguration service, which is not built yet; use 0"))
+			}
+			return cmdError(cmd, runDev(cmd, fl, l))
 		},
 	}
 	f := cmd.Flags()
@@ -50,8 +62,9 @@ exits with status 1.`,
 	f.IntVar(&fl.w, "w", 0, "replication witnesses per stripe")
 	f.IntVar(&fl.blockSize, "block-size", 4096, "bytes per block")
 	f.IntVar(&fl.blocks, "blocks", 1024, "number of addressable blocks (rounded up to whole stripes)")
-	f.StringVar(&fl.durability, "durability", "durable", "durable (pebble) or memory")
-	f.IntVar(&fl.spares, "spares", 0, "spare machines that can replace failed ones")
+	f.StringVar(&fl.durability, "durability", "durable", "durable (pebble, fsync before replying) or memory")
+	f.IntVar(&fl.spares, "spares", 0, "spare machines that can replace failed ones (needs reconfiguration; must be 0 for now)")
+	fl.common.register(cmd)
 	return cmd
 }
 
@@ -60,8 +73,8 @@ func (fl devFlags) layout() (erasure.Layout, error) {
 	if fl.dataDir == "" {
 		return erasure.Layout{}, fmt.Errorf("--data-dir must not be empty")
 	}
-	if fl.addr == "" {
-		return erasure.Layout{}, fmt.Errorf("--addr must not be empty")
+	if _, _, err := net.SplitHostPort(fl.addr); err != nil {
+		return erasure.Layout{}, fmt.Errorf("--addr %q: %v", fl.addr, err)
 	}
 	if err := checkDurability(fl.durability); err != nil {
 		return erasure.Layout{}, err
@@ -69,17 +82,20 @@ func (fl devFlags) layout() (erasure.Layout, error) {
 	if fl.spares < 0 {
 		return erasure.Layout{}, fmt.Errorf("--spares must not be negative, got %d", fl.spares)
 	}
-	if fl.blocks < 1 {
-		return erasure.Layout{}, fmt.Errorf("--blocks must be at least 1, got %d", fl.blocks)
+	return layoutFromFlags(fl.machines, fl.g, fl.f, fl.w, fl.blockSize, fl.blocks)
+}
+
+func layoutFromFlags(machines, g, f, w, blockSize, blocks int) (erasure.Layout, error) {
+	if blocks < 1 {
+		return erasure.Layout{}, fmt.Errorf("--blocks must be at least 1, got %d", blocks)
 	}
-	if fl.g < 1 {
-		return erasure.Layout{}, fmt.Errorf("--g must be at least 1, got %d", fl.g)
+	if g < 1 {
+		return erasure.Layout{}, fmt.Errorf("--g must be at least 1, got %d", g)
 	}
-	l := erasure.Layout{
-		N: fl.machines, G: fl.g, F: fl.f, W: fl.w,
-		Stripes:   (fl.blocks + fl.g - 1) / fl.g,
-		BlockSize: fl.blockSize,
+	if blockSize > 16<<20 {
+		return erasure.Layout{}, fmt.Errorf("--block-size must be at most 16 MiB, got %d", blockSize)
 	}
+	l := erasure.Layout{N: machines, G: g, F: f, W: w, Stripes: (blocks + g - 1) / g, BlockSize: blockSize}
 	if err := l.Validate(); err != nil {
 		return erasure.Layout{}, err
 	}
@@ -89,7 +105,67 @@ func (fl devFlags) layout() (erasure.Layout, error) {
 func printDevPlan(w io.Writer, fl devFlags, l erasure.Layout) {
 	fmt.Fprintf(w, "layout: n=%d g=%d f=%d w=%d, %d stripes, %d blocks of %d bytes, storage overhead f/g=%.2f\n",
 		l.N, l.G, l.F, l.W, l.Stripes, l.NumBlocks(), l.BlockSize, float64(l.F)/float64(l.G))
-	fmt.Fprintf(w, "would run: reconfiguration service, %d machines (data, parity, witness servers each), %d spares\n",
-		l.N, fl.spares)
-	fmt.Fprintf(w, "entry address %s, data under %s, durability %s\n", fl.addr, fl.dataDir, fl.durability)
+	fmt.Fprintf(w, "durability %s, data under %s\n", fl.durability, fl.dataDir)
+}
+
+// checkDataDir records the layout in dir/cluster.json on first use and
+// refuses to start a different layout on the same directory.
+func checkDataDir(dir string, l erasure.Layout, durability string) error {
+	if durability == "memory" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, "cluster.json")
+	want, _ := json.Marshal(l)
+	got, err := os.ReadFile(p)
+	if os.IsNotExist(err) {
+		return os.WriteFile(p, want, 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	var old erasure.Layout
+	if err := json.Unmarshal(got, &old); err != nil {
+		return fmt.Errorf("%s: %v", p, err)
+	}
+	if old != l {
+		return fmt.Errorf("--data-dir %s holds a cluster with n=%d g=%d f=%d w=%d, %d stripes of %d-byte blocks; start it with the same flags or use another --data-dir",
+			dir, old.N, old.G, old.F, old.W, old.Stripes, old.BlockSize)
+	}
+	return nil
+}
+
+func runDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
+	if err := checkDataDir(fl.dataDir, l, fl.durability); err != nil {
+		return err
+	}
+	env, err := fl.common.setup(cmd, l.BlockSize)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	lc, err := runtime.StartLocal(runtime.LocalOptions{Layout: l, Durability: fl.durability, DataDir: fl.dataDir, Addr: fl.addr,
+		Logger: env.log, ServerOptions: env.serverOpts, DialOptions: env.dialOpts, Register: env.register, Metrics: env.metrics})
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	printDevPlan(out, fl, l)
+	for m, a := range lc.Cluster.Machines {
+		fmt.Fprintf(out, "machine %d: data/%d parity/%d witness/%d at %s\n", m, m, m, m, a)
+	}
+	if env.metricsAddr != "" {
+		fmt.Fprintf(out, "metrics at http://%s/metrics\n", env.metricsAddr)
+	}
+	fmt.Fprintf(out, "amalgam dev cluster ready at %s\n", lc.EntryAddr)
+	fmt.Fprintf(out, "try: go run ./cmd/amalgam-cli --cluster %s status   (Ctrl-C stops the cluster)\n", lc.EntryAddr)
+	<-ctx.Done()
+	fmt.Fprintln(out, "stopping")
+	lc.Close()
+	fmt.Fprintln(out, "stopped")
+	return nil
 }

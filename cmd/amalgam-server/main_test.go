@@ -2,9 +2,10 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/amalgam-store/amalgam/erasure"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -18,36 +19,54 @@ func run(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func TestDevNotBuilt(t *testing.T) {
-	out, err := run(t, "dev", "--durability", "memory")
-	if !errors.Is(err, errNotBuilt) {
-		t.Fatalf("err = %v, want errNotBuilt", err)
-	}
-	if want := "dev: the runtime is not built yet (see README Status)"; err.Error() != want {
-		t.Errorf("err = %q, want %q", err, want)
-	}
-	if !strings.Contains(out, "342 stripes") || !strings.Contains(out, "durability memory") {
-		t.Errorf("plan does not describe the default layout:\n%s", out)
+func TestFlagValidation(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dev", "--machines", "4"}, "need at least g+f+w=5 machines"},
+		{[]string{"dev", "--g", "0"}, "--g must be at least 1"},
+		{[]string{"dev", "--f", "0"}, "f must be at least 1"},
+		{[]string{"dev", "--w", "-1"}, "w must not be negative"},
+		{[]string{"dev", "--blocks", "0"}, "--blocks must be at least 1"},
+		{[]string{"dev", "--block-size", "0"}, "block size must be at least 1"},
+		{[]string{"dev", "--durability", "disk"}, "--durability must be durable or memory"},
+		{[]string{"dev", "--spares", "-1"}, "--spares must not be negative"},
+		{[]string{"dev", "--spares", "1"}, "--spares: spare machines need the reconfiguration service"},
+		{[]string{"dev", "--addr", "nope"}, "--addr"},
+		{[]string{"dev", "--log-level", "loud", "--durability", "memory", "--addr", "127.0.0.1:0"}, "--log-level"},
+		{[]string{"dev", "--tls-cert", "x.pem", "--durability", "memory", "--addr", "127.0.0.1:0"}, "--tls-cert, --tls-key and --tls-ca must be given together"},
+		{[]string{"node", "--machine", "-2"}, "--machine must be -1"},
+		{[]string{"node", "--machine", "-1"}, "spares need the reconfiguration service"},
+		{[]string{"reconfig", "--id", "0"}, "--id must be at least 1"},
+		{[]string{"reconfig", "--peers", "2=127.0.0.1:7500,nope"}, `--peers entry "nope"`},
+		{[]string{"reconfig"}, "--machine-addrs must list"},
+		{[]string{"reconfig", "--machine-addrs", "a:1,b:2,c:3,d:4"}, "need at least g+f+w=5 machines"},
+		{[]string{"reconfig", "--machine-addrs", "a:1,b,c:3,d:4,e:5"}, "--machine-addrs entry 1"},
+	} {
+		_, err := run(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want it to mention %q", tc.args, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: error spans several lines: %q", tc.args, err)
+		}
 	}
 }
 
-func TestFlagValidation(t *testing.T) {
-	for _, args := range [][]string{
-		{"dev", "--machines", "4"},
-		{"dev", "--g", "0"},
-		{"dev", "--f", "0"},
-		{"dev", "--w", "-1"},
-		{"dev", "--blocks", "0"},
-		{"dev", "--block-size", "0"},
-		{"dev", "--durability", "disk"},
-		{"dev", "--spares", "-1"},
-		{"node", "--machine", "-2"},
-		{"reconfig", "--id", "0"},
-		{"reconfig", "--peers", "2=127.0.0.1:7500,nope"},
-	} {
-		_, err := run(t, args...)
-		if err == nil || errors.Is(err, errNotBuilt) {
-			t.Errorf("%v: err = %v, want a validation error", args, err)
-		}
+func TestDataDirKeepsLayout(t *testing.T) {
+	dir := t.TempDir()
+	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 4, BlockSize: 64}
+	if err := checkDataDir(dir, l, "durable"); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkDataDir(dir, l, "durable"); err != nil {
+		t.Fatalf("same layout refused: %v", err)
+	}
+	l2 := l
+	l2.BlockSize = 128
+	err := checkDataDir(dir, l2, "durable")
+	if err == nil || !strings.Contains(err.Error(), "holds a cluster with n=5 g=3 f=2 w=0, 4 stripes of 64-byte blocks") {
+		t.Fatalf("different layout: err = %v", err)
 	}
 }

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 )
-
-// errNotBuilt is returned by every subcommand until the runtime lands.
-var errNotBuilt = errors.New("the runtime is not built yet (see README Status)")
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -21,8 +17,8 @@ tolerance comes from erasure coding instead of replication.
   amalgam-server node       one machine (data, parity and witness servers)
   amalgam-server reconfig   one replica of the reconfiguration service
 
-The runtime is not built yet: every subcommand validates its flags and then
-exits with status 1. See README.md, section Status.`,
+The reconfiguration service is static for now (it serves the configuration
+but does not replace failed servers). See README.md, section Status.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

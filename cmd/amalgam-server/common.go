@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/wire"
+)
+
+// commonFlags are shared by the server subcommands: logging, metrics and
+// mutual TLS.
+type commonFlags struct {
+	logLevel               string
+	metricsAddr            string
+	tlsCert, tlsKey, tlsCA string
+}
+
+func (c *commonFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (empty: off)")
+	f.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate for mutual TLS (with --tls-key and --tls-ca)")
+	f.StringVar(&c.tlsKey, "tls-key", "", "PEM private key for mutual TLS")
+	f.StringVar(&c.tlsCA, "tls-ca", "", "PEM CA bundle that peers' and clients' certificates must chain to")
+}
+
+type serverEnv struct {
+	log         *slog.Logger
+	serverOpts  []grpc.ServerOption
+	dialOpts    []grpc.DialOption
+	register    func(*grpc.Server)
+	metrics     *promMetrics
+	metricsAddr string
+	closers     []func()
+}
+
+func (e *serverEnv) close() {
+	for _, c := range e.closers {
+		c()
+	}
+}
+
+func (c *commonFlags) setup(cmd *cobra.Command, blockSize int) (*serverEnv, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
+	}
+	env := &serverEnv{log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))}
+	env.metrics = newPromMetrics()
+	env.serverOpts = append(env.serverOpts, grpc.ChainUnaryInterceptor(env.metrics.interceptor))
+	env.register = func(s *grpc.Server) {
+		hs := health.NewServer()
+		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		healthpb.RegisterHealthServer(s, hs)
+		reflection.Register(s)
+	}
+	if c.tlsCert != "" || c.tlsKey != "" || c.tlsCA != "" {
+		srv, cli, err := loadTLS(c.tlsCert, c.tlsKey, c.tlsCA)
+		if err != nil {
+			return nil, err
+		}
+		env.serverOpts = append(env.serverOpts, grpc.Creds(srv))
+		env.dialOpts = append(env.dialOpts, grpc.WithTransportCredentials(cli))
+	}
+	if c.metricsAddr != "" {
+		ln, err := net.Listen("tcp", c.metricsAddr)
+		if err != nil {
+			return nil, fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(env.metrics.reg, promhttp.HandlerOpts{}))
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(ln) }()
+		env.metricsAddr = ln.Addr().String()
+		env.closers = append(env.closers, func() { _ = hs.Close() })
+	}
+	return env, nil
+}
+
+// loadTLS builds mutual-TLS credentials: the server requires a client
+// certificate signed by the CA, and the client verifies the server's.
+func loadTLS(certFile, keyFile, caFile string) (credentials.TransportCredentials, credentials.TransportCredentials, error) {
+	if certFile == "" || keyFile == "" || caFile == "" {
+		return nil, nil, errors.New("--tls-cert, --tls-key and --tls-ca must be given together")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--tls-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, nil, fmt.Errorf("--tls-ca: no certificates in %s", caFile)
+	}
+	srv := &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+	cli := &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return credentials.NewTLS(srv), credentials.NewTLS(cli), nil
+}
+
+// promMetrics implements runtime.Metrics and the client API metrics.
+type promMetrics struct {
+	reg        *prometheus.Registry
+	ops        *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	reconnects prometheus.Counter
+	batches    prometheus.Histogram
+}
+
+func newPromMetrics() *promMetrics {
+	m := &promMetrics{reg: prometheus.NewRegistry()}
+	m.ops = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amalgam_operations_total",
+		Help: "Client transactions by kind (single op kind, or txn) and gRPC code."}, []string{"kind", "code"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "amalgam_operation_seconds",
+		Help: "Latency of client transactions at the data server.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"kind"})
+	m.reconnects = prometheus.NewCounter(prometheus.CounterOpts{Name: "amalgam_stream_reconnects_total",
+		Help: "Ordered-stream sessions that broke and were resumed."})
+	m.batches = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "amalgam_batch_events",
+		Help: "Events per event-loop batch (one group commit each).", Buckets: prometheus.ExponentialBuckets(1, 2, 10)})
+	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.batches, collectors.NewGoCollector())
+	return m
+}
+
+func (m *promMetrics) StreamReconnect(node.Addr, node.Addr) { m.reconnects.Inc() }
+func (m *promMetrics) BatchCommitted(events int, _ time.Duration) {
+	m.batches.Observe(float64(events))
+}
+
+func (m *promMetrics) interceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	r, ok := req.(*wire.ExecuteRequest)
+	if !ok {
+		return handler(ctx, req)
+	}
+	kind := "txn"
+	if len(r.GetOps()) == 1 {
+		kind = strings.ToLower(strings.TrimPrefix(r.GetOps()[0].GetKind().String(), "OP_KIND_"))
+	}
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	m.latency.WithLabelValues(kind).Observe(time.Since(start).Seconds())
+	m.ops.WithLabelValues(kind, status.Code(err).String()).Inc()
+	return resp, err
+}
