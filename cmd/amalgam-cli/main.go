@@ -8,7 +8,7 @@ import (
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintf(os.Stderr, "amalgam-cli: %v\n", err)
+		fmt.Fprintf(os.Stderr, "amalgam-cli: %v\n", oneLine(err))
 		os.Exit(1)
 	}
 }

@@ -32,8 +32,8 @@ It finds the cluster through --cluster (default ` + defaultCluster + `, or the
 AMALGAM_CLUSTER environment variable), prints text by default and JSON with
 --output json, and exits with status 1 and a one-line reason on any error.
 
-Only the offline subcommands (version, layout) exist so far; the cluster
-runtime is not built yet (see README.md, section Status).`,
+Talking to a cluster: status, read, write, rmw, txn. Offline: layout, mc,
+version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
@@ -51,7 +51,6 @@ runtime is not built yet (see README.md, section Status).`,
 			return nil
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
 
 	cluster := os.Getenv("AMALGAM_CLUSTER")
 	if cluster == "" {
@@ -62,7 +61,8 @@ runtime is not built yet (see README.md, section Status).`,
 	pf.StringVar(&gl.output, "output", "text", "output format: text or json")
 	pf.DurationVar(&gl.timeout, "timeout", 10*time.Second, "give up on a request after this long")
 
-	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl), newMCCmd(gl))
+	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl), newMCCmd(gl),
+		newStatusCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl))
 	return root
 }
 

@@ -38,5 +38,8 @@ func checkDurability(d string) error {
 
 // cmdError prefixes err with the subcommand's name, as in "dev: ...".
 func cmdError(cmd *cobra.Command, err error) error {
+	if err == nil {
+		return nil
+	}
 	return fmt.Errorf("%s: %w", cmd.Name(), err)
 }

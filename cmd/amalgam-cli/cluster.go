@@ -1,0 +1,404 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/msg"
+)
+
+// The subcommands that talk to a cluster: status, read, write, rmw, txn.
+// Every operation is checked against the cluster's layout before anything
+// is sent, so bad input applies nothing.
+
+func connect(cmd *cobra.Command, gl *globalFlags) (context.Context, context.CancelFunc, *client.Client, error) {
+	ctx, cancel := context.WithTimeout(cmd.Context(), gl.timeout)
+	c, err := client.Dial(ctx, gl.cluster, client.Options{})
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, func() { c.Close(); cancel() }, c, nil
+}
+
+// oneLine keeps errors on one line, as scripts expect.
+func oneLine(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(strings.Join(strings.Fields(err.Error()), " "))
+}
+
+func parseBlock(s string) (uint64, error) {
+	b, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("block %q is not a block number", s)
+	}
+	return b, nil
+}
+
+type resultJSON struct {
+	Op      string  `json:"op"`
+	Block   uint64  `json:"block"`
+	Offset  int     `json:"offset"`
+	DataHex *string `json:"data_hex,omitempty"`
+	Value   *uint64 `json:"value,omitempty"`
+	OK      *bool   `json:"ok,omitempty"`
+}
+
+type txnJSON struct {
+	Aborted bool         `json:"aborted"`
+	Results []resultJSON `json:"results"`
+}
+
+func describeResults(ops []msg.Op, out msg.Outcome) txnJSON {
+	doc := txnJSON{Aborted: out.Aborted, Results: []resultJSON{}}
+	if out.Aborted {
+		return doc
+	}
+	for i, op := range ops {
+		r := out.Results[i]
+		j := resultJSON{Op: op.Kind.String(), Block: op.Block, Offset: op.Offset}
+		switch op.Kind {
+		case msg.OpRead:
+			h := hex.EncodeToString(r.Data)
+			j.DataHex = &h
+		case msg.OpAdd:
+			v := r.Value
+			j.Value = &v
+		case msg.OpCas:
+			h := hex.EncodeToString(r.Data)
+			ok := r.OK
+			j.DataHex, j.OK = &h, &ok
+		case msg.OpCheck:
+			ok := r.OK
+			j.OK = &ok
+		}
+		doc.Results = append(doc.Results, j)
+	}
+	return doc
+}
+
+func printTxn(cmd *cobra.Command, gl *globalFlags, ops []msg.Op, out msg.Outcome) error {
+	doc := describeResults(ops, out)
+	w := cmd.OutOrStdout()
+	if gl.output == "json" {
+		return writeJSON(w, doc)
+	}
+	if doc.Aborted {
+		_, err := fmt.Fprintln(w, "aborted: a check failed; nothing was applied")
+		return err
+	}
+	for _, r := range doc.Results {
+		fmt.Fprintf(w, "%s block %d offset %d", r.Op, r.Block, r.Offset)
+		if r.DataHex != nil {
+			fmt.Fprintf(w, " data %s", *r.DataHex)
+		}
+		if r.Value != nil {
+			fmt.Fprintf(w, " value %d", *r.Value)
+		}
+		if r.OK != nil {
+			fmt.Fprintf(w, " ok %v", *r.OK)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+func runOps(cmd *cobra.Command, gl *globalFlags, ops []msg.Op) error {
+	ctx, done, c, err := connect(cmd, gl)
+	if err != nil {
+		return err
+	}
+	defer done()
+	out, err := c.Txn(ctx, ops)
+	if err != nil {
+		return err
+	}
+	return printTxn(cmd, gl, ops, out)
+}
+
+// dataFlags are --data, --hex and --file.
+type dataFlags struct {
+	text, hexs, file string
+}
+
+func (d *dataFlags) register(cmd *cobra.Command, what string) {
+	f := cmd.Flags()
+	f.StringVar(&d.text, "data", "", what+" as text")
+	f.StringVar(&d.hexs, "hex", "", what+" as hex")
+	f.StringVar(&d.file, "file", "", what+": the contents of a file")
+}
+
+func (d *dataFlags) bytes(cmd *cobra.Command) ([]byte, error) {
+	set := 0
+	for _, n := range []string{"data", "hex", "file"} {
+		if cmd.Flags().Changed(n) {
+			set++
+		}
+	}
+	if set != 1 {
+		return nil, errors.New("give exactly one of --data, --hex or --file")
+	}
+	switch {
+	case cmd.Flags().Changed("data"):
+		return []byte(d.text), nil
+	case cmd.Flags().Changed("hex"):
+		b, err := hex.DecodeString(d.hexs)
+		if err != nil {
+			return nil, fmt.Errorf("--hex: %v", err)
+		}
+		return b, nil
+	}
+	b, err := os.ReadFile(d.file)
+	if err != nil {
+		return nil, fmt.Errorf("--file: %v", err)
+	}
+	return b, nil
+}
+
+func newStatusCmd(gl *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the cluster's layout, machines and servers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, done, c, err := connect(cmd, gl)
+			if err != nil {
+				return err
+			}
+			defer done()
+			st, err := c.Status(ctx)
+			if err != nil {
+				return err
+			}
+			l := c.Layout()
+			type machineJSON struct {
+				Index int    `json:"index"`
+				Addr  string `json:"addr"`
+			}
+			type nodeJSON struct {
+				Addr         string `json:"addr"`
+				NextOpNum    uint64 `json:"next_op_num,omitempty"`
+				PendingOps   int64  `json:"pending_ops"`
+				BlocksStored int64  `json:"blocks_stored"`
+			}
+			doc := struct {
+				Cluster    string        `json:"cluster"`
+				ConfigNum  uint64        `json:"config_num"`
+				Durability string        `json:"durability"`
+				Layout     layoutDoc     `json:"layout"`
+				Machines   []machineJSON `json:"machines"`
+				Nodes      []nodeJSON    `json:"nodes"`
+			}{Cluster: gl.cluster, ConfigNum: st.GetConfigNum(), Durability: st.GetDurability(), Layout: layoutJSON(l)}
+			doc.Layout.Rows = nil
+			for _, m := range st.GetMachines() {
+				doc.Machines = append(doc.Machines, machineJSON{int(m.GetIndex()), m.GetAddr()})
+			}
+			for _, n := range st.GetNodes() {
+				doc.Nodes = append(doc.Nodes, nodeJSON{n.GetAddr(), n.GetNextOpNum(), n.GetPendingOps(), n.GetBlocksStored()})
+			}
+			w := cmd.OutOrStdout()
+			if gl.output == "json" {
+				return writeJSON(w, doc)
+			}
+			fmt.Fprintf(w, "cluster %s, configuration %d, durability %s\n", gl.cluster, doc.ConfigNum, doc.Durability)
+			fmt.Fprintf(w, "layout: n=%d g=%d f=%d w=%d, %d stripes, %d blocks of %d bytes, storage overhead f/g=%.2f\n",
+				l.N, l.G, l.F, l.W, l.Stripes, l.NumBlocks(), l.BlockSize, overhead(l))
+			for _, m := range doc.Machines {
+				fmt.Fprintf(w, "machine %d at %s\n", m.Index, m.Addr)
+			}
+			for _, n := range doc.Nodes {
+				fmt.Fprintf(w, "  %-10s pending %d, blocks stored %d\n", n.Addr, n.PendingOps, n.BlocksStored)
+			}
+			if len(doc.Nodes) < len(doc.Machines)*2 {
+				fmt.Fprintln(w, "some machines did not answer")
+			}
+			return nil
+		},
+	}
+}
+
+func newReadCmd(gl *globalFlags) *cobra.Command {
+	var offset, length int
+	cmd := &cobra.Command{
+		Use:   "read <block>",
+		Short: "Read a block (or --length bytes at --offset)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := parseBlock(args[0])
+			if err != nil {
+				return err
+			}
+			return runOps(cmd, gl, []msg.Op{{Kind: msg.OpRead, Block: b, Offset: offset, Length: length}})
+		},
+	}
+	cmd.Flags().IntVar(&offset, "offset", 0, "first byte to read")
+	cmd.Flags().IntVar(&length, "length", 0, "bytes to read (0: to the end of the block)")
+	return cmd
+}
+
+func newWriteCmd(gl *globalFlags) *cobra.Command {
+	var offset int
+	var d dataFlags
+	cmd := &cobra.Command{
+		Use:   "write <block> (--data TEXT | --hex HEX | --file PATH)",
+		Short: "Write bytes into a block at --offset",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := parseBlock(args[0])
+			if err != nil {
+				return err
+			}
+			data, err := d.bytes(cmd)
+			if err != nil {
+				return err
+			}
+			return runOps(cmd, gl, []msg.Op{{Kind: msg.OpWrite, Block: b, Offset: offset, Data: data}})
+		},
+	}
+	cmd.Flags().IntVar(&offset, "offset", 0, "where in the block to write")
+	d.register(cmd, "bytes to write")
+	return cmd
+}
+
+func newRMWCmd(gl *globalFlags) *cobra.Command {
+	var (
+		op, expect, expectHex string
+		offset                int
+		delta                 int64
+		d                     dataFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "rmw <block> --op xor|add|cas",
+		Short: "Atomic read-modify-write: xor bytes, add to a counter, or compare-and-swap",
+		Long: `rmw runs one atomic read-modify-write operation on a block:
+
+  --op xor  (--data|--hex|--file)            xor bytes into the block at --offset
+  --op add  --delta N                        add N to the little-endian uint64 at --offset; prints the new value
+  --op cas  (--expect|--expect-hex) (--data|--hex|--file)
+                                             write the new bytes at --offset if the old ones match;
+                                             prints whether it swapped and the old bytes`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := parseBlock(args[0])
+			if err != nil {
+				return err
+			}
+			o := msg.Op{Block: b, Offset: offset}
+			fl := cmd.Flags()
+			switch op {
+			case "xor":
+				o.Kind = msg.OpXor
+				if o.Data, err = d.bytes(cmd); err != nil {
+					return err
+				}
+			case "add":
+				o.Kind = msg.OpAdd
+				if !fl.Changed("delta") {
+					return errors.New("--op add needs --delta")
+				}
+				o.Delta = uint64(delta)
+			case "cas":
+				o.Kind = msg.OpCas
+				if o.Data, err = d.bytes(cmd); err != nil {
+					return err
+				}
+				var e, h *string
+				if fl.Changed("expect") {
+					e = &expect
+				}
+				if fl.Changed("expect-hex") {
+					h = &expectHex
+				}
+				if o.Expect, err = bytesArg(e, h, "--expect"); err != nil {
+					return err
+				}
+				if len(o.Expect) == 0 {
+					return errors.New("--op cas needs --expect or --expect-hex")
+				}
+			default:
+				return fmt.Errorf("--op must be xor, add or cas, got %q", op)
+			}
+			if op != "add" && fl.Changed("delta") {
+				return fmt.Errorf("--delta only goes with --op add")
+			}
+			if op != "cas" && (fl.Changed("expect") || fl.Changed("expect-hex")) {
+				return fmt.Errorf("--expect only goes with --op cas")
+			}
+			return runOps(cmd, gl, []msg.Op{o})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&op, "op", "", "xor, add or cas")
+	f.IntVar(&offset, "offset", 0, "where in the block")
+	f.Int64Var(&delta, "delta", 0, "add: the addend (may be negative)")
+	f.StringVar(&expect, "expect", "", "cas: expected bytes as text")
+	f.StringVar(&expectHex, "expect-hex", "", "cas: expected bytes as hex")
+	d.register(cmd, "xor/cas: the bytes")
+	_ = cmd.RegisterFlagCompletionFunc("op", cobra.FixedCompletions([]string{"xor", "add", "cas"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func newTxnCmd(gl *globalFlags) *cobra.Command {
+	var specs []string
+	var file string
+	cmd := &cobra.Command{
+		Use:   "txn (--op SPEC ... | --file OPS.json)",
+		Short: "Run several operations on blocks of one shard as one atomic transaction",
+		Long: `txn runs operations on blocks of one shard atomically, in order: a later
+operation sees the effect of an earlier one, and if a check fails nothing is
+applied. Give the operations as repeated --op flags,
+
+  --op 'kind:key=value,...'   kind: read, write, xor, add, cas, check
+                              keys: block, offset, length, data, hex, expect, expect_hex, delta
+
+for example
+
+  amalgam-cli txn --op check:block=0,expect=v1 --op write:block=0,data=v2 --op add:block=3,delta=1
+
+or as a JSON file holding an array of objects with the same keys and "op":
+
+  [{"op": "write", "block": 0, "data": "v2"}, {"op": "add", "block": 3, "offset": 8, "delta": 1}]
+
+Operations spanning shards are refused (see amalgam-cli layout).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var ops []msg.Op
+			switch {
+			case len(specs) > 0 && file != "":
+				return errors.New("give operations as --op flags or --file, not both")
+			case file != "":
+				b, err := os.ReadFile(file)
+				if err != nil {
+					return fmt.Errorf("--file: %v", err)
+				}
+				if ops, err = parseTxnJSON(b); err != nil {
+					return fmt.Errorf("--file %s: %v", file, err)
+				}
+			case len(specs) > 0:
+				for _, s := range specs {
+					op, err := parseOpSpec(s)
+					if err != nil {
+						return err
+					}
+					ops = append(ops, op)
+				}
+			default:
+				return errors.New("give at least one --op, or --file")
+			}
+			return runOps(cmd, gl, ops)
+		},
+	}
+	cmd.Flags().StringArrayVar(&specs, "op", nil, "an operation: kind:key=value,... (repeatable)")
+	cmd.Flags().StringVar(&file, "file", "", "JSON file with an array of operations")
+	return cmd
+}
