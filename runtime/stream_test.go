@@ -1,0 +1,187 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// counter streams Commit{OpNum: 1, 2, ..., total} to "to", burst at a
+// time on a timer. It persists how far it got.
+type counter struct {
+	to          node.Addr
+	next, total uint64
+	burst       int
+}
+
+type tick struct{}
+
+func (tick) Hash(h *node.Hasher) { h.Uint64(1) }
+
+func (c *counter) Init(ctx node.Context) { ctx.SetTimer(tick{}, time.Millisecond, 2*time.Millisecond) }
+func (c *counter) Handle(node.Context, node.Addr, node.Message) {}
+func (c *counter) Timer(ctx node.Context, _ node.Timer) {
+	for i := 0; i < c.burst && c.next <= c.total; i++ {
+		ctx.Stream(c.to, msg.Commit{OpNum: c.next})
+		c.next++
+	}
+	if c.next <= c.total {
+		ctx.SetTimer(tick{}, time.Millisecond, 2*time.Millisecond)
+	}
+}
+func (c *counter) Clone() node.Node { cp := *c; return &cp }
+func (c *counter) Hash() uint64     { return c.next }
+func (c *counter) TrackChanges()    {}
+func (c *counter) Persist(w node.Writer) {
+	w.Put("next", binary.BigEndian.AppendUint64(nil, c.next))
+}
+func (c *counter) Restore(r node.Reader) error {
+	v, ok, err := r.Get("next")
+	if ok {
+		c.next = binary.BigEndian.Uint64(v)
+	}
+	return err
+}
+
+// sink checks that it receives 1, 2, 3, ... exactly once each, in order.
+type sink struct {
+	last uint64
+	bad  []string
+}
+
+func (s *sink) Init(node.Context) {}
+func (s *sink) Handle(_ node.Context, from node.Addr, m node.Message) {
+	n := m.(msg.Commit).OpNum
+	if n != s.last+1 && len(s.bad) < 10 {
+		s.bad = append(s.bad, fmt.Sprintf("got %d after %d from %s", n, s.last, from))
+	}
+	s.last = max(s.last, n)
+}
+func (s *sink) Timer(node.Context, node.Timer) {}
+func (s *sink) Clone() node.Node               { cp := *s; return &cp }
+func (s *sink) Hash() uint64                   { return s.last }
+func (s *sink) TrackChanges()                  {}
+func (s *sink) Persist(w node.Writer) {
+	w.Put("last", binary.BigEndian.AppendUint64(nil, s.last))
+}
+func (s *sink) Restore(r node.Reader) error {
+	v, ok, err := r.Get("last")
+	if ok {
+		s.last = binary.BigEndian.Uint64(v)
+	}
+	return err
+}
+
+// TestStreamExactlyOnce streams numbered messages between two hosts whose
+// connections a proxy resets at random, and (durable) restarts both hosts
+// from their stores several times while the messages flow. The receiver
+// must see every number once, in order.
+func TestStreamExactlyOnce(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			const total = 20000
+			lnA, _ := net.Listen("tcp", "127.0.0.1:0")
+			lnB, _ := net.Listen("tcp", "127.0.0.1:0")
+			pa := newResetProxy(t, lnA.Addr().String(), 5*time.Millisecond, 40*time.Millisecond)
+			pb := newResetProxy(t, lnB.Addr().String(), 5*time.Millisecond, 40*time.Millisecond)
+			defer pa.close()
+			defer pb.close()
+			addrA, addrB := lnA.Addr().String(), lnB.Addr().String()
+			resolve := func(a node.Addr) (string, bool) {
+				switch a {
+				case "data/0":
+					return pa.ln.Addr().String(), true
+				case "parity/1":
+					return pb.ln.Addr().String(), true
+				}
+				return "", false
+			}
+			dirA, dirB := t.TempDir(), t.TempDir()
+			met := &countMetrics{}
+			var storeA, storeB *Store
+			start := func(ln net.Listener, dir string, st **Store, a node.Addr, n node.Node) *Host {
+				if durable {
+					s, err := OpenStore(dir, true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					*st = s
+				}
+				h := NewHost(Options{Listener: ln, Resolve: resolve, BlockSize: 64, Store: *st, Metrics: met})
+				if err := h.AddNode(a, n); err != nil {
+					t.Fatal(err)
+				}
+				h.Start()
+				return h
+			}
+			stop := func(h *Host, st *Store) {
+				h.Stop()
+				if st != nil {
+					_ = st.Close()
+				}
+			}
+			listen := func(addr string) net.Listener {
+				for i := 0; ; i++ {
+					ln, err := net.Listen("tcp", addr)
+					if err == nil {
+						return ln
+					}
+					if i > 100 {
+						t.Fatal(err)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			ha := start(lnA, dirA, &storeA, "data/0", &counter{to: "parity/1", next: 1, total: total, burst: 200})
+			hb := start(lnB, dirB, &storeB, "parity/1", &sink{})
+			restarts := 0
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				var last uint64
+				var bad []string
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := hb.Inspect(ctx, "parity/1", func(n node.Node) { s := n.(*sink); last, bad = s.last, append([]string(nil), s.bad...) })
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(bad) > 0 {
+					t.Fatalf("stream broke FIFO/exactly-once: %v", bad)
+				}
+				if last == total {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("receiver got %d of %d messages", last, total)
+				}
+				time.Sleep(50 * time.Millisecond)
+				if durable && restarts < 6 && last > uint64(restarts+1)*total/8 {
+					// Restart one side from its store, alternately.
+					restarts++
+					if restarts%2 == 1 {
+						stop(hb, storeB)
+						hb = start(listen(addrB), dirB, &storeB, "parity/1", &sink{})
+					} else {
+						stop(ha, storeA)
+						ha = start(listen(addrA), dirA, &storeA, "data/0", &counter{to: "parity/1", next: 1, total: total, burst: 200})
+					}
+				}
+			}
+			stop(ha, storeA)
+			stop(hb, storeB)
+			t.Logf("%d messages, %d resets, %d stream reconnects, %d restarts", total, pa.resets.Load()+pb.resets.Load(), met.reconnects.Load(), restarts)
+			if met.reconnects.Load() == 0 {
+				t.Fatal("no stream reconnected: the test exercised nothing")
+			}
+			if durable && restarts == 0 {
+				t.Fatal("no restart happened")
+			}
+		})
+	}
+}
