@@ -24,7 +24,7 @@ type tick struct{}
 
 func (tick) Hash(h *node.Hasher) { h.Uint64(1) }
 
-func (c *counter) Init(ctx node.Context) { ctx.SetTimer(tick{}, time.Millisecond, 2*time.Millisecond) }
+func (c *counter) Init(ctx node.Context)                        { ctx.SetTimer(tick{}, time.Millisecond, 2*time.Millisecond) }
 func (c *counter) Handle(node.Context, node.Addr, node.Message) {}
 func (c *counter) Timer(ctx node.Context, _ node.Timer) {
 	for i := 0; i < c.burst && c.next <= c.total; i++ {
