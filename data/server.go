@@ -21,6 +21,7 @@ type Server struct {
 	blocks  *erasure.Blocks
 	clients clientTable
 	cfgHash uint64
+	rc      reconfState
 }
 
 // pendingOp is an executed operation not yet acknowledged by every parity
@@ -40,11 +41,13 @@ type pendingOp struct {
 type part struct {
 	stripe int
 	acks   uint64
+	prep   msg.Prepare // re-sent to a replacement parity server or witness
 }
 
 // New returns the data server of machine me in configuration cfg.
 func New(cfg msg.Config, me int) *Server {
-	s := &Server{cfg: cfg, me: me, opNum: 1, blocks: erasure.NewBlocks(cfg.Layout.BlockSize), clients: newClientTable()}
+	s := &Server{cfg: cfg, me: me, opNum: 1, blocks: erasure.NewBlocks(cfg.Layout.BlockSize), clients: newClientTable(),
+		rc: newReconfState(cfg, me)}
 	s.cfgHash = node.HashOf(cfg)
 	return s
 }
@@ -52,8 +55,8 @@ func New(cfg msg.Config, me int) *Server {
 // Init implements node.Node.
 func (s *Server) Init(node.Context) {}
 
-// Timer implements node.Node; the data server sets no timers yet.
-func (s *Server) Timer(node.Context, node.Timer) {}
+// Timer implements node.Node: the only timer retries data recovery.
+func (s *Server) Timer(ctx node.Context, _ node.Timer) { s.retryRecovery(ctx) }
 
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
@@ -62,6 +65,16 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 		s.onRequest(ctx, from, m)
 	case msg.PrepareOK:
 		s.onPrepareOK(ctx, from, m)
+	case msg.NewConfig:
+		s.onNewConfig(ctx, from, m)
+	case msg.StopBackup:
+		s.onStopBackup(ctx, from, m)
+	case msg.StripeSnapshot:
+		s.onSnapshot(ctx, m)
+	case msg.SnapshotData:
+		s.onSnapshotData(ctx, m)
+	case msg.SnapshotParity:
+		s.onSnapshotParity(ctx, m)
 	}
 }
 
@@ -86,6 +99,9 @@ func (s *Server) onRequest(ctx node.Context, from node.Addr, r msg.Request) {
 		s.clients.put(r.Client, clientEntry{seq: r.Seq, done: true, reply: reply})
 		ctx.Send(from, reply)
 		return
+	}
+	if s.needsRecovery(ctx, r.Ops) {
+		return // the client retries once the blocks are rebuilt
 	}
 	outcome, written := msg.Execute(r.Ops, s.blocks.Get)
 	var stripes []int
@@ -116,10 +132,13 @@ func (s *Server) onRequest(ctx node.Context, from node.Addr, r msg.Request) {
 		}
 		prep := msg.Prepare{Shard: s.me, Primary: s.primary(), OpNum: p.opNum, Stripe: st, Pos: pos,
 			Delta: delta, Stripes: stripes, Client: r.Client, Seq: r.Seq}
+		if len(written) > 0 {
+			prep.Reply = &p.reply
+		}
 		for i, m := range l.Backups(st) {
 			ctx.Stream(backupAddr(l, i, m), prep)
 		}
-		p.parts = append(p.parts, part{stripe: st})
+		p.parts = append(p.parts, part{stripe: st, prep: prep})
 	}
 	s.pending = append(s.pending, p)
 	s.clients.put(r.Client, clientEntry{seq: r.Seq})
@@ -150,7 +169,7 @@ func (s *Server) onPrepareOK(ctx node.Context, from node.Addr, ok msg.PrepareOK)
 			continue
 		}
 		for bi, m := range l.Backups(ok.Stripe) {
-			if backupAddr(l, bi, m) == from {
+			if backupAddr(l, bi, m) == from && ok.Inc == s.backupInc(bi, m) && !s.isStopped(from) {
 				p.parts[j].acks |= 1 << bi
 			}
 		}
@@ -208,6 +227,7 @@ func (s *Server) advance(ctx node.Context) {
 	}
 	clear(s.pending[len(keep):])
 	s.pending = keep
+	s.answerSnapshots(ctx)
 }
 
 func (p *pendingOp) hasQuorum(f int) bool {

@@ -110,7 +110,7 @@ func write(b uint64, off int, data []byte) msg.Op {
 func read(b uint64) msg.Op { return msg.Op{Kind: msg.OpRead, Block: b} }
 
 func ack(s *Server, ctx *fakeCtx, from node.Addr, opNum uint64, stripe int) {
-	s.Handle(ctx, from, msg.PrepareOK{Shard: me, Primary: primary, OpNum: opNum, Stripe: stripe})
+	s.Handle(ctx, from, msg.PrepareOK{Shard: me, Primary: primary, OpNum: opNum, Stripe: stripe, Inc: 1})
 }
 
 func pattern(start byte) []byte {
@@ -560,10 +560,10 @@ func TestPrepareOKFromWrongPrimaryIgnored(t *testing.T) {
 	ctx.take()
 	hash := s.Hash()
 	for _, b := range backups(0) {
-		s.Handle(ctx, b, msg.PrepareOK{Shard: me, Primary: primary + 1, OpNum: 1, Stripe: 0})
-		s.Handle(ctx, b, msg.PrepareOK{Shard: me + 1, Primary: primary, OpNum: 1, Stripe: 0})
-		s.Handle(ctx, b, msg.PrepareOK{Shard: me, Primary: primary, OpNum: 9, Stripe: 0})
-		s.Handle(ctx, b, msg.PrepareOK{Shard: me, Primary: primary, OpNum: 1, Stripe: 2})
+		s.Handle(ctx, b, msg.PrepareOK{Shard: me, Primary: primary + 1, OpNum: 1, Stripe: 0, Inc: 1})
+		s.Handle(ctx, b, msg.PrepareOK{Shard: me + 1, Primary: primary, OpNum: 1, Stripe: 0, Inc: 1})
+		s.Handle(ctx, b, msg.PrepareOK{Shard: me, Primary: primary, OpNum: 9, Stripe: 0, Inc: 1})
+		s.Handle(ctx, b, msg.PrepareOK{Shard: me, Primary: primary, OpNum: 1, Stripe: 2, Inc: 1})
 	}
 	expectNone(t, "bad acks", ctx.take())
 	if s.Hash() != hash {

@@ -70,6 +70,7 @@ func (s *Server) Clone() node.Node {
 		cp.parts = append([]part(nil), p.parts...)
 		c.pending[i] = &cp
 	}
+	c.rc = s.rc.clone()
 	return &c
 }
 
@@ -92,8 +93,10 @@ func (s *Server) Hash() uint64 {
 		for _, pt := range p.parts {
 			h.Int(pt.stripe)
 			h.Uint64(pt.acks)
+			h.Bytes(pt.prep.Delta)
 		}
 	}
+	s.rc.hash(h)
 	return h.Sum()
 }
 

@@ -18,6 +18,8 @@ type Config struct {
 	// Data[m], Parity[m] and Witness[m] are the incarnation numbers of the
 	// servers on machine m. Data[m] is the shard's primary_num.
 	Data, Parity, Witness []uint64
+	// Changed is the server this configuration replaced ("" for 0).
+	Changed node.Addr
 }
 
 // InitialConfig is configuration 0 for a layout: every server is
@@ -56,6 +58,7 @@ func (c Config) Hash(h *node.Hasher) {
 	for _, v := range []int{l.N, l.G, l.F, l.W, l.Stripes, l.BlockSize} {
 		h.Int(v)
 	}
+	h.String(string(c.Changed))
 	for _, xs := range [][]uint64{c.Data, c.Parity, c.Witness} {
 		h.Int(len(xs))
 		for _, x := range xs {

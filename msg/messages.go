@@ -34,14 +34,19 @@ type Prepare struct {
 	Stripes []int
 	Client  uint64
 	Seq     uint64
+	// Reply is the operation's result when it changed a block, so that a
+	// replacement data server can rebuild its client table (3.3).
+	Reply *Reply
 }
 
-// PrepareOK acknowledges a Prepare (3.3.1 step 3).
+// PrepareOK acknowledges a Prepare (3.3.1 step 3). Inc is the incarnation
+// of the acknowledging parity server or witness.
 type PrepareOK struct {
 	Shard   int
 	Primary uint64
 	OpNum   uint64
 	Stripe  int
+	Inc     uint64
 }
 
 // Commit tells parity servers that OpNum committed: fold its delta in.
@@ -99,6 +104,10 @@ func (m Prepare) Hash(h *node.Hasher) {
 	}
 	h.Uint64(m.Client)
 	h.Uint64(m.Seq)
+	h.Bool(m.Reply != nil)
+	if m.Reply != nil {
+		m.Reply.Hash(h)
+	}
 }
 
 func hashRef(h *node.Hasher, tag uint64, shard int, primary, opNum uint64, stripe int) {
@@ -110,7 +119,10 @@ func hashRef(h *node.Hasher, tag uint64, shard int, primary, opNum uint64, strip
 }
 
 // Hash implements node.Message.
-func (m PrepareOK) Hash(h *node.Hasher) { hashRef(h, 4, m.Shard, m.Primary, m.OpNum, m.Stripe) }
+func (m PrepareOK) Hash(h *node.Hasher) {
+	hashRef(h, 4, m.Shard, m.Primary, m.OpNum, m.Stripe)
+	h.Uint64(m.Inc)
+}
 
 // Hash implements node.Message.
 func (m Commit) Hash(h *node.Hasher) { hashRef(h, 5, m.Shard, m.Primary, m.OpNum, m.Stripe) }

@@ -21,13 +21,15 @@ type Server struct {
 	opNums   []uint64        // per shard: the highest op number applied
 	blocks   *erasure.Blocks // parity blocks by stripe number
 	cfgHash  uint64
+	rc       reconfState
 }
 
 // New returns the parity server of machine me. The code must match the
 // layout's g and f.
 func New(cfg msg.Config, me int, code *erasure.Code) *Server {
 	s := &Server{cfg: cfg, me: me, code: code, prepares: NewPrepareSet(),
-		opNums: make([]uint64, cfg.Layout.N), blocks: erasure.NewBlocks(cfg.Layout.BlockSize)}
+		opNums: make([]uint64, cfg.Layout.N), blocks: erasure.NewBlocks(cfg.Layout.BlockSize),
+		rc: newReconfState(cfg, me)}
 	s.cfgHash = node.HashOf(cfg)
 	return s
 }
@@ -40,26 +42,37 @@ func (s *Server) Timer(node.Context, node.Timer) {}
 
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
+	if Ahead(s.cfg, m) {
+		s.rc.early.Hold(ctx, s.cfg.Num, from, m)
+		return
+	}
 	switch m := m.(type) {
 	case msg.Prepare:
-		if !Acceptable(s.cfg, s.me, erasure.RoleParity, m) {
+		if !Acceptable(s.cfg, s.me, erasure.RoleParity, m) || s.rc.stopped[m.Shard] {
 			return
 		}
 		s.prepares.Add(m)
+		s.snapPrepare(m)
 		if Mutant == "apply-on-prepare" {
 			s.apply(m.Key())
 		}
-		ctx.Stream(from, msg.PrepareOK{Shard: m.Shard, Primary: m.Primary, OpNum: m.OpNum, Stripe: m.Stripe})
+		ctx.Stream(from, msg.PrepareOK{Shard: m.Shard, Primary: m.Primary, OpNum: m.OpNum, Stripe: m.Stripe, Inc: s.rc.inc})
 	case msg.Commit:
-		if FromPrimary(s.cfg, m.Shard, m.Primary) {
+		if s.accepts(m.Shard, m.Primary) {
 			s.apply(msg.PrepKey{Shard: m.Shard, OpNum: m.OpNum, Stripe: m.Stripe})
 		}
 	case msg.PrepareDrop:
-		if FromPrimary(s.cfg, m.Shard, m.Primary) {
+		if s.accepts(m.Shard, m.Primary) {
 			k := msg.PrepKey{Shard: m.Shard, OpNum: m.OpNum, Stripe: m.Stripe}
 			s.apply(k) // in case the COMMIT never came
 			s.prepares.Remove(k)
 		}
+	case msg.StopShard:
+		s.onStopShard(ctx, from, m)
+	case msg.NewConfig:
+		s.onNewConfig(ctx, from, m)
+	case msg.SnapshotMarker:
+		s.onMarker(ctx, m)
 	}
 }
 
@@ -69,7 +82,8 @@ func (s *Server) apply(k msg.PrepKey) {
 	if !ok || e.Applied && Mutant != "apply-twice" {
 		return
 	}
-	if e.P.Delta != nil {
+	s.record(e.P)
+	if e.P.Delta != nil && !s.isDegraded(k.Stripe) {
 		_, idx := s.cfg.Layout.RoleOf(k.Stripe, s.me)
 		s.code.ApplyDelta(s.blocks.Mutable(uint64(k.Stripe)), idx, mutantPos(e.P.Pos), e.P.Delta)
 	}
@@ -99,6 +113,7 @@ func (s *Server) Clone() node.Node {
 	c.prepares = s.prepares.Clone()
 	c.opNums = slices.Clone(s.opNums)
 	c.blocks = s.blocks.Clone()
+	c.rc = s.rc.clone()
 	return &c
 }
 
@@ -112,5 +127,6 @@ func (s *Server) Hash() uint64 {
 		h.Uint64(n)
 	}
 	h.Uint64(s.blocks.Hash())
+	s.rc.hash(h)
 	return h.Sum()
 }

@@ -97,7 +97,6 @@ func TestPrepareValidation(t *testing.T) {
 		p    func() msg.Prepare
 	}{
 		{"old primary", func() msg.Prepare { p := good; p.Primary = 0; return p }},
-		{"future primary", func() msg.Prepare { p := good; p.Primary = 2; return p }},
 		{"stripe where this machine is a witness", func() msg.Prepare { return prepare(2, 1, 1, good.Delta) }},
 		{"stripe where this machine is data", func() msg.Prepare { return prepare(3, 0, 1, good.Delta) }},
 		{"another stripe where this machine is data", func() msg.Prepare { return prepare(4, 2, 1, good.Delta) }},
@@ -109,6 +108,22 @@ func TestPrepareValidation(t *testing.T) {
 		{"negative stripe", func() msg.Prepare { p := good; p.Stripe = -1; return p }},
 		{"short delta", func() msg.Prepare { p := good; p.Delta = p.Delta[:blockSize-1]; return p }},
 	}
+	t.Run("future primary", func(t *testing.T) {
+		// A primary of a configuration this server has not seen: not
+		// accepted, held until the configuration arrives, which the
+		// server asks the reconfiguration service for.
+		s, ctx := newServer(t, 3, code)
+		p := good
+		p.Primary = 2
+		s.Handle(ctx, msg.DataAddr(p.Shard), p)
+		effs := ctx.take()
+		if len(effs) != 1 || effs[0].to != msg.ReconfigAddr || effs[0].m != (msg.ConfigOK{Num: 0}) {
+			t.Fatalf("future prepare %+v: effects %v, want only ConfigOK{0} to reconfig", p, effs)
+		}
+		if len(s.Prepares()) != 0 {
+			t.Fatal("future prepare was accepted")
+		}
+	})
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
 			s, ctx := newServer(t, 3, code)
@@ -129,7 +144,7 @@ func TestPrepareValidation(t *testing.T) {
 		h := s.Hash()
 		s.Handle(ctx, from(good), good)
 		effs := ctx.take()
-		want := msg.PrepareOK{Shard: good.Shard, Primary: 1, OpNum: 1, Stripe: 0}
+		want := msg.PrepareOK{Shard: good.Shard, Primary: 1, OpNum: 1, Stripe: 0, Inc: 1}
 		if len(effs) != 1 || effs[0].kind != "stream" || effs[0].to != from(good) || effs[0].m != want {
 			t.Fatalf("effects %v, want PrepareOK %+v streamed to %s", effs, want, from(good))
 		}

@@ -5,6 +5,8 @@
 package witness
 
 import (
+	"slices"
+
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
@@ -17,11 +19,15 @@ type Server struct {
 	me       int
 	prepares parity.PrepareSet
 	cfgHash  uint64
+	inc      uint64 // this incarnation
+	stopped  []bool // per shard: fenced by StopShard until the next configuration
+	early    parity.Early
 }
 
 // New returns the witness of machine me.
 func New(cfg msg.Config, me int) *Server {
-	return &Server{cfg: cfg, me: me, prepares: parity.NewPrepareSet(), cfgHash: node.HashOf(cfg)}
+	return &Server{cfg: cfg, me: me, prepares: parity.NewPrepareSet(), cfgHash: node.HashOf(cfg),
+		inc: cfg.Witness[me], stopped: make([]bool, cfg.Layout.N)}
 }
 
 // Init implements node.Node.
@@ -32,19 +38,27 @@ func (s *Server) Timer(node.Context, node.Timer) {}
 
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
+	if parity.Ahead(s.cfg, m) {
+		s.early.Hold(ctx, s.cfg.Num, from, m)
+		return
+	}
 	switch m := m.(type) {
 	case msg.Prepare:
-		if !parity.Acceptable(s.cfg, s.me, erasure.RoleWitness, m) {
+		if !parity.Acceptable(s.cfg, s.me, erasure.RoleWitness, m) || s.stopped[m.Shard] {
 			return
 		}
 		if Mutant != "witness-ack-without-holding" {
 			s.prepares.Add(m)
 		}
-		ctx.Stream(from, msg.PrepareOK{Shard: m.Shard, Primary: m.Primary, OpNum: m.OpNum, Stripe: m.Stripe})
+		ctx.Stream(from, msg.PrepareOK{Shard: m.Shard, Primary: m.Primary, OpNum: m.OpNum, Stripe: m.Stripe, Inc: s.inc})
 	case msg.PrepareDrop:
-		if m.Shard >= 0 && m.Shard < len(s.cfg.Data) && m.Primary == s.cfg.Data[m.Shard] {
+		if s.accepts(m.Shard, m.Primary) {
 			s.prepares.Remove(msg.PrepKey{Shard: m.Shard, OpNum: m.OpNum, Stripe: m.Stripe})
 		}
+	case msg.StopShard:
+		s.onStopShard(ctx, from, m)
+	case msg.NewConfig:
+		s.onNewConfig(ctx, from, m)
 	}
 }
 
@@ -61,6 +75,8 @@ func (s *Server) HoldsOn(st int) bool { return s.prepares.HoldsOn(st) }
 func (s *Server) Clone() node.Node {
 	c := *s
 	c.prepares = s.prepares.Clone()
+	c.stopped = slices.Clone(s.stopped)
+	c.early = slices.Clone(s.early)
 	return &c
 }
 
@@ -70,5 +86,10 @@ func (s *Server) Hash() uint64 {
 	h.Uint64(s.cfgHash)
 	h.Int(s.me)
 	h.Uint64(s.prepares.Hash())
+	h.Uint64(s.inc)
+	for _, b := range s.stopped {
+		h.Bool(b)
+	}
+	s.early.Hash(h)
 	return h.Sum()
 }

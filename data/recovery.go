@@ -1,0 +1,248 @@
+package data
+
+import (
+	"slices"
+	"time"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// The stripe snapshot protocol (thesis 3.3.2.3), data server side: as the
+// recovering server rebuilding a degraded block, and as a participant
+// answering another server's snapshot.
+
+// recovery is a snapshot this server runs to rebuild its block of stripe.
+type recovery struct {
+	stripe int
+	nonce  uint64
+	data   [][]byte // per data position; nil until answered or when degraded
+	dgot   uint64   // data positions that answered
+	parity [][]byte // per parity index
+}
+
+// answer is this server's part in another server's snapshot: the block as
+// it was when the snapshot arrived, sent once every operation executed
+// before then has committed.
+type answer struct {
+	requester node.Addr
+	stripe    int
+	nonce     uint64
+	block     []byte // nil if this server's block is degraded
+	upto      uint64 // the last op number executed before the snapshot
+	opNum     uint64
+	sent      bool
+}
+
+// How often a recovering server re-asks for unanswered snapshot parts.
+const (
+	retryMin = 50 * time.Millisecond
+	retryMax = 100 * time.Millisecond
+)
+
+type retryRecovery struct{}
+
+// Hash implements node.Timer.
+func (retryRecovery) Hash(h *node.Hasher) { h.Uint64(50) }
+
+// Decision (the thesis is silent): a participant answers only once every
+// operation it executed before the snapshot has committed. Otherwise a
+// snapshot could include a delta that a later replacement of this data
+// server discards (it follows a gap in op numbers), and the rebuilt block
+// would hold an operation that never committed.
+
+func (s *Server) isDegraded(st int) bool { return s.rc.degraded != nil && s.rc.degraded[st] }
+
+// DegradedBlocks is the number of this shard's blocks not yet rebuilt.
+func (s *Server) DegradedBlocks() int {
+	n := 0
+	for _, d := range s.rc.degraded {
+		if d {
+			n++
+		}
+	}
+	return n
+}
+
+// needsRecovery starts rebuilding every degraded block ops touch and
+// reports whether there was any.
+func (s *Server) needsRecovery(ctx node.Context, ops []msg.Op) bool {
+	need := false
+	for _, op := range ops {
+		st, _ := s.cfg.Layout.Locate(op.Block)
+		if s.isDegraded(st) {
+			need = true
+			s.Recover(ctx, st)
+		}
+	}
+	return need
+}
+
+// Recover starts rebuilding this shard's block of stripe st, unless it is
+// not degraded or already being rebuilt.
+func (s *Server) Recover(ctx node.Context, st int) {
+	if !s.isDegraded(st) || slices.ContainsFunc(s.rc.recov, func(r *recovery) bool { return r.stripe == st }) {
+		return
+	}
+	s.rc.nonce++
+	r := &recovery{stripe: st, nonce: s.rc.nonce}
+	s.rc.recov = append(s.rc.recov, r)
+	s.askSnapshot(ctx, r)
+	if !s.rc.ticking {
+		s.rc.ticking = true
+		ctx.SetTimer(retryRecovery{}, retryMin, retryMax)
+	}
+}
+
+// askSnapshot sends STRIPE-SNAPSHOT to the data servers that have not
+// answered, and this server's own marker to the stripe's parity servers.
+func (s *Server) askSnapshot(ctx node.Context, r *recovery) {
+	l := s.cfg.Layout
+	if r.data == nil {
+		r.data = make([][]byte, l.G)
+		r.parity = make([][]byte, l.F)
+		_, me := l.RoleOf(r.stripe, s.me)
+		r.dgot = 1 << me // this server's own block is degraded: a null answer
+	}
+	self := msg.DataAddr(s.me)
+	for pos := 0; pos < l.G; pos++ {
+		if r.dgot&(1<<pos) == 0 {
+			ctx.Send(msg.DataAddr(l.DataMachine(r.stripe, pos)),
+				msg.StripeSnapshot{Num: s.cfg.Num, Stripe: r.stripe, Nonce: r.nonce, Requester: self})
+		}
+	}
+	s.mark(ctx, r.stripe, r.nonce, self)
+}
+
+// mark sends this server's snapshot marker down its streams to the
+// stripe's parity servers, after every PREPARE it sent them before.
+func (s *Server) mark(ctx node.Context, st int, nonce uint64, requester node.Addr) {
+	l := s.cfg.Layout
+	m := msg.SnapshotMarker{Num: s.cfg.Num, Stripe: st, Nonce: nonce, Requester: requester, Shard: s.me}
+	for k := 0; k < l.F; k++ {
+		ctx.Stream(msg.ParityAddr(l.ParityMachine(st, k)), m)
+	}
+}
+
+func (s *Server) retryRecovery(ctx node.Context) {
+	for _, r := range s.rc.recov {
+		s.askSnapshot(ctx, r)
+	}
+	s.rc.ticking = len(s.rc.recov) > 0
+	if s.rc.ticking {
+		ctx.SetTimer(retryRecovery{}, retryMin, retryMax)
+	}
+}
+
+// onSnapshot answers another server's STRIPE-SNAPSHOT (3.3.2.3 step 2).
+func (s *Server) onSnapshot(ctx node.Context, m msg.StripeSnapshot) {
+	l := s.cfg.Layout
+	if m.Num != s.cfg.Num || m.Stripe < 0 || m.Stripe >= l.Stripes || m.Requester == msg.DataAddr(s.me) {
+		return
+	}
+	role, pos := l.RoleOf(m.Stripe, s.me)
+	if role != erasure.RoleData {
+		return
+	}
+	i := slices.IndexFunc(s.rc.answers, func(a *answer) bool {
+		return a.requester == m.Requester && a.stripe == m.Stripe && a.nonce == m.Nonce
+	})
+	if i < 0 {
+		a := &answer{requester: m.Requester, stripe: m.Stripe, nonce: m.Nonce, upto: s.opNum - 1, opNum: s.opNum}
+		if !s.isDegraded(m.Stripe) {
+			a.block = s.blocks.Get(l.Block(m.Stripe, pos)) // never modified in place
+		}
+		s.rc.answers = slices.DeleteFunc(s.rc.answers, func(o *answer) bool {
+			return o.requester == m.Requester && o.stripe == m.Stripe
+		})
+		s.rc.answers = append(s.rc.answers, a)
+	} else {
+		s.rc.answers[i].sent = false // the answer may have been lost
+	}
+	s.mark(ctx, m.Stripe, m.Nonce, m.Requester)
+	s.answerSnapshots(ctx)
+}
+
+// answerSnapshots sends every answer whose operations have committed.
+func (s *Server) answerSnapshots(ctx node.Context) {
+	var open uint64 // first uncommitted op number, 0 if none
+	for _, p := range s.pending {
+		if !p.committed {
+			open = p.opNum
+			break
+		}
+	}
+	for _, a := range s.rc.answers {
+		if a.sent || open != 0 && open <= a.upto {
+			continue
+		}
+		a.sent = true
+		ctx.Send(a.requester, msg.SnapshotData{Num: s.cfg.Num, Stripe: a.stripe, Nonce: a.nonce, Shard: s.me,
+			Block: a.block, OpNum: a.opNum})
+	}
+}
+
+func (s *Server) findRecovery(num uint64, st int, nonce uint64) *recovery {
+	if num != s.cfg.Num {
+		return nil
+	}
+	for _, r := range s.rc.recov {
+		if r.stripe == st && r.nonce == nonce {
+			return r
+		}
+	}
+	return nil
+}
+
+func (s *Server) onSnapshotData(ctx node.Context, m msg.SnapshotData) {
+	r := s.findRecovery(m.Num, m.Stripe, m.Nonce)
+	if r == nil || m.Shard < 0 || m.Shard >= s.cfg.Layout.N {
+		return
+	}
+	role, pos := s.cfg.Layout.RoleOf(m.Stripe, m.Shard)
+	if role != erasure.RoleData {
+		return
+	}
+	r.dgot |= 1 << pos
+	r.data[pos] = m.Block
+	s.tryDecode(r)
+}
+
+func (s *Server) onSnapshotParity(ctx node.Context, m msg.SnapshotParity) {
+	r := s.findRecovery(m.Num, m.Stripe, m.Nonce)
+	if r == nil || m.Index < 0 || m.Index >= s.cfg.Layout.F {
+		return
+	}
+	r.parity[m.Index] = m.Block
+	s.tryDecode(r)
+}
+
+// tryDecode rebuilds the block once every data server answered and g
+// blocks are known (3.3.2.3 step 4).
+func (s *Server) tryDecode(r *recovery) {
+	l := s.cfg.Layout
+	if r.dgot != 1<<l.G-1 {
+		return
+	}
+	shards := make([][]byte, 0, l.G+l.F)
+	have := 0
+	for _, b := range append(slices.Clone(r.data), r.parity...) {
+		if b != nil {
+			have++
+			b = slices.Clone(b)
+		}
+		shards = append(shards, b)
+	}
+	if have < l.G {
+		return
+	}
+	code, err := erasure.NewCode(l.G, l.F)
+	if err != nil || code.ReconstructData(shards) != nil {
+		return
+	}
+	_, pos := l.RoleOf(r.stripe, s.me)
+	s.blocks.Put(l.Block(r.stripe, pos), shards[pos])
+	s.rc.degraded[r.stripe] = false
+	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery) bool { return o == r })
+}

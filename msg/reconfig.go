@@ -1,0 +1,262 @@
+package msg
+
+import (
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Messages of server replacement (thesis 3.3.2.1, 3.3.2.2). The
+// reconfiguration service sends them unordered and re-sends until
+// answered; servers answer every copy.
+
+// ReconfigAddr is the reconfiguration service's address.
+const ReconfigAddr node.Addr = "reconfig"
+
+// Replace asks the reconfiguration service to replace the server playing
+// Role on Machine (an operator's command, or a failure suspicion).
+type Replace struct {
+	Role    erasure.Role
+	Machine int
+}
+
+// StopShard asks a parity server or witness to stop accepting the current
+// data server of Shard and to report what it holds of the shard, for the
+// configuration numbered Num that will replace it.
+type StopShard struct {
+	Num     uint64
+	Shard   int
+	Primary uint64 // the data server being replaced
+}
+
+// ClientRecord is the latest committed result of a client's request on a
+// shard: the client table entry a replacement data server starts from.
+type ClientRecord struct {
+	Client, Seq uint64
+	Reply       Reply
+}
+
+// StopShardOK answers StopShard: the shard's PREPAREs the server holds,
+// the highest op number it applied (parity servers; 0 for witnesses), and
+// its client records for the shard.
+type StopShardOK struct {
+	Num      uint64
+	Shard    int
+	OpNum    uint64
+	Prepares []Prepare
+	Clients  []ClientRecord
+}
+
+// StopBackup asks a data server to stop counting acknowledgements from the
+// parity server or witness of Machine with incarnation Inc, which the
+// configuration numbered Num replaces.
+type StopBackup struct {
+	Num     uint64
+	Role    erasure.Role
+	Machine int
+	Inc     uint64
+}
+
+// StopBackupOK answers StopBackup.
+type StopBackupOK struct {
+	Num     uint64
+	Role    erasure.Role
+	Machine int
+}
+
+// Install is what a data server replacement hands the servers of its
+// shard: the operations of the old data server that survive (the chain,
+// thesis 3.3.2.1 step 2), and the shard's client records.
+type Install struct {
+	Shard   int
+	Chain   []Prepare // sorted by op number, then stripe
+	Clients []ClientRecord
+}
+
+// NewConfig tells a server about configuration Config.Num. Servers apply
+// configurations in order, one number at a time. Install is set when the
+// configuration replaces a data server. A NewConfig that gives the
+// receiver's role a new incarnation starts that incarnation at the
+// receiver's address (a spare taking the failed server's place).
+type NewConfig struct {
+	Config  Config
+	Install *Install
+}
+
+// ConfigOK acknowledges a NewConfig.
+type ConfigOK struct{ Num uint64 }
+
+// Hash implements node.Message.
+func (m Replace) Hash(h *node.Hasher) { h.Uint64(20); h.Int(int(m.Role)); h.Int(m.Machine) }
+
+// Hash implements node.Message.
+func (m StopShard) Hash(h *node.Hasher) {
+	h.Uint64(21)
+	h.Uint64(m.Num)
+	h.Int(m.Shard)
+	h.Uint64(m.Primary)
+}
+
+// Hash implements node.Message.
+func (m StopShardOK) Hash(h *node.Hasher) {
+	h.Uint64(22)
+	h.Uint64(m.Num)
+	h.Int(m.Shard)
+	h.Uint64(m.OpNum)
+	hashPrepares(h, m.Prepares)
+	hashClients(h, m.Clients)
+}
+
+// Hash implements node.Message.
+func (m StopBackup) Hash(h *node.Hasher) {
+	h.Uint64(23)
+	h.Uint64(m.Num)
+	h.Int(int(m.Role))
+	h.Int(m.Machine)
+	h.Uint64(m.Inc)
+}
+
+// Hash implements node.Message.
+func (m StopBackupOK) Hash(h *node.Hasher) {
+	h.Uint64(24)
+	h.Uint64(m.Num)
+	h.Int(int(m.Role))
+	h.Int(m.Machine)
+}
+
+// Hash implements node.Message.
+func (m NewConfig) Hash(h *node.Hasher) {
+	h.Uint64(25)
+	m.Config.Hash(h)
+	h.Bool(m.Install != nil)
+	if m.Install != nil {
+		h.Int(m.Install.Shard)
+		hashPrepares(h, m.Install.Chain)
+		hashClients(h, m.Install.Clients)
+	}
+}
+
+// Hash implements node.Message.
+func (m ConfigOK) Hash(h *node.Hasher) { h.Uint64(26); h.Uint64(m.Num) }
+
+// StartsIncarnation reports whether m starts a new incarnation of the
+// server at to: hosts then deliver it even to a crashed address, ending
+// the streams of the incarnation it replaces.
+func (m NewConfig) StartsIncarnation(to node.Addr) bool {
+	role, i, err := ParseAddr(to)
+	if err != nil || i >= m.Config.Layout.N {
+		return false
+	}
+	switch role {
+	case "data":
+		return m.Config.Changed == DataAddr(i)
+	case "parity":
+		return m.Config.Changed == ParityAddr(i)
+	case "witness":
+		return m.Config.Changed == WitnessAddr(i)
+	}
+	return false
+}
+
+func hashPrepares(h *node.Hasher, ps []Prepare) {
+	h.Int(len(ps))
+	for _, p := range ps {
+		p.Hash(h)
+	}
+}
+
+func hashClients(h *node.Hasher, cs []ClientRecord) {
+	h.Int(len(cs))
+	for _, c := range cs {
+		h.Uint64(c.Client)
+		h.Uint64(c.Seq)
+		c.Reply.Hash(h)
+	}
+}
+
+// Messages of the stripe snapshot protocol (thesis 3.3.2.3). A recovering
+// server sends StripeSnapshot to the stripe's data servers; each forwards
+// a SnapshotMarker down its ordered streams to the stripe's parity servers
+// and answers with SnapshotData; each parity server answers with
+// SnapshotParity once it has every data server's marker. Num is the
+// configuration the snapshot runs in: servers in another one ignore it.
+
+// StripeSnapshot asks a data server for its block of Stripe.
+type StripeSnapshot struct {
+	Num       uint64
+	Stripe    int
+	Nonce     uint64
+	Requester node.Addr
+}
+
+// SnapshotMarker follows a data server's PREPAREs for the stripe on its
+// stream to each parity server of the stripe.
+type SnapshotMarker struct {
+	Num       uint64
+	Stripe    int
+	Nonce     uint64
+	Requester node.Addr
+	Shard     int
+}
+
+// SnapshotData is a data server's answer: its block (nil if degraded) and
+// its op_num.
+type SnapshotData struct {
+	Num    uint64
+	Stripe int
+	Nonce  uint64
+	Shard  int
+	Block  []byte
+	OpNum  uint64
+}
+
+// SnapshotParity is a parity server's answer: its parity block as of every
+// data server's marker (nil if it has not rebuilt the block).
+type SnapshotParity struct {
+	Num    uint64
+	Stripe int
+	Nonce  uint64
+	Index  int // parity index in the stripe
+	Block  []byte
+}
+
+// Hash implements node.Message.
+func (m StripeSnapshot) Hash(h *node.Hasher) {
+	h.Uint64(30)
+	h.Uint64(m.Num)
+	h.Int(m.Stripe)
+	h.Uint64(m.Nonce)
+	h.String(string(m.Requester))
+}
+
+// Hash implements node.Message.
+func (m SnapshotMarker) Hash(h *node.Hasher) {
+	h.Uint64(31)
+	h.Uint64(m.Num)
+	h.Int(m.Stripe)
+	h.Uint64(m.Nonce)
+	h.String(string(m.Requester))
+	h.Int(m.Shard)
+}
+
+// Hash implements node.Message.
+func (m SnapshotData) Hash(h *node.Hasher) {
+	h.Uint64(32)
+	h.Uint64(m.Num)
+	h.Int(m.Stripe)
+	h.Uint64(m.Nonce)
+	h.Int(m.Shard)
+	h.Bool(m.Block != nil)
+	h.Bytes(m.Block)
+	h.Uint64(m.OpNum)
+}
+
+// Hash implements node.Message.
+func (m SnapshotParity) Hash(h *node.Hasher) {
+	h.Uint64(33)
+	h.Uint64(m.Num)
+	h.Int(m.Stripe)
+	h.Uint64(m.Nonce)
+	h.Int(m.Index)
+	h.Bool(m.Block != nil)
+	h.Bytes(m.Block)
+}

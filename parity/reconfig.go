@@ -1,0 +1,331 @@
+package parity
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// reconfState is the parity server's part in server replacement (thesis
+// 3.3.2) and data recovery (3.3.2.3).
+type reconfState struct {
+	inc      uint64 // this incarnation
+	stopped  []bool // per shard: fenced by StopShard until the next configuration
+	clients  map[clientKey]msg.ClientRecord
+	degraded []bool      // per stripe: parity block not rebuilt (new incarnation)
+	snaps    []*snapshot // snapshots of the current configuration
+	early    Early       // stream messages from a newer configuration
+}
+
+type clientKey struct {
+	shard  int
+	client uint64
+}
+
+// snapshot is this server's copy of a parity block for one STRIPE-SNAPSHOT.
+type snapshot struct {
+	requester node.Addr
+	stripe    int
+	nonce     uint64
+	copy      []byte // nil when this server has not rebuilt the block
+	seen      uint64 // data positions whose marker arrived
+}
+
+func newReconfState(cfg msg.Config, me int) reconfState {
+	return reconfState{inc: cfg.Parity[me], stopped: make([]bool, cfg.Layout.N), clients: map[clientKey]msg.ClientRecord{}}
+}
+
+func (r reconfState) clone() reconfState {
+	c := r
+	c.stopped = slices.Clone(r.stopped)
+	c.clients = maps.Clone(r.clients)
+	c.degraded = slices.Clone(r.degraded)
+	c.early = slices.Clone(r.early)
+	c.snaps = make([]*snapshot, len(r.snaps))
+	for i, sn := range r.snaps {
+		cp := *sn
+		cp.copy = slices.Clone(sn.copy)
+		c.snaps[i] = &cp
+	}
+	return c
+}
+
+func (r reconfState) hash(h *node.Hasher) {
+	h.Uint64(r.inc)
+	for _, b := range r.stopped {
+		h.Bool(b)
+	}
+	keys := slices.SortedFunc(maps.Keys(r.clients), func(a, b clientKey) int {
+		if a.shard != b.shard {
+			return a.shard - b.shard
+		}
+		return cmpU64(a.client, b.client)
+	})
+	for _, k := range keys {
+		rec := r.clients[k]
+		h.Int(k.shard)
+		h.Uint64(rec.Client)
+		h.Uint64(rec.Seq)
+		rec.Reply.Hash(h)
+	}
+	h.Int(len(r.degraded))
+	for _, b := range r.degraded {
+		h.Bool(b)
+	}
+	for _, sn := range r.snaps {
+		h.String(string(sn.requester))
+		h.Int(sn.stripe)
+		h.Uint64(sn.nonce)
+		h.Bool(sn.copy != nil)
+		h.Bytes(sn.copy)
+		h.Uint64(sn.seen)
+	}
+	r.early.Hash(h)
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// accepts reports whether messages from primary for shard count: it is the
+// shard's current data server and no replacement has fenced it.
+func (s *Server) accepts(shard int, primary uint64) bool {
+	return FromPrimary(s.cfg, shard, primary) && !s.rc.stopped[shard]
+}
+
+// record keeps the latest committed result of a client on a shard.
+func (s *Server) record(p msg.Prepare) {
+	if p.Reply == nil {
+		return
+	}
+	k := clientKey{p.Shard, p.Client}
+	if old, ok := s.rc.clients[k]; !ok || p.Seq > old.Seq {
+		s.rc.clients[k] = msg.ClientRecord{Client: p.Client, Seq: p.Seq, Reply: *p.Reply}
+	}
+}
+
+// onStopShard fences the shard's data server and reports what this server
+// holds of the shard (thesis 3.3.2.1 step 1).
+func (s *Server) onStopShard(ctx node.Context, from node.Addr, m msg.StopShard) {
+	if m.Num != s.cfg.Num+1 || m.Shard < 0 || m.Shard >= s.cfg.Layout.N {
+		return
+	}
+	s.rc.stopped[m.Shard] = true
+	ok := msg.StopShardOK{Num: m.Num, Shard: m.Shard, OpNum: s.opNums[m.Shard]}
+	for _, h := range s.prepares.List() {
+		if h.P.Shard == m.Shard {
+			ok.Prepares = append(ok.Prepares, h.P)
+		}
+	}
+	ok.Clients = shardRecords(s.rc.clients, m.Shard)
+	ctx.Send(from, ok)
+}
+
+func shardRecords(all map[clientKey]msg.ClientRecord, shard int) []msg.ClientRecord {
+	var out []msg.ClientRecord
+	for k, r := range all {
+		if k.shard == shard {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b msg.ClientRecord) int { return cmpU64(a.Client, b.Client) })
+	return out
+}
+
+// onNewConfig moves to the next configuration. A configuration that gives
+// this machine's parity server a new incarnation starts it afresh and
+// degraded; one that replaced a data server installs the surviving chain
+// (thesis 3.3.2.1 step 3).
+func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) {
+	if m.Config.Num != s.cfg.Num+1 {
+		ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
+		return
+	}
+	early := s.rc.early.Take()
+	defer func() {
+		for _, e := range early {
+			s.Handle(ctx, e.From, e.Msg)
+		}
+	}()
+	if m.Config.Parity[s.me] != s.rc.inc {
+		*s = *New(m.Config, s.me, s.code)
+		s.rc.degraded = make([]bool, s.cfg.Layout.Stripes)
+		for _, st := range s.cfg.Layout.StripesAs(s.me, erasure.RoleParity) {
+			s.rc.degraded[st] = true
+		}
+		ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
+		return
+	}
+	if in := m.Install; in != nil {
+		s.install(in)
+	}
+	s.cfg = m.Config
+	s.cfgHash = node.HashOf(s.cfg)
+	clear(s.rc.stopped)
+	s.rc.snaps = nil // 3.3.2.3: snapshots end with their configuration
+	ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
+}
+
+// install applies every operation of the chain that this server holds a
+// parity block for and has not applied, then forgets the old data server's
+// PREPAREs and restarts the shard's op numbers.
+func (s *Server) install(in *msg.Install) {
+	d := in.Shard
+	l := s.cfg.Layout
+	for _, p := range in.Chain {
+		if r, _ := l.RoleOf(p.Stripe, s.me); r != erasure.RoleParity {
+			continue
+		}
+		h, held := s.prepares.Get(p.Key())
+		if held && h.Applied || !held && p.OpNum <= s.opNums[d] {
+			continue
+		}
+		if !s.isDegraded(p.Stripe) && p.Delta != nil {
+			_, idx := l.RoleOf(p.Stripe, s.me)
+			s.code.ApplyDelta(s.blocks.Mutable(uint64(p.Stripe)), idx, p.Pos, p.Delta)
+		}
+	}
+	for k := range s.rc.clients {
+		if k.shard == d {
+			delete(s.rc.clients, k)
+		}
+	}
+	for _, r := range in.Clients {
+		s.rc.clients[clientKey{d, r.Client}] = r
+	}
+	for _, h := range s.prepares.List() {
+		if h.P.Shard == d {
+			s.prepares.Remove(h.P.Key())
+		}
+	}
+	s.opNums[d] = 0
+}
+
+func (s *Server) isDegraded(st int) bool { return s.rc.degraded != nil && s.rc.degraded[st] }
+
+// Degraded reports whether this server has not rebuilt stripe st's block.
+func (s *Server) Degraded(st int) bool { return s.isDegraded(st) }
+
+// onMarker handles a data server's snapshot marker (thesis 3.3.2.3 step
+// 3): the first marker of a snapshot copies the parity block with every
+// held PREPARE applied; later PREPAREs from data servers whose marker has
+// not come are folded into the copy; once every data server's marker has
+// come, the copy goes to the requester.
+func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
+	l := s.cfg.Layout
+	if m.Num != s.cfg.Num || m.Stripe < 0 || m.Stripe >= l.Stripes {
+		return
+	}
+	r, idx := l.RoleOf(m.Stripe, s.me)
+	dr, pos := l.RoleOf(m.Stripe, m.Shard)
+	if r != erasure.RoleParity || dr != erasure.RoleData {
+		return
+	}
+	sn := s.findSnapshot(m.Requester, m.Stripe, m.Nonce)
+	if sn == nil {
+		sn = &snapshot{requester: m.Requester, stripe: m.Stripe, nonce: m.Nonce}
+		if !s.isDegraded(m.Stripe) {
+			sn.copy = slices.Clone(s.blocks.Get(uint64(m.Stripe)))
+			for _, h := range s.prepares.List() {
+				if h.P.Stripe == m.Stripe && !h.Applied && h.P.Delta != nil {
+					s.code.ApplyDelta(sn.copy, idx, h.P.Pos, h.P.Delta)
+				}
+			}
+		}
+		s.rc.snaps = slices.DeleteFunc(s.rc.snaps, func(o *snapshot) bool {
+			return o.requester == m.Requester && o.stripe == m.Stripe
+		})
+		s.rc.snaps = append(s.rc.snaps, sn)
+	}
+	sn.seen |= 1 << pos
+	if sn.seen == 1<<l.G-1 {
+		ctx.Send(m.Requester, msg.SnapshotParity{Num: m.Num, Stripe: m.Stripe, Nonce: m.Nonce, Index: idx, Block: slices.Clone(sn.copy)})
+	}
+}
+
+func (s *Server) findSnapshot(req node.Addr, st int, nonce uint64) *snapshot {
+	for _, sn := range s.rc.snaps {
+		if sn.requester == req && sn.stripe == st && sn.nonce == nonce {
+			return sn
+		}
+	}
+	return nil
+}
+
+// snapPrepare folds an accepted PREPARE into every snapshot of its stripe
+// still waiting for its data server's marker.
+func (s *Server) snapPrepare(p msg.Prepare) {
+	if p.Delta == nil {
+		return
+	}
+	_, idx := s.cfg.Layout.RoleOf(p.Stripe, s.me)
+	for _, sn := range s.rc.snaps {
+		if sn.stripe == p.Stripe && sn.copy != nil && sn.seen&(1<<p.Pos) == 0 {
+			s.code.ApplyDelta(sn.copy, idx, p.Pos, p.Delta)
+		}
+	}
+}
+
+// Ahead reports whether m comes from a configuration newer than cfg: a
+// data server's stream message from a primary cfg does not know yet, or a
+// snapshot marker of a later configuration. Such messages wait (they
+// arrived on an ordered stream and must not be lost) until the receiver
+// has caught up.
+func Ahead(cfg msg.Config, m node.Message) bool {
+	newer := func(shard int, primary uint64) bool {
+		return shard >= 0 && shard < len(cfg.Data) && primary > cfg.Data[shard]
+	}
+	switch m := m.(type) {
+	case msg.Prepare:
+		return newer(m.Shard, m.Primary)
+	case msg.Commit:
+		return newer(m.Shard, m.Primary)
+	case msg.PrepareDrop:
+		return newer(m.Shard, m.Primary)
+	case msg.SnapshotMarker:
+		return m.Num > cfg.Num
+	}
+	return false
+}
+
+// Early holds stream messages that are Ahead of the receiver's
+// configuration, in arrival order.
+type Early []Envelope
+
+// Envelope is a held message and its sender.
+type Envelope struct {
+	From node.Addr
+	Msg  node.Message
+}
+
+// Hold keeps m and asks the reconfiguration service for the next
+// configuration.
+func (e *Early) Hold(ctx node.Context, num uint64, from node.Addr, m node.Message) {
+	*e = append(*e, Envelope{from, m})
+	ctx.Send(msg.ReconfigAddr, msg.ConfigOK{Num: num})
+}
+
+// Take returns the held messages and forgets them.
+func (e *Early) Take() []Envelope {
+	out := *e
+	*e = nil
+	return out
+}
+
+// Hash adds the held messages to h.
+func (e Early) Hash(h *node.Hasher) {
+	h.Int(len(e))
+	for _, x := range e {
+		h.String(string(x.From))
+		x.Msg.Hash(h)
+	}
+}

@@ -1,0 +1,280 @@
+// Package reconfig is the reconfiguration service (thesis 3.3.2) as a
+// deterministic node: it numbers configurations, runs one server
+// replacement at a time (a data server replacement pre-empts a parity or
+// witness replacement that is still stopping), and brings every server up
+// to date with the configurations in order. In production its inputs are
+// replicated with Raft; the model checker runs it as one node.
+package reconfig
+
+import (
+	"slices"
+	"time"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Retry bounds how often the service re-sends what is not yet answered.
+const (
+	RetryMin = 50 * time.Millisecond
+	RetryMax = 100 * time.Millisecond
+)
+
+// Service is the reconfiguration node at msg.ReconfigAddr.
+type Service struct {
+	history []entry              // history[i] is configuration i
+	acked   map[node.Addr]uint64 // the newest configuration each server acknowledged
+	queue   []msg.Replace        // replacements asked for and not started
+	op      *operation           // the replacement in progress
+}
+
+type entry struct {
+	cfg     msg.Config
+	install *msg.Install
+}
+
+// operation is one replacement in its stopping phase.
+type operation struct {
+	req     msg.Replace
+	num     uint64
+	targets []node.Addr // servers whose answer it may need
+	shards  map[node.Addr]msg.StopShardOK
+	backups map[node.Addr]bool
+}
+
+type tick struct{}
+
+// Hash implements node.Timer.
+func (tick) Hash(h *node.Hasher) { h.Uint64(40) }
+
+// New returns the service starting from configuration 0.
+func New(initial msg.Config) *Service {
+	return &Service{history: []entry{{cfg: initial}}, acked: map[node.Addr]uint64{}}
+}
+
+func (s *Service) current() msg.Config { return s.history[len(s.history)-1].cfg }
+
+// Config is the newest configuration.
+func (s *Service) Config() msg.Config { return s.current() }
+
+// History lists every configuration, oldest first.
+func (s *Service) History() []msg.Config {
+	out := make([]msg.Config, len(s.history))
+	for i, e := range s.history {
+		out[i] = e.cfg
+	}
+	return out
+}
+
+// Busy reports whether a replacement is in progress or queued.
+func (s *Service) Busy() bool { return s.op != nil || len(s.queue) > 0 }
+
+// Init implements node.Node.
+func (s *Service) Init(ctx node.Context) { ctx.SetTimer(tick{}, RetryMin, RetryMax) }
+
+// Timer implements node.Node: re-send what is unanswered.
+func (s *Service) Timer(ctx node.Context, _ node.Timer) {
+	s.resend(ctx)
+	ctx.SetTimer(tick{}, RetryMin, RetryMax)
+}
+
+// Handle implements node.Node.
+func (s *Service) Handle(ctx node.Context, from node.Addr, m node.Message) {
+	switch m := m.(type) {
+	case msg.Replace:
+		s.onReplace(ctx, m)
+	case msg.StopShardOK:
+		if s.op != nil && m.Num == s.op.num && s.op.req.Role == erasure.RoleData && m.Shard == s.op.req.Machine &&
+			slices.Contains(s.op.targets, from) {
+			s.op.shards[from] = m
+			if s.shardQuorum() {
+				s.finishData(ctx)
+			}
+		}
+	case msg.StopBackupOK:
+		if s.op != nil && m.Num == s.op.num && m.Role == s.op.req.Role && m.Machine == s.op.req.Machine &&
+			slices.Contains(s.op.targets, from) {
+			s.op.backups[from] = true
+			if len(s.op.backups) == len(s.op.targets) {
+				s.finishBackup(ctx)
+			}
+		}
+	case msg.ConfigOK:
+		if m.Num > s.acked[from] && m.Num < uint64(len(s.history)) {
+			s.acked[from] = m.Num
+		}
+		s.sendConfig(ctx, from)
+	}
+}
+
+func (s *Service) onReplace(ctx node.Context, r msg.Replace) {
+	l := s.current().Layout
+	if r.Machine < 0 || r.Machine >= l.N || r.Role < erasure.RoleData || r.Role > erasure.RoleWitness ||
+		r.Role == erasure.RoleWitness && l.W == 0 {
+		return
+	}
+	if slices.Contains(s.queue, r) || s.op != nil && s.op.req == r {
+		return
+	}
+	if r.Role == erasure.RoleData && s.op != nil && s.op.req.Role != erasure.RoleData {
+		// 3.3.2.2: a data server replacement pre-empts a parity or witness
+		// replacement, which starts over afterwards.
+		s.queue = append([]msg.Replace{s.op.req}, s.queue...)
+		s.op = nil
+		s.queue = append([]msg.Replace{r}, s.queue...)
+	} else {
+		s.queue = append(s.queue, r)
+	}
+	if s.op == nil {
+		s.startNext(ctx)
+	}
+}
+
+func (s *Service) startNext(ctx node.Context) {
+	if len(s.queue) == 0 {
+		return
+	}
+	r := s.queue[0]
+	s.queue = s.queue[1:]
+	op := &operation{req: r, num: s.current().Num + 1}
+	l := s.current().Layout
+	if r.Role == erasure.RoleData {
+		op.shards = map[node.Addr]msg.StopShardOK{}
+		for _, st := range l.StripesAs(r.Machine, erasure.RoleData) {
+			for i, m := range l.Backups(st) {
+				op.targets = appendNew(op.targets, backupAddr(l, i, m))
+			}
+		}
+	} else {
+		op.backups = map[node.Addr]bool{}
+		for _, st := range l.StripesAs(r.Machine, r.Role) {
+			for pos := 0; pos < l.G; pos++ {
+				op.targets = appendNew(op.targets, msg.DataAddr(l.DataMachine(st, pos)))
+			}
+		}
+	}
+	slices.Sort(op.targets)
+	s.op = op
+	s.sendStops(ctx)
+}
+
+func (s *Service) sendStops(ctx node.Context) {
+	op, cfg := s.op, s.current()
+	for _, a := range op.targets {
+		if op.req.Role == erasure.RoleData {
+			if _, ok := op.shards[a]; !ok {
+				ctx.Send(a, msg.StopShard{Num: op.num, Shard: op.req.Machine, Primary: cfg.Data[op.req.Machine]})
+			}
+		} else if !op.backups[a] {
+			inc := cfg.Parity[op.req.Machine]
+			if op.req.Role == erasure.RoleWitness {
+				inc = cfg.Witness[op.req.Machine]
+			}
+			ctx.Send(a, msg.StopBackup{Num: op.num, Role: op.req.Role, Machine: op.req.Machine, Inc: inc})
+		}
+	}
+}
+
+// shardQuorum reports whether, for every stripe of the shard being
+// replaced, w+1 of its f+w backups answered: then every commit quorum of
+// the stripe (f of them) meets an answer, and the old data server can no
+// longer gather f acknowledgements (thesis 3.3.2.1 and footnote 4).
+func (s *Service) shardQuorum() bool {
+	l := s.current().Layout
+	for _, st := range l.StripesAs(s.op.req.Machine, erasure.RoleData) {
+		n := 0
+		for i, m := range l.Backups(st) {
+			if _, ok := s.op.shards[backupAddr(l, i, m)]; ok {
+				n++
+			}
+		}
+		if n < l.W+1 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Service) finishData(ctx node.Context) {
+	op := s.op
+	var answers []msg.StopShardOK
+	for _, a := range op.targets {
+		if r, ok := op.shards[a]; ok {
+			answers = append(answers, r)
+		}
+	}
+	next := s.current().Clone()
+	next.Num = op.num
+	next.Data[op.req.Machine]++
+	next.Changed = msg.DataAddr(op.req.Machine)
+	inst := Chain(op.req.Machine, answers)
+	s.commit(ctx, entry{cfg: next, install: &inst})
+}
+
+func (s *Service) finishBackup(ctx node.Context) {
+	op := s.op
+	next := s.current().Clone()
+	next.Num = op.num
+	if op.req.Role == erasure.RoleParity {
+		next.Parity[op.req.Machine]++
+		next.Changed = msg.ParityAddr(op.req.Machine)
+	} else {
+		next.Witness[op.req.Machine]++
+		next.Changed = msg.WitnessAddr(op.req.Machine)
+	}
+	s.commit(ctx, entry{cfg: next})
+}
+
+func (s *Service) commit(ctx node.Context, e entry) {
+	s.history = append(s.history, e)
+	s.op = nil
+	for _, a := range s.servers() {
+		s.sendConfig(ctx, a)
+	}
+	s.startNext(ctx)
+}
+
+// sendConfig sends server a the configuration after the newest it has.
+func (s *Service) sendConfig(ctx node.Context, a node.Addr) {
+	n := s.acked[a] + 1
+	if n < uint64(len(s.history)) {
+		e := s.history[n]
+		ctx.Send(a, msg.NewConfig{Config: e.cfg, Install: e.install})
+	}
+}
+
+func (s *Service) resend(ctx node.Context) {
+	if s.op != nil {
+		s.sendStops(ctx)
+	}
+	for _, a := range s.servers() {
+		s.sendConfig(ctx, a)
+	}
+}
+
+func (s *Service) servers() []node.Addr {
+	l := s.current().Layout
+	var out []node.Addr
+	for m := 0; m < l.N; m++ {
+		out = append(out, msg.DataAddr(m), msg.ParityAddr(m))
+		if l.W > 0 {
+			out = append(out, msg.WitnessAddr(m))
+		}
+	}
+	return out
+}
+
+func backupAddr(l erasure.Layout, i, m int) node.Addr {
+	if i < l.F {
+		return msg.ParityAddr(m)
+	}
+	return msg.WitnessAddr(m)
+}
+
+func appendNew(xs []node.Addr, a node.Addr) []node.Addr {
+	if slices.Contains(xs, a) {
+		return xs
+	}
+	return append(xs, a)
+}

@@ -1,0 +1,60 @@
+package witness
+
+import (
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/parity"
+)
+
+// accepts reports whether messages from primary for shard count: it is the
+// shard's current data server and no replacement has fenced it.
+func (s *Server) accepts(shard int, primary uint64) bool {
+	return parity.FromPrimary(s.cfg, shard, primary) && !s.stopped[shard]
+}
+
+// onStopShard fences the shard's data server and reports the shard's held
+// PREPAREs (thesis 3.3.3: witnesses count toward the replacement quorum).
+func (s *Server) onStopShard(ctx node.Context, from node.Addr, m msg.StopShard) {
+	if m.Num != s.cfg.Num+1 || m.Shard < 0 || m.Shard >= s.cfg.Layout.N {
+		return
+	}
+	s.stopped[m.Shard] = true
+	ok := msg.StopShardOK{Num: m.Num, Shard: m.Shard}
+	for _, h := range s.prepares.List() {
+		if h.P.Shard == m.Shard {
+			ok.Prepares = append(ok.Prepares, h.P)
+		}
+	}
+	ctx.Send(from, ok)
+}
+
+// onNewConfig moves to the next configuration: a new incarnation of this
+// witness starts empty; a data server replacement drops the old data
+// server's PREPAREs, which the parity servers have installed.
+func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) {
+	if m.Config.Num != s.cfg.Num+1 {
+		ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
+		return
+	}
+	early := s.early.Take()
+	defer func() {
+		for _, e := range early {
+			s.Handle(ctx, e.From, e.Msg)
+		}
+	}()
+	if m.Config.Witness[s.me] != s.inc {
+		*s = *New(m.Config, s.me)
+	} else {
+		if in := m.Install; in != nil {
+			for _, h := range s.prepares.List() {
+				if h.P.Shard == in.Shard {
+					s.prepares.Remove(h.P.Key())
+				}
+			}
+		}
+		s.cfg = m.Config
+		s.cfgHash = node.HashOf(s.cfg)
+		clear(s.stopped)
+	}
+	ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
+}
