@@ -1,0 +1,126 @@
+package reconfig
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+type sent struct {
+	to node.Addr
+	m  node.Message
+}
+
+type fakeCtx struct{ out []sent }
+
+func (c *fakeCtx) Self() node.Addr                                   { return msg.ReconfigAddr }
+func (c *fakeCtx) Send(to node.Addr, m node.Message)                 { c.out = append(c.out, sent{to, m}) }
+func (c *fakeCtx) Stream(node.Addr, node.Message)                    { panic("reconfig does not stream") }
+func (c *fakeCtx) SetTimer(node.Timer, time.Duration, time.Duration) {}
+func (c *fakeCtx) take() []sent                                      { o := c.out; c.out = nil; return o }
+
+var layout = erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 6, BlockSize: 8}
+
+func TestReplaceDataServer(t *testing.T) {
+	s := New(msg.InitialConfig(layout))
+	ctx := &fakeCtx{}
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 0})
+	var targets []node.Addr
+	for _, e := range ctx.take() {
+		stop, ok := e.m.(msg.StopShard)
+		if !ok || stop.Num != 1 || stop.Shard != 0 || stop.Primary != 1 {
+			t.Fatalf("unexpected %+v to %s", e.m, e.to)
+		}
+		targets = append(targets, e.to)
+	}
+	// Every backup of every stripe where machine 0 holds data is asked.
+	for _, st := range layout.StripesAs(0, erasure.RoleData) {
+		for i, m := range layout.Backups(st) {
+			if !slices.Contains(targets, backupAddr(layout, i, m)) {
+				t.Fatalf("backup %d of stripe %d not asked", i, st)
+			}
+		}
+	}
+	// Answers from one backup per stripe are not a quorum (w+1 = 2 needed).
+	answered := map[node.Addr]bool{}
+	answer := func(a node.Addr) {
+		answered[a] = true
+		s.Handle(ctx, a, msg.StopShardOK{Num: 1, Shard: 0})
+	}
+	for _, st := range layout.StripesAs(0, erasure.RoleData) {
+		answer(msg.ParityAddr(layout.ParityMachine(st, 0)))
+	}
+	if out := ctx.take(); len(out) != 0 || s.Config().Num != 0 {
+		t.Fatalf("replaced with one answer per stripe: %+v", out)
+	}
+	for _, st := range layout.StripesAs(0, erasure.RoleData) {
+		answer(msg.WitnessAddr(layout.WitnessMachine(st, 0)))
+	}
+	cfg := s.Config()
+	if cfg.Num != 1 || cfg.Data[0] != 2 || cfg.Changed != msg.DataAddr(0) {
+		t.Fatalf("configuration after replacement: %+v", cfg)
+	}
+	out := ctx.take()
+	if len(out) != 3*layout.N {
+		t.Fatalf("NewConfig went to %d servers, want %d", len(out), 3*layout.N)
+	}
+	for _, e := range out {
+		nc, ok := e.m.(msg.NewConfig)
+		if !ok || nc.Config.Num != 1 || nc.Install == nil || nc.Install.Shard != 0 {
+			t.Fatalf("unexpected %+v to %s", e.m, e.to)
+		}
+	}
+	if !(msg.NewConfig{Config: cfg}).StartsIncarnation(msg.DataAddr(0)) ||
+		(msg.NewConfig{Config: cfg}).StartsIncarnation(msg.DataAddr(1)) {
+		t.Fatal("StartsIncarnation wrong")
+	}
+	// A server that acknowledges gets nothing more; one that is behind is
+	// sent the next configuration it lacks.
+	s.Handle(ctx, msg.DataAddr(1), msg.ConfigOK{Num: 1})
+	s.Handle(ctx, msg.DataAddr(2), msg.ConfigOK{Num: 0})
+	out = ctx.take()
+	if len(out) != 1 || out[0].to != msg.DataAddr(2) {
+		t.Fatalf("after acks: %+v", out)
+	}
+}
+
+func TestDataReplacementPreemptsParity(t *testing.T) {
+	s := New(msg.InitialConfig(layout))
+	ctx := &fakeCtx{}
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleParity, Machine: 3})
+	for _, e := range ctx.take() {
+		if _, ok := e.m.(msg.StopBackup); !ok {
+			t.Fatalf("parity replacement sent %+v", e.m)
+		}
+	}
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 1})
+	for _, e := range ctx.take() {
+		if _, ok := e.m.(msg.StopShard); !ok {
+			t.Fatalf("data replacement sent %+v", e.m)
+		}
+	}
+	// The parity replacement's late answers no longer count.
+	s.Handle(ctx, msg.DataAddr(0), msg.StopBackupOK{Num: 1, Role: erasure.RoleParity, Machine: 3})
+	if s.Config().Num != 0 || len(s.queue) != 1 || s.queue[0].Role != erasure.RoleParity {
+		t.Fatalf("parity replacement not queued behind the data replacement: %+v", s.queue)
+	}
+}
+
+func TestCloneAndHash(t *testing.T) {
+	s := New(msg.InitialConfig(layout))
+	ctx := &fakeCtx{}
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 0})
+	c := s.Clone()
+	h := s.Hash()
+	if c.Hash() != h {
+		t.Fatal("clone hashes differently")
+	}
+	s.Handle(ctx, msg.ParityAddr(3), msg.StopShardOK{Num: 1, Shard: 0})
+	if s.Hash() == h || c.Hash() != h {
+		t.Fatal("hash did not follow the change, or the clone changed with the original")
+	}
+}
