@@ -54,6 +54,9 @@ func (retryRecovery) Hash(h *node.Hasher) { h.Uint64(50) }
 
 func (s *Server) isDegraded(st int) bool { return s.rc.degraded != nil && s.rc.degraded[st] }
 
+// Degraded reports whether this shard's block of stripe st is not rebuilt.
+func (s *Server) Degraded(st int) bool { return s.isDegraded(st) }
+
 // DegradedBlocks is the number of this shard's blocks not yet rebuilt.
 func (s *Server) DegradedBlocks() int {
 	n := 0

@@ -43,7 +43,8 @@ func ClientsDone(s *State) bool {
 
 // Quiescent reports whether stripe st has no operation in progress: no
 // data server has it in pending_ops, no parity server or witness holds a
-// PREPARE for it, and no protocol message for it is in flight.
+// PREPARE for it, no protocol message for it is in flight, and no server
+// of the stripe is degraded (rebuilding it after a replacement).
 func Quiescent(s *State, l erasure.Layout, st int) bool {
 	busy := false
 	s.StreamMessages(func(e Envelope) {
@@ -62,10 +63,10 @@ func Quiescent(s *State, l erasure.Layout, st int) bool {
 		return false
 	}
 	for m := 0; m < l.N; m++ {
-		if d, ok := s.Node(msg.DataAddr(m)).(*data.Server); ok && d.PendingOn(st) {
+		if d, ok := s.Node(msg.DataAddr(m)).(*data.Server); ok && (d.PendingOn(st) || d.Degraded(st)) {
 			return false
 		}
-		if p, ok := s.Node(msg.ParityAddr(m)).(*parity.Server); ok && p.HoldsOn(st) {
+		if p, ok := s.Node(msg.ParityAddr(m)).(*parity.Server); ok && (p.HoldsOn(st) || p.Degraded(st)) {
 			return false
 		}
 		if w, ok := s.Node(msg.WitnessAddr(m)).(*witness.Server); ok && w.HoldsOn(st) {

@@ -12,11 +12,13 @@ import (
 // ReconfigAddr is the reconfiguration service's address.
 const ReconfigAddr node.Addr = "reconfig"
 
-// Replace asks the reconfiguration service to replace the server playing
-// Role on Machine (an operator's command, or a failure suspicion).
+// Replace asks the reconfiguration service to replace incarnation Inc of
+// the server playing Role on Machine (an operator's command, or a failure
+// suspicion). Naming the incarnation makes a re-sent request harmless.
 type Replace struct {
 	Role    erasure.Role
 	Machine int
+	Inc     uint64
 }
 
 // StopShard asks a parity server or witness to stop accepting the current
@@ -86,7 +88,12 @@ type NewConfig struct {
 type ConfigOK struct{ Num uint64 }
 
 // Hash implements node.Message.
-func (m Replace) Hash(h *node.Hasher) { h.Uint64(20); h.Int(int(m.Role)); h.Int(m.Machine) }
+func (m Replace) Hash(h *node.Hasher) {
+	h.Uint64(20)
+	h.Int(int(m.Role))
+	h.Int(m.Machine)
+	h.Uint64(m.Inc)
+}
 
 // Hash implements node.Message.
 func (m StopShard) Hash(h *node.Hasher) {

@@ -114,8 +114,8 @@ func (s *Service) onReplace(ctx node.Context, r msg.Replace) {
 		r.Role == erasure.RoleWitness && l.W == 0 {
 		return
 	}
-	if slices.Contains(s.queue, r) || s.op != nil && s.op.req == r {
-		return
+	if r.Inc != s.incarnation(r.Role, r.Machine) || slices.Contains(s.queue, r) || s.op != nil && s.op.req == r {
+		return // replaced already, or asked for already
 	}
 	if r.Role == erasure.RoleData && s.op != nil && s.op.req.Role != erasure.RoleData {
 		// 3.3.2.2: a data server replacement pre-empts a parity or witness
@@ -263,6 +263,18 @@ func (s *Service) servers() []node.Addr {
 		}
 	}
 	return out
+}
+
+// incarnation is the current incarnation of the server playing role on m.
+func (s *Service) incarnation(role erasure.Role, m int) uint64 {
+	cfg := s.current()
+	switch role {
+	case erasure.RoleData:
+		return cfg.Data[m]
+	case erasure.RoleParity:
+		return cfg.Parity[m]
+	}
+	return cfg.Witness[m]
 }
 
 func backupAddr(l erasure.Layout, i, m int) node.Addr {

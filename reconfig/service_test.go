@@ -28,7 +28,7 @@ var layout = erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 6, BlockSize: 8}
 func TestReplaceDataServer(t *testing.T) {
 	s := New(msg.InitialConfig(layout))
 	ctx := &fakeCtx{}
-	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 0})
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 0, Inc: 1})
 	var targets []node.Addr
 	for _, e := range ctx.take() {
 		stop, ok := e.m.(msg.StopShard)
@@ -91,13 +91,13 @@ func TestReplaceDataServer(t *testing.T) {
 func TestDataReplacementPreemptsParity(t *testing.T) {
 	s := New(msg.InitialConfig(layout))
 	ctx := &fakeCtx{}
-	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleParity, Machine: 3})
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleParity, Machine: 3, Inc: 1})
 	for _, e := range ctx.take() {
 		if _, ok := e.m.(msg.StopBackup); !ok {
 			t.Fatalf("parity replacement sent %+v", e.m)
 		}
 	}
-	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 1})
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 1, Inc: 1})
 	for _, e := range ctx.take() {
 		if _, ok := e.m.(msg.StopShard); !ok {
 			t.Fatalf("data replacement sent %+v", e.m)
@@ -113,7 +113,7 @@ func TestDataReplacementPreemptsParity(t *testing.T) {
 func TestCloneAndHash(t *testing.T) {
 	s := New(msg.InitialConfig(layout))
 	ctx := &fakeCtx{}
-	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 0})
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 0, Inc: 1})
 	c := s.Clone()
 	h := s.Hash()
 	if c.Hash() != h {
