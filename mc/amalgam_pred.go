@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -22,14 +21,58 @@ import (
 // exported read-only views and never modifies a state.
 
 // ParityConsistency is invariant (a): the parity blocks of every quiescent
-// stripe encode its data blocks.
+// stripe encode its data blocks. Results are cached by the servers' states
+// and the stripes with protocol messages on streams.
 func ParityConsistency(l erasure.Layout, code *erasure.Code) Predicate {
+	c := newCache[[2]uint64, string](predEntries)
 	return Pred("parity consistent on quiescent stripes", func(s *State) (bool, string) {
-		if err := ParityConsistent(s, l, code); err != nil {
-			return false, err.Error()
+		busy, small := streamBusy(s)
+		k := [2]uint64{s.serversKey(), busy}
+		why, hit := "", false
+		if small {
+			why, hit = c.get(k, k[0]^mix(k[1]))
+		}
+		if !hit {
+			if err := ParityConsistent(s, l, code); err != nil {
+				why = err.Error()
+			}
+			if small {
+				c.put(k, k[0]^mix(k[1]), why)
+			}
+		}
+		if why != "" {
+			return false, why
 		}
 		return true, "every quiescent stripe's parity encodes its data"
 	})
+}
+
+// streamBusy is the set of stripes (< 64) that a PREPARE, PREPARE-OK,
+// COMMIT or PREPARE-DROP on a stream is for; small is false if a stripe
+// is 64 or more.
+func streamBusy(s *State) (mask uint64, small bool) {
+	small = true
+	for _, q := range s.streams {
+		for _, e := range q.msgs {
+			st := -1
+			switch m := e.Msg.(type) {
+			case msg.Prepare:
+				st = m.Stripe
+			case msg.Commit:
+				st = m.Stripe
+			case msg.PrepareDrop:
+				st = m.Stripe
+			case msg.PrepareOK:
+				st = m.Stripe
+			}
+			if st >= 64 {
+				small = false
+			} else if st >= 0 {
+				mask |= 1 << st
+			}
+		}
+	}
+	return mask, small
 }
 
 // CommitInvariant is the invariant of thesis 3.4.1: a committed delta is
@@ -121,71 +164,107 @@ func holdsDelta(n node.Node, shard int, opNum uint64, st int) bool {
 // AtMostOnce checks that no client request executes twice: the PREPAREs
 // and pending operations in the state give each (shard, client, seq) one
 // op number, and all the results for one request (replies in flight and
-// the reply the client kept) are equal.
+// the reply the client kept) are equal. What the servers hold is cached
+// by their states.
 func AtMostOnce() Predicate {
+	type cached struct {
+		ops map[execKey]uint64
+		why string
+	}
+	c := newCache[uint64, *cached](predEntries)
 	return Pred("at most one result per request", func(s *State) (bool, string) {
-		type key struct {
-			shard       int
-			client, seq uint64
-		}
-		ops := map[key]uint64{}
-		why := ""
-		note := func(k key, op uint64, where string) {
-			if old, ok := ops[k]; ok && old != op && why == "" {
-				why = fmt.Sprintf("client %d request %d executed twice on shard %d (op %d and op %d, seen at %s)",
-					k.client, k.seq, k.shard, old, op, where)
-			}
-			ops[k] = op
-		}
-		for _, a := range s.Addrs() {
-			switch n := s.Node(a).(type) {
-			case *data.Server:
-				for _, op := range n.Ops() {
-					note(key{n.Machine(), op.Client, op.Seq}, op.OpNum, string(a))
+		k := s.serversKey()
+		sv, hit := c.get(k, k)
+		if !hit {
+			sv = &cached{ops: map[execKey]uint64{}}
+			note := func(k execKey, op uint64, where string) {
+				if old, ok := sv.ops[k]; ok && old != op && sv.why == "" {
+					sv.why = fmt.Sprintf("client %d request %d executed twice on shard %d (op %d and op %d, seen at %s)",
+						k.client, k.seq, k.shard, old, op, where)
 				}
-			case *parity.Server:
-				for _, h := range n.Prepares() {
-					note(key{h.P.Shard, h.P.Client, h.P.Seq}, h.P.OpNum, string(a))
+				sv.ops[k] = op
+			}
+			for _, i := range s.sys.servers {
+				a := s.sys.addrs[i]
+				switch n := s.nodes[i].(type) {
+				case *data.Server:
+					for _, op := range n.Ops() {
+						note(execKey{n.Machine(), op.Client, op.Seq}, op.OpNum, string(a))
+					}
+				case *parity.Server:
+					for _, h := range n.Prepares() {
+						note(execKey{h.P.Shard, h.P.Client, h.P.Seq}, h.P.OpNum, string(a))
+					}
+				case *witness.Server:
+					for _, h := range n.Prepares() {
+						note(execKey{h.P.Shard, h.P.Client, h.P.Seq}, h.P.OpNum, string(a))
+					}
 				}
-			case *witness.Server:
-				for _, h := range n.Prepares() {
-					note(key{h.P.Shard, h.P.Client, h.P.Seq}, h.P.OpNum, string(a))
+			}
+			c.put(k, k, sv)
+		}
+		if sv.why != "" {
+			return false, sv.why
+		}
+		// PREPAREs on streams, against the servers and each other.
+		type prep struct {
+			k  execKey
+			op uint64
+		}
+		var buf [16]prep
+		preps := buf[:0]
+		for _, q := range s.streams {
+			for _, e := range q.msgs {
+				p, ok := e.Msg.(msg.Prepare)
+				if !ok {
+					continue
 				}
+				k := execKey{p.Shard, p.Client, p.Seq}
+				old, seen := sv.ops[k]
+				for _, x := range preps {
+					if !seen && x.k == k {
+						old, seen = x.op, true
+					}
+				}
+				if seen && old != p.OpNum {
+					return false, fmt.Sprintf("client %d request %d executed twice on shard %d (op %d and op %d, seen at %s)",
+						k.client, k.seq, k.shard, old, p.OpNum, "stream "+string(e.From)+"->"+string(e.To))
+				}
+				preps = append(preps, prep{k, p.OpNum})
 			}
 		}
-		s.StreamMessages(func(e Envelope) {
-			if p, ok := e.Msg.(msg.Prepare); ok {
-				note(key{p.Shard, p.Client, p.Seq}, p.OpNum, "stream "+string(e.From)+"->"+string(e.To))
-			}
-		})
-		if why != "" {
-			return false, why
-		}
-		type rkey struct {
-			to  node.Addr
-			seq uint64
-		}
-		results := map[rkey]uint64{}
-		for _, ci := range s.sys.clients {
-			c := s.nodes[ci].(replier)
-			for i, r := range c.Replies() {
-				results[rkey{s.sys.addrs[ci], uint64(i + 1)}] = node.HashOf(r)
-			}
-		}
-		for _, e := range s.net {
+		// Results: the reply a client kept and the replies in flight to it.
+		for j, e := range s.net {
 			r, ok := e.Msg.(msg.Reply)
 			if !ok {
 				continue
 			}
-			k, h := rkey{e.To, r.Seq}, node.HashOf(r)
-			if old, ok := results[k]; ok && old != h {
+			var other msg.Reply
+			have := false
+			if e.to > 0 {
+				if c, ok := s.nodes[e.to-1].(replier); ok && r.Seq >= 1 && r.Seq <= uint64(len(c.Replies())) {
+					other, have = c.Replies()[r.Seq-1], true
+				}
+			}
+			for _, e2 := range s.net[:j] {
+				if r2, ok := e2.Msg.(msg.Reply); ok && !have && e2.To == e.To && r2.Seq == r.Seq {
+					other, have = r2, true
+				}
+			}
+			if have && replyHash(other) != replyHash(r) {
 				return false, fmt.Sprintf("%s request %d has two different results (%s in flight from %s)",
 					e.To, r.Seq, workload.DescribeReply(r), e.From)
 			}
-			results[k] = h
 		}
 		return true, "every request has at most one execution and one result"
 	})
+}
+
+func replyHash(r msg.Reply) uint64 {
+	var h node.Hasher
+	h.Reset()
+	r.Hash(&h)
+	return h.Sum()
 }
 
 // Linearizable checks the workload clients' results with porcupine: every
@@ -196,22 +275,14 @@ func AtMostOnce() Predicate {
 // Results are cached by the clients' states and the return order.
 func Linearizable(l erasure.Layout) Predicate {
 	model := linModel(l)
-	var cache sync.Map
+	cache := newCache[uint64, string](predEntries)
 	return Pred("results linearizable", func(s *State) (bool, string) {
-		var h node.Hasher
-		h.Reset()
-		for _, ci := range s.sys.clients {
-			h.Uint64(s.nhash[ci])
-		}
-		for _, r := range s.returns {
-			h.Uint64(uint64(r))
-		}
-		k := h.Sum()
-		if v, ok := cache.Load(k); ok {
-			if v.(string) == "" {
+		k := s.clientsKey()
+		if why, ok := cache.get(k, k); ok {
+			if why == "" {
 				return true, "the clients' history is linearizable"
 			}
-			return false, v.(string)
+			return false, why
 		}
 		hist := History(s)
 		why := ""
@@ -232,7 +303,7 @@ func Linearizable(l erasure.Layout) Predicate {
 			}
 			why = b.String()
 		}
-		cache.Store(k, why)
+		cache.put(k, k, why)
 		return why == "", why
 	})
 }

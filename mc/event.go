@@ -98,7 +98,11 @@ func allows(max, used int) bool { return max == Unlimited || used < max }
 // Events lists the events enabled in s, in a deterministic order. Copies
 // of one message in the network give one event per kind, not one per copy.
 func (s *State) Events(set Settings) []Event {
-	out := make([]Event, 0, len(s.net)+len(s.streams)+2)
+	return s.appendEvents(make([]Event, 0, len(s.net)+len(s.streams)+2), set)
+}
+
+// appendEvents appends the events enabled in s to out.
+func (s *State) appendEvents(out []Event, set Settings) []Event {
 	drop, dup := allows(set.MaxDrops, s.used.Drops), allows(set.MaxDuplicates, s.used.Duplicates)
 	for i, e := range s.net {
 		if slices.ContainsFunc(s.net[:i], func(x Envelope) bool { return x.hash == e.hash }) {
@@ -154,13 +158,12 @@ func timerReady(ts []pendingTimer, j int) bool {
 // (ignoring Settings bounds, which Events applies) and a *HandlerPanic when
 // the node's handler panics; the state returned with a HandlerPanic is the
 // state before the handler's effects, with the budget updated.
-func (s *State) Apply(e Event) (next *State, err error) {
-	n := s.copyState()
-	defer func() {
-		if next != nil {
-			next.fp = next.fingerprint()
-		}
-	}()
+func (s *State) Apply(e Event) (*State, error) { return s.apply(e, !s.sys.noMemo) }
+
+// apply is Apply; memo says whether handler results may be reused.
+func (s *State) apply(e Event, memo bool) (*State, error) {
+	b := &builder{n: s.copyState(), memo: memo, touched: -1}
+	var err error
 	switch e.Kind {
 	case Deliver, Duplicate, Drop:
 		i := slices.IndexFunc(s.net, func(x Envelope) bool { return x.hash == e.Env.hash })
@@ -170,31 +173,26 @@ func (s *State) Apply(e Event) (next *State, err error) {
 		env := s.net[i]
 		switch e.Kind {
 		case Duplicate:
-			n.used.Duplicates++
+			b.n.used.Duplicates++
 		case Drop:
-			n.used.Drops++
+			b.n.used.Drops++
 		}
 		if e.Kind != Duplicate {
-			n.net = slices.Delete(slices.Clone(s.net), i, i+1)
-			n.netSum -= mix(env.hash)
+			b.ownNet()
+			b.n.net = slices.Delete(b.n.net, i, i+1)
+			b.n.netSum -= mix(env.hash)
 		}
-		if e.Kind == Drop {
-			return n, nil
+		if e.Kind != Drop {
+			err = b.handle(int(env.to)-1, env.From, env.Msg, nil, env.hash)
 		}
-		return n, n.handle(env.To, env.From, env.Msg, nil)
 	case StreamIn:
 		qi, ok := s.findStream(link{e.Env.From, e.Env.To})
 		if !ok || s.streams[qi].msgs[0].hash != e.Env.hash {
 			return nil, fmt.Errorf("mc: %v: not at the head of its stream", e)
 		}
 		env := s.streams[qi].msgs[0]
-		n.streams = slices.Clone(s.streams)
-		if rest := s.streams[qi].msgs[1:]; len(rest) > 0 {
-			n.streams[qi].msgs = rest
-		} else {
-			n.streams = slices.Delete(n.streams, qi, qi+1)
-		}
-		return n, n.handle(env.To, env.From, env.Msg, nil)
+		b.popStream(qi)
+		err = b.handle(int(env.to)-1, env.From, env.Msg, nil, env.hash)
 	case Fire:
 		i, ok := s.sys.index[e.Node]
 		if !ok {
@@ -205,34 +203,44 @@ func (s *State) Apply(e Event) (next *State, err error) {
 			return nil, fmt.Errorf("mc: %v: timer not ready", e)
 		}
 		t := s.timers[i][j]
-		n.used.Fires++
-		n.timers = slices.Clone(s.timers)
-		n.timers[i] = slices.Delete(slices.Clone(s.timers[i]), j, j+1)
-		return n, n.handle(e.Node, "", nil, t.T)
+		b.n.used.Fires++
+		b.touch(i)
+		b.ownTimers()
+		b.n.timers[i] = slices.Delete(slices.Clone(s.timers[i]), j, j+1)
+		err = b.handle(i, "", nil, t.T, t.hash)
 	case Crash:
 		i, ok := s.sys.index[e.Node]
 		if !ok || s.crashed[i] {
 			return nil, fmt.Errorf("mc: %v: not a live node", e)
 		}
-		n.used.Crashes++
-		n.crashed = slices.Clone(s.crashed)
-		n.crashed[i] = true
-		n.timers = slices.Clone(s.timers)
-		n.timers[i] = nil
-		n.streams = slices.DeleteFunc(slices.Clone(s.streams), func(q stream) bool {
-			return q.link.From == e.Node || q.link.To == e.Node
-		})
-		// Unordered messages to a crashed node can never be delivered.
-		n.net = slices.DeleteFunc(slices.Clone(s.net), func(x Envelope) bool {
-			if x.To == e.Node {
-				n.netSum -= mix(x.hash)
+		b.n.used.Crashes++
+		b.touch(i)
+		b.n.crashed = slices.Clone(s.crashed)
+		b.n.crashed[i] = true
+		b.ownTimers()
+		b.n.timers[i] = nil
+		b.ownStreams()
+		b.n.streams = slices.DeleteFunc(b.n.streams, func(q stream) bool {
+			if q.link.From == e.Node || q.link.To == e.Node {
+				b.n.streamSum -= streamPart(&q)
 				return true
 			}
 			return false
 		})
-		return n, nil
+		// Unordered messages to a crashed node can never be delivered.
+		b.ownNet()
+		b.n.net = slices.DeleteFunc(b.n.net, func(x Envelope) bool {
+			if x.To == e.Node {
+				b.n.netSum -= mix(x.hash)
+				return true
+			}
+			return false
+		})
+	default:
+		return nil, fmt.Errorf("mc: unknown event kind %d", e.Kind)
 	}
-	return nil, fmt.Errorf("mc: unknown event kind %d", e.Kind)
+	b.finish()
+	return b.n, err
 }
 
 // HandlerPanic reports a node handler that panicked.
@@ -243,23 +251,139 @@ type HandlerPanic struct {
 
 func (p *HandlerPanic) Error() string { return fmt.Sprintf("node %s panicked: %v", p.Node, p.Value) }
 
-// handle runs one handler of the node at to on a clone, in place in n
-// (which must be a fresh copy). A crashed node ignores everything. The new
-// node is hashed here, before the state is shared.
-func (n *State) handle(to, from node.Addr, m node.Message, t node.Timer) (err error) {
-	i, ok := n.sys.index[to]
-	if !ok || n.crashed[i] {
+// builder makes a new state from a copy of an old one, copying each shared
+// slice before its first change and keeping the fingerprint's parts.
+type builder struct {
+	n    *State
+	memo bool
+	// the slices already copied
+	net, streams, timers, nodes bool
+	// touched is the node whose part was taken out of nodeSum (-1: none)
+	touched int
+}
+
+func (b *builder) ownNet() {
+	if !b.net {
+		b.n.net, b.net = slices.Clone(b.n.net), true
+	}
+}
+
+func (b *builder) ownStreams() {
+	if !b.streams {
+		b.n.streams, b.streams = slices.Clone(b.n.streams), true
+	}
+}
+
+func (b *builder) ownTimers() {
+	if !b.timers {
+		b.n.timers, b.timers = slices.Clone(b.n.timers), true
+	}
+}
+
+// touch takes node i's part out of the node sum before i's hash, crash
+// flag or timers change; finish puts it back. One node per event.
+func (b *builder) touch(i int) {
+	if b.touched == i {
+		return
+	}
+	if b.touched >= 0 {
+		panic("mc: two nodes changed by one event")
+	}
+	b.touched = i
+	b.n.nodeSum -= b.n.nodePart(i)
+}
+
+func (b *builder) finish() {
+	if b.touched >= 0 {
+		b.n.nodeSum += b.n.nodePart(b.touched)
+	}
+	b.n.fp = b.n.fingerprint()
+}
+
+func (b *builder) popStream(qi int) {
+	b.ownStreams()
+	q := &b.n.streams[qi]
+	b.n.streamSum -= streamPart(q)
+	if len(q.msgs) > 1 {
+		q.msgs = q.msgs[1:]
+		b.n.streamSum += streamPart(q)
+	} else {
+		b.n.streams = slices.Delete(b.n.streams, qi, qi+1)
+	}
+}
+
+// memoKey names one handler run: node i in the state hashing h handles
+// the message or timer hashing ev.
+type memoKey struct {
+	h, ev uint64
+	i     int32
+	timer bool
+}
+
+// effect is what one handler run did: the new node and its hash, the
+// messages and timers it asked for, and how many replies a client took.
+// Effects are shared between states and never modified.
+type effect struct {
+	nd      node.Node
+	h       uint64
+	sends   []Envelope
+	streams []Envelope
+	timers  []pendingTimer
+	replies int
+}
+
+// handle runs one handler of node i (a clone of it, or a stored result of
+// the same run) and adds its effects to the state. A crashed node ignores
+// everything. The new node is hashed before it is shared.
+func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, evh uint64) error {
+	b.startIncarnation(i, m)
+	n := b.n
+	if i < 0 || n.crashed[i] {
 		return nil
 	}
-	old := n.nodes[i]
-	lk := &n.sys.cloneLocks[n.nhash[i]%uint64(len(n.sys.cloneLocks))]
+	key := memoKey{h: n.nhash[i], ev: evh, i: int32(i), timer: m == nil}
+	shard := mix(key.h ^ key.ev)
+	ef, ok := (*effect)(nil), false
+	if b.memo {
+		ef, ok = n.sys.memo.get(key, shard)
+	}
+	if !ok {
+		var err error
+		if ef, err = n.run(i, from, m, t); err != nil {
+			return err
+		}
+		if b.memo {
+			n.sys.memo.put(key, shard, ef)
+		}
+	}
+	b.touch(i)
+	if !b.nodes {
+		n.nodes, n.nhash, b.nodes = slices.Clone(n.nodes), slices.Clone(n.nhash), true
+	}
+	n.nodes[i], n.nhash[i] = ef.nd, ef.h
+	if ef.replies > 0 {
+		ci := uint8(slices.Index(n.sys.clients, i))
+		n.returns = slices.Clone(n.returns)
+		for k := 0; k < ef.replies; k++ {
+			n.returns = append(n.returns, ci)
+			n.retHash = returnHash(n.retHash, ci)
+		}
+	}
+	b.flush(i, ef.sends, ef.streams, ef.timers)
+	return nil
+}
+
+// run runs the handler on a clone of node i.
+func (s *State) run(i int, from node.Addr, m node.Message, t node.Timer) (ef *effect, err error) {
+	old := s.nodes[i]
+	lk := &s.sys.cloneLocks[s.nhash[i]%uint64(len(s.sys.cloneLocks))]
 	lk.Lock()
 	nd := old.Clone()
 	lk.Unlock()
-	ctx := n.context(to)
+	ctx := &simContext{sys: s.sys, self: s.sys.addrs[i]}
 	defer func() {
 		if r := recover(); r != nil {
-			err = &HandlerPanic{Node: to, Value: r}
+			ef, err = nil, &HandlerPanic{Node: ctx.self, Value: r}
 		}
 	}()
 	if m != nil {
@@ -267,90 +391,85 @@ func (n *State) handle(to, from node.Addr, m node.Message, t node.Timer) (err er
 	} else {
 		nd.Timer(ctx, t)
 	}
-	n.nodes = slices.Clone(n.nodes)
-	n.nodes[i] = nd
-	n.nhash = slices.Clone(n.nhash)
-	n.nhash[i] = nd.Hash()
+	ef = &effect{nd: nd, h: nd.Hash(), sends: ctx.sends, streams: ctx.streams, timers: ctx.timers}
 	if c, ok := nd.(replier); ok {
-		if k := len(c.Replies()) - len(old.(replier).Replies()); k > 0 {
-			ci := uint8(slices.Index(n.sys.clients, i))
-			n.returns = slices.Clone(n.returns)
-			for ; k > 0; k-- {
-				n.returns = append(n.returns, ci)
-			}
-		}
+		ef.replies = max(0, len(c.Replies())-len(old.(replier).Replies()))
 	}
-	ctx.flush()
-	return nil
+	return ef, nil
 }
 
-// simContext collects a handler's effects and adds them to the state when
-// the handler returns.
+// simContext collects a handler's effects.
 type simContext struct {
-	s       *State
+	sys     *system
 	self    node.Addr
 	sends   []Envelope
 	streams []Envelope
 	timers  []pendingTimer
 }
 
-func (s *State) context(a node.Addr) *simContext { return &simContext{s: s, self: a} }
-
 func (c *simContext) Self() node.Addr { return c.self }
 
+func (c *simContext) envelope(to node.Addr, m node.Message) Envelope {
+	e := newEnvelope(c.self, to, m)
+	e.from = int32(c.sys.index[c.self] + 1)
+	if j, ok := c.sys.index[to]; ok {
+		e.to = int32(j + 1)
+	}
+	return e
+}
+
 func (c *simContext) Send(to node.Addr, m node.Message) {
-	c.sends = append(c.sends, newEnvelope(c.self, to, m))
+	c.sends = append(c.sends, c.envelope(to, m))
 }
 
 func (c *simContext) Stream(to node.Addr, m node.Message) {
-	c.streams = append(c.streams, newEnvelope(c.self, to, m))
+	c.streams = append(c.streams, c.envelope(to, m))
 }
 
 func (c *simContext) SetTimer(t node.Timer, min, max time.Duration) {
 	c.timers = append(c.timers, pendingTimer{T: t, Min: min, Max: max, hash: node.HashOf(t)})
 }
 
-// flush adds the collected effects to the state, copying what it changes.
-// Messages to unknown or crashed nodes are dropped.
-func (c *simContext) flush() {
-	s := c.s
-	live := func(a node.Addr) bool { i, ok := s.sys.index[a]; return ok && !s.crashed[i] }
-	if obs := s.sys.observe; obs != nil {
-		for _, e := range c.sends {
+// flush adds node i's effects to the state. Messages to unknown or crashed
+// nodes are dropped.
+func (b *builder) flush(i int, sends, streams []Envelope, timers []pendingTimer) {
+	n := b.n
+	live := func(e Envelope) bool { return e.to > 0 && !n.crashed[e.to-1] }
+	if obs := n.sys.observe; obs != nil {
+		for _, e := range sends {
 			obs(e, false)
 		}
-		for _, e := range c.streams {
+		for _, e := range streams {
 			obs(e, true)
 		}
 	}
-	if len(c.sends) > 0 {
-		s.net = slices.Clone(s.net)
-		for _, e := range c.sends {
-			if live(e.To) {
-				s.net = append(s.net, e)
-				s.netSum += mix(e.hash)
-			}
+	for _, e := range sends {
+		if live(e) {
+			b.ownNet()
+			n.net = append(n.net, e)
+			n.netSum += mix(e.hash)
 		}
 	}
-	if len(c.streams) > 0 {
-		s.streams = slices.Clone(s.streams)
-		for _, e := range c.streams {
-			if !live(e.To) {
-				continue
-			}
-			l := link{e.From, e.To}
-			qi, ok := s.findStream(l)
-			if ok {
-				q := s.streams[qi].msgs
-				s.streams[qi].msgs = append(q[:len(q):len(q)], e)
-			} else {
-				s.streams = slices.Insert(s.streams, qi, stream{link: l, msgs: []Envelope{e}})
-			}
+	for _, e := range streams {
+		if !live(e) {
+			continue
+		}
+		b.ownStreams()
+		l := link{e.From, e.To}
+		qi, ok := n.findStream(l)
+		if ok {
+			q := &n.streams[qi]
+			n.streamSum -= streamPart(q)
+			q.msgs = append(q.msgs[:len(q.msgs):len(q.msgs)], e)
+			n.streamSum += streamPart(q)
+		} else {
+			n.streams = slices.Insert(n.streams, qi, stream{link: l, lh: linkHash(e.from, e.to), msgs: []Envelope{e}})
+			n.streamSum += streamPart(&n.streams[qi])
 		}
 	}
-	if len(c.timers) > 0 {
-		i := s.sys.index[c.self]
-		s.timers = slices.Clone(s.timers)
-		s.timers[i] = append(slices.Clone(s.timers[i]), c.timers...)
+	if len(timers) > 0 {
+		b.touch(i)
+		b.ownTimers()
+		n.timers[i] = append(n.timers[i][:len(n.timers[i]):len(n.timers[i])], timers...)
 	}
 }

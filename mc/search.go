@@ -276,33 +276,39 @@ func (sr *searcher) pruned(s *State) bool {
 }
 
 // step applies e to s, running the self-checks; a handler panic is
-// recorded as a violation and yields nil.
-func (sr *searcher) step(s *State, e Event, parent *tnode) (*State, *tnode) {
+// recorded as a violation (with the trace through parent) and yields nil.
+func (sr *searcher) step(s *State, e Event, parent *tnode) *State {
 	next, err := s.Apply(e)
-	t := &tnode{parent: parent, ev: e, depth: parent.depth + 1}
 	if err != nil {
 		var hp *HandlerPanic
 		if errors.As(err, &hp) {
-			sr.found(Violation, HandlerPanicPredicate, hp.Error(), t, next)
-			return nil, nil
+			sr.found(Violation, HandlerPanicPredicate, hp.Error(), &tnode{parent: parent, ev: e, depth: parent.depth + 1}, next)
+			return nil
 		}
 		panic(fmt.Sprintf("mc: event %v from its own Events: %v", e, err))
 	}
 	if c := sr.opt.Checks; c.Determinism || c.CloneHash || c.Idempotence {
 		if why := sr.selfCheck(s, e, next); why != "" {
-			sr.found(Violation, "self-check", why, t, next)
-			return nil, nil
+			sr.found(Violation, "self-check", why, &tnode{parent: parent, ev: e, depth: parent.depth + 1}, next)
+			return nil
 		}
 	}
-	return next, t
+	return next
 }
 
 func (sr *searcher) selfCheck(s *State, e Event, next *State) string {
 	c := sr.opt.Checks
 	if c.Determinism {
-		again, err := s.Apply(e)
+		// Apply may reuse a handler result computed in another state with
+		// the same node; this runs the handler afresh.
+		again, err := s.apply(e, false)
 		if err != nil || again.fp != next.fp {
 			return fmt.Sprintf("determinism: %v applied twice to one state gives different states", e)
+		}
+	}
+	if c.CloneHash {
+		if err := next.checkSums(); err != nil {
+			return err.Error()
 		}
 	}
 	i, ok := next.sys.index[e.Target()]
@@ -322,7 +328,7 @@ func (sr *searcher) selfCheck(s *State, e Event, next *State) string {
 		lk.Unlock()
 		func() {
 			defer func() { _ = recover() }()
-			cl.Handle(next.context(e.Env.To), e.Env.From, e.Env.Msg)
+			cl.Handle(&simContext{sys: next.sys, self: e.Env.To}, e.Env.From, e.Env.Msg)
 		}()
 		if cl.Hash() != next.nhash[i] {
 			sr.mu.Lock()
@@ -365,6 +371,7 @@ func (sr *searcher) bfs(init *State) Outcome {
 			go func(k int) {
 				defer wg.Done()
 				var out []item
+				var evs []Event
 				for !sr.stop.Load() {
 					lo := int(idx.Add(chunk)) - chunk
 					if lo >= len(level) {
@@ -379,14 +386,16 @@ func (sr *searcher) bfs(init *State) Outcome {
 						if sr.pruned(it.s) {
 							continue
 						}
-						for _, e := range it.s.Events(sr.opt.Settings) {
-							ns, nt := sr.step(it.s, e, it.t)
+						evs = it.s.appendEvents(evs[:0], sr.opt.Settings)
+						for _, e := range evs {
+							ns := sr.step(it.s, e, it.t)
 							if ns == nil {
 								return
 							}
 							if _, fresh := sr.vis.add(ns.fp, depth+1); !fresh {
 								continue
 							}
+							nt := &tnode{parent: it.t, ev: e, depth: depth + 1}
 							if sr.examine(ns, nt) {
 								return
 							}
@@ -447,14 +456,15 @@ func (sr *searcher) dfs(init *State) Outcome {
 		}
 		e := top.evs[0]
 		top.evs = top.evs[1:]
-		ns, nt := sr.step(top.s, e, top.t)
+		ns := sr.step(top.s, e, top.t)
 		if ns == nil {
 			return ""
 		}
-		expand, fresh := sr.vis.add(ns.fp, nt.depth)
+		expand, fresh := sr.vis.add(ns.fp, top.t.depth+1)
 		if !expand {
 			continue
 		}
+		nt := &tnode{parent: top.t, ev: e, depth: top.t.depth + 1}
 		sr.noteDepth(nt.depth)
 		if fresh && sr.examine(ns, nt) {
 			return ""
@@ -504,10 +514,12 @@ func (sr *searcher) random(init *State) Outcome {
 					if len(evs) == 0 {
 						break
 					}
-					ns, nt := sr.step(s, evs[rng.IntN(len(evs))], t)
+					e := evs[rng.IntN(len(evs))]
+					ns := sr.step(s, e, t)
 					if ns == nil {
 						return
 					}
+					nt := &tnode{parent: t, ev: e, depth: t.depth + 1}
 					sr.noteDepth(nt.depth)
 					if _, fresh := sr.vis.add(ns.fp, nt.depth); fresh && sr.examine(ns, nt) {
 						return

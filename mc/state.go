@@ -21,6 +21,9 @@ type Envelope struct {
 	From, To node.Addr
 	Msg      node.Message
 	hash     uint64
+	// from and to are the node indices of From and To plus one (0: not a
+	// node of the run), filled in when a node of the run sends it.
+	from, to int32
 }
 
 func newEnvelope(from, to node.Addr, m node.Message) Envelope {
@@ -48,6 +51,7 @@ type link struct{ From, To node.Addr }
 // in place: states share them.
 type stream struct {
 	link link
+	lh   uint64 // hash of the link (by node indices)
 	msgs []Envelope
 }
 
@@ -60,6 +64,11 @@ type Budget struct {
 
 // State is one global state. States are immutable once built: Apply makes
 // a new state that shares every node, queue and timer list it did not touch.
+//
+// The fingerprint is kept incrementally: it combines sums of per-part
+// hashes (one per node with its crash flag and timers, one per stream,
+// one per unordered message), the budget and a chained hash of the return
+// order, so an event only rehashes the parts it changes.
 type State struct {
 	sys     *system // fixed for a run: the addresses
 	nodes   []node.Node
@@ -67,14 +76,18 @@ type State struct {
 	crashed []bool
 	timers  [][]pendingTimer // per node, in the order they were set
 	net     []Envelope       // unordered messages, a multiset
-	netSum  uint64           // order-independent hash of net, kept incrementally
 	streams []stream         // sorted by link
 	used    Budget
 	// returns lists, in order, the client (index into sys.clients) of every
 	// reply a workload client accepted. It is the real-time order of the
 	// run's returns, which a closed-loop client's invocations follow.
 	returns []uint8
-	fp      uint64
+
+	nodeSum   uint64 // sum of nodePart over the nodes
+	netSum    uint64 // sum of mix(envelope hash) over net
+	streamSum uint64 // sum of streamPart over the streams
+	retHash   uint64 // chained hash of returns
+	fp        uint64
 }
 
 // system is what all states of one run share.
@@ -82,11 +95,18 @@ type system struct {
 	addrs   []node.Addr
 	index   map[node.Addr]int
 	clients []int // node indices of the clients (nodes with Replies)
+	servers []int // node indices of the other nodes
 	observe func(e Envelope, ordered bool)
 	// cloneLocks serialise Clone calls on one node value: a node's Clone
 	// may write to the original (erasure.Blocks.Clone does), and workers
 	// share nodes across states.
 	cloneLocks [64]sync.Mutex
+	// memo holds handler results by (node, node hash, event): nodes are
+	// deterministic, so a node in the same state handling the same message
+	// or timer always makes the same new node and effects. noMemo turns it
+	// off (tests compare both).
+	memo   *cache[memoKey, *effect]
+	noMemo bool
 }
 
 // replier is a workload client: a node that records the replies it took.
@@ -98,7 +118,7 @@ type replier interface {
 // NewState builds the initial state: nodes by address, each Init'ed in
 // address order.
 func NewState(nodes map[node.Addr]node.Node) *State {
-	sys := &system{index: map[node.Addr]int{}}
+	sys := &system{index: map[node.Addr]int{}, memo: newCache[memoKey, *effect](memoEntries)}
 	for a := range nodes {
 		sys.addrs = append(sys.addrs, a)
 	}
@@ -110,19 +130,24 @@ func NewState(nodes map[node.Addr]node.Node) *State {
 		s.nodes[i] = nodes[a]
 		if _, ok := nodes[a].(replier); ok {
 			sys.clients = append(sys.clients, i)
+		} else {
+			sys.servers = append(sys.servers, i)
 		}
 	}
 	if len(sys.clients) > 255 {
 		panic("mc: at most 255 clients")
 	}
+	b := &builder{n: s, net: true, streams: true, timers: true, touched: -1}
 	for i, a := range sys.addrs {
-		ctx := s.context(a)
+		ctx := &simContext{sys: sys, self: a}
 		s.nodes[i].Init(ctx)
-		ctx.flush()
+		b.flush(i, ctx.sends, ctx.streams, ctx.timers)
+		b.touched = -1 // the sums are computed below
 	}
 	for i := range s.nodes {
 		s.nhash[i] = s.nodes[i].Hash()
 	}
+	s.nodeSum, s.netSum, s.streamSum, s.retHash = s.sums()
 	s.fp = s.fingerprint()
 	return s
 }
@@ -130,6 +155,8 @@ func NewState(nodes map[node.Addr]node.Node) *State {
 // Observe calls fn for every message any node sends from now on, in this
 // state and every state built from it (for test oracles that watch the
 // wire, such as "no request executes twice"). Not for concurrent searches.
+// Handler results are still reused (see system.memo): fn sees the
+// messages of every handler run, reused or not.
 func (s *State) Observe(fn func(e Envelope, ordered bool)) { s.sys.observe = fn }
 
 // Node returns the node at a, or nil. Callers must only read it.
@@ -187,8 +214,9 @@ func (s *State) copyState() *State {
 	return &c
 }
 
-// mix is a 64-bit finalizer (splitmix64): the network's multiset hash is
-// the sum of mix(envelope hash), so duplicates count and order does not.
+// mix is a 64-bit finalizer (splitmix64). Multisets hash as the sum of
+// mix(part hash), so duplicates count and order does not; sequences hash
+// by chaining mix(h ^ x).
 func mix(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
@@ -198,39 +226,80 @@ func mix(x uint64) uint64 {
 	return x
 }
 
-func (s *State) fingerprint() uint64 {
-	var h node.Hasher
-	h.Reset()
-	for i, nh := range s.nhash {
-		h.Uint64(nh)
-		h.Bool(s.crashed[i])
-		h.Int(len(s.timers[i]))
-		for _, t := range s.timers[i] {
-			h.Uint64(t.hash)
-			h.Uint64(uint64(t.Min))
-			h.Uint64(uint64(t.Max))
-		}
+const (
+	kNode    = 0x9e3779b97f4a7c15
+	kCrashed = 0xd6e8feb86659fd93
+	kTimer   = 0xa0761d6478bd642f
+	kLink    = 0xe7037ed1a0b428db
+	kReturn  = 0x8ebc6af09c88c6e3
+	kFP      = 0x589965cc75374cc3
+)
+
+// nodePart hashes node i's state, crash flag and timers (in order).
+func (s *State) nodePart(i int) uint64 {
+	h := mix(kNode*uint64(i+1) ^ s.nhash[i])
+	if s.crashed[i] {
+		h = mix(h ^ kCrashed)
 	}
-	h.Int(len(s.net))
-	h.Uint64(s.netSum)
-	h.Int(len(s.streams))
-	for _, q := range s.streams {
-		h.String(string(q.link.From))
-		h.String(string(q.link.To))
-		h.Int(len(q.msgs))
-		for _, e := range q.msgs {
-			h.Uint64(e.hash)
-		}
+	for _, t := range s.timers[i] {
+		h = mix(h ^ t.hash)
+		h = mix(h ^ kTimer ^ uint64(t.Min))
+		h = mix(h ^ uint64(t.Max))
 	}
-	h.Int(s.used.Drops)
-	h.Int(s.used.Duplicates)
-	h.Int(s.used.Crashes)
-	h.Int(s.used.Fires)
-	h.Int(len(s.returns))
+	return h
+}
+
+// streamPart hashes one stream: its link and its messages in order.
+func streamPart(q *stream) uint64 {
+	h := q.lh
+	for _, e := range q.msgs {
+		h = mix(h ^ e.hash)
+	}
+	return mix(h + uint64(len(q.msgs)))
+}
+
+func linkHash(from, to int32) uint64 { return mix(kLink ^ uint64(from)<<32 ^ uint64(to)) }
+
+func returnHash(h uint64, c uint8) uint64 { return mix(h ^ kReturn*(uint64(c)+1)) }
+
+// sums computes the fingerprint's parts from scratch (NewState, and the
+// checks of the incremental upkeep).
+func (s *State) sums() (nodeSum, netSum, streamSum, retHash uint64) {
+	for i := range s.nodes {
+		nodeSum += s.nodePart(i)
+	}
+	for _, e := range s.net {
+		netSum += mix(e.hash)
+	}
+	for i := range s.streams {
+		streamSum += streamPart(&s.streams[i])
+	}
 	for _, c := range s.returns {
-		h.Uint64(uint64(c))
+		retHash = returnHash(retHash, c)
 	}
-	return h.Sum()
+	return
+}
+
+func (s *State) fingerprint() uint64 {
+	h := mix(s.nodeSum ^ kFP)
+	h = mix(h ^ s.netSum)
+	h = mix(h ^ s.streamSum)
+	h = mix(h ^ uint64(s.used.Drops))
+	h = mix(h ^ uint64(s.used.Duplicates))
+	h = mix(h ^ uint64(s.used.Crashes))
+	h = mix(h ^ uint64(s.used.Fires))
+	return mix(h ^ s.retHash)
+}
+
+// checkSums reports whether the incrementally kept fingerprint parts
+// match a computation from scratch.
+func (s *State) checkSums() error {
+	ns, nets, ss, rh := s.sums()
+	if ns != s.nodeSum || nets != s.netSum || ss != s.streamSum || rh != s.retHash || s.fp != s.fingerprint() {
+		return fmt.Errorf("mc: incremental fingerprint parts (%x %x %x %x) differ from a recomputation (%x %x %x %x)",
+			s.nodeSum, s.netSum, s.streamSum, s.retHash, ns, nets, ss, rh)
+	}
+	return nil
 }
 
 func (s *State) findStream(l link) (int, bool) {
@@ -240,6 +309,25 @@ func (s *State) findStream(l link) (int, bool) {
 		}
 		return strings.Compare(string(q.link.To), string(l.To))
 	})
+}
+
+// serversKey hashes the states of every node but the clients: predicates
+// that read only servers cache their results by it.
+func (s *State) serversKey() uint64 {
+	var h uint64
+	for _, i := range s.sys.servers {
+		h = mix(h ^ s.nhash[i])
+	}
+	return h
+}
+
+// clientsKey hashes the clients' states and the order of their returns.
+func (s *State) clientsKey() uint64 {
+	h := s.retHash ^ kReturn
+	for _, i := range s.sys.clients {
+		h = mix(h ^ s.nhash[i])
+	}
+	return h
 }
 
 func (s *State) String() string {
