@@ -12,6 +12,8 @@ import (
 )
 
 // Durable state of a data server (node.Persistent), under the keys
+// (the reconfiguration state rc is not persisted yet: the runtime serves a
+// static configuration)
 //
 //	meta             gob of dataMeta: configuration hash, op_num, pending_ops
 //	b/<block, hex>   the block's contents
@@ -32,6 +34,7 @@ type pendingRec struct {
 	Reply              msg.Reply
 	Stripes            []int
 	Acks               []uint64
+	Preps              []msg.Prepare
 	Committed          bool
 }
 
@@ -66,6 +69,7 @@ func (s *Server) Persist(w node.Writer) {
 		for _, pt := range p.parts {
 			r.Stripes = append(r.Stripes, pt.stripe)
 			r.Acks = append(r.Acks, pt.acks)
+			r.Preps = append(r.Preps, pt.prep)
 		}
 		m.Pending = append(m.Pending, r)
 	}
@@ -91,7 +95,11 @@ func (s *Server) Restore(r node.Reader) error {
 	for _, r := range m.Pending {
 		p := &pendingOp{opNum: r.OpNum, client: r.Client, seq: r.Seq, replyTo: node.Addr(r.ReplyTo), reply: r.Reply, committed: r.Committed}
 		for i := range r.Stripes {
-			p.parts = append(p.parts, part{stripe: r.Stripes[i], acks: r.Acks[i]})
+			pt := part{stripe: r.Stripes[i], acks: r.Acks[i]}
+			if i < len(r.Preps) {
+				pt.prep = r.Preps[i]
+			}
+			p.parts = append(p.parts, pt)
 		}
 		s.pending = append(s.pending, p)
 	}

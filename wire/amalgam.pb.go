@@ -845,17 +845,20 @@ func (x *Reply) GetErr() string {
 }
 
 type Prepare struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Shard         int32                  `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
-	Primary       uint64                 `protobuf:"varint,2,opt,name=primary,proto3" json:"primary,omitempty"`
-	OpNum         uint64                 `protobuf:"varint,3,opt,name=op_num,json=opNum,proto3" json:"op_num,omitempty"`
-	Stripe        int32                  `protobuf:"varint,4,opt,name=stripe,proto3" json:"stripe,omitempty"`
-	Pos           int32                  `protobuf:"varint,5,opt,name=pos,proto3" json:"pos,omitempty"`
-	Delta         []byte                 `protobuf:"bytes,6,opt,name=delta,proto3" json:"delta,omitempty"`                        // absent when the op only read the stripe
-	HasDelta      bool                   `protobuf:"varint,7,opt,name=has_delta,json=hasDelta,proto3" json:"has_delta,omitempty"` // distinguishes a nil delta from an empty one
-	Stripes       []int32                `protobuf:"varint,8,rep,packed,name=stripes,proto3" json:"stripes,omitempty"`
-	Client        uint64                 `protobuf:"varint,9,opt,name=client,proto3" json:"client,omitempty"`
-	Seq           uint64                 `protobuf:"varint,10,opt,name=seq,proto3" json:"seq,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Shard    int32                  `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Primary  uint64                 `protobuf:"varint,2,opt,name=primary,proto3" json:"primary,omitempty"`
+	OpNum    uint64                 `protobuf:"varint,3,opt,name=op_num,json=opNum,proto3" json:"op_num,omitempty"`
+	Stripe   int32                  `protobuf:"varint,4,opt,name=stripe,proto3" json:"stripe,omitempty"`
+	Pos      int32                  `protobuf:"varint,5,opt,name=pos,proto3" json:"pos,omitempty"`
+	Delta    []byte                 `protobuf:"bytes,6,opt,name=delta,proto3" json:"delta,omitempty"`                        // absent when the op only read the stripe
+	HasDelta bool                   `protobuf:"varint,7,opt,name=has_delta,json=hasDelta,proto3" json:"has_delta,omitempty"` // distinguishes a nil delta from an empty one
+	Stripes  []int32                `protobuf:"varint,8,rep,packed,name=stripes,proto3" json:"stripes,omitempty"`
+	Client   uint64                 `protobuf:"varint,9,opt,name=client,proto3" json:"client,omitempty"`
+	Seq      uint64                 `protobuf:"varint,10,opt,name=seq,proto3" json:"seq,omitempty"`
+	// The operation's result when it changed a block (lets a replacement
+	// data server rebuild its client table).
+	Reply         *Reply `protobuf:"bytes,11,opt,name=reply,proto3" json:"reply,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -960,13 +963,22 @@ func (x *Prepare) GetSeq() uint64 {
 	return 0
 }
 
+func (x *Prepare) GetReply() *Reply {
+	if x != nil {
+		return x.Reply
+	}
+	return nil
+}
+
 // PrepRef is the shape of PrepareOK, Commit and PrepareDrop.
 type PrepRef struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Shard         int32                  `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
-	Primary       uint64                 `protobuf:"varint,2,opt,name=primary,proto3" json:"primary,omitempty"`
-	OpNum         uint64                 `protobuf:"varint,3,opt,name=op_num,json=opNum,proto3" json:"op_num,omitempty"`
-	Stripe        int32                  `protobuf:"varint,4,opt,name=stripe,proto3" json:"stripe,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Shard   int32                  `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Primary uint64                 `protobuf:"varint,2,opt,name=primary,proto3" json:"primary,omitempty"`
+	OpNum   uint64                 `protobuf:"varint,3,opt,name=op_num,json=opNum,proto3" json:"op_num,omitempty"`
+	Stripe  int32                  `protobuf:"varint,4,opt,name=stripe,proto3" json:"stripe,omitempty"`
+	// PrepareOK only: the incarnation of the acknowledging server.
+	Inc           uint64 `protobuf:"varint,5,opt,name=inc,proto3" json:"inc,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1025,6 +1037,13 @@ func (x *PrepRef) GetOpNum() uint64 {
 func (x *PrepRef) GetStripe() int32 {
 	if x != nil {
 		return x.Stripe
+	}
+	return 0
+}
+
+func (x *PrepRef) GetInc() uint64 {
+	if x != nil {
+		return x.Inc
 	}
 	return 0
 }
@@ -1564,7 +1583,7 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12,\n" +
 	"\aresults\x18\x02 \x03(\v2\x12.amalgam.v1.ResultR\aresults\x12\x18\n" +
 	"\aaborted\x18\x03 \x01(\bR\aaborted\x12\x10\n" +
-	"\x03err\x18\x04 \x01(\tR\x03err\"\xf1\x01\n" +
+	"\x03err\x18\x04 \x01(\tR\x03err\"\x9a\x02\n" +
 	"\aPrepare\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\x05R\x05shard\x12\x18\n" +
 	"\aprimary\x18\x02 \x01(\x04R\aprimary\x12\x15\n" +
@@ -1576,12 +1595,14 @@ const file_amalgam_proto_rawDesc = "" +
 	"\astripes\x18\b \x03(\x05R\astripes\x12\x16\n" +
 	"\x06client\x18\t \x01(\x04R\x06client\x12\x10\n" +
 	"\x03seq\x18\n" +
-	" \x01(\x04R\x03seq\"h\n" +
+	" \x01(\x04R\x03seq\x12'\n" +
+	"\x05reply\x18\v \x01(\v2\x11.amalgam.v1.ReplyR\x05reply\"z\n" +
 	"\aPrepRef\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\x05R\x05shard\x12\x18\n" +
 	"\aprimary\x18\x02 \x01(\x04R\aprimary\x12\x15\n" +
 	"\x06op_num\x18\x03 \x01(\x04R\x05opNum\x12\x16\n" +
-	"\x06stripe\x18\x04 \x01(\x05R\x06stripe\"\xbd\x02\n" +
+	"\x06stripe\x18\x04 \x01(\x05R\x06stripe\x12\x10\n" +
+	"\x03inc\x18\x05 \x01(\x04R\x03inc\"\xbd\x02\n" +
 	"\aMessage\x12/\n" +
 	"\arequest\x18\x01 \x01(\v2\x13.amalgam.v1.RequestH\x00R\arequest\x12)\n" +
 	"\x05reply\x18\x02 \x01(\v2\x11.amalgam.v1.ReplyH\x00R\x05reply\x12/\n" +
@@ -1670,29 +1691,30 @@ var file_amalgam_proto_depIdxs = []int32{
 	8,  // 5: amalgam.v1.StatusResponse.nodes:type_name -> amalgam.v1.NodeStatus
 	1,  // 6: amalgam.v1.Request.ops:type_name -> amalgam.v1.Op
 	2,  // 7: amalgam.v1.Reply.results:type_name -> amalgam.v1.Result
-	10, // 8: amalgam.v1.Message.request:type_name -> amalgam.v1.Request
-	11, // 9: amalgam.v1.Message.reply:type_name -> amalgam.v1.Reply
-	12, // 10: amalgam.v1.Message.prepare:type_name -> amalgam.v1.Prepare
-	13, // 11: amalgam.v1.Message.prepare_ok:type_name -> amalgam.v1.PrepRef
-	13, // 12: amalgam.v1.Message.commit:type_name -> amalgam.v1.PrepRef
-	13, // 13: amalgam.v1.Message.prepare_drop:type_name -> amalgam.v1.PrepRef
-	14, // 14: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
-	15, // 15: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
-	18, // 16: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
-	14, // 17: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
-	3,  // 18: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
-	5,  // 19: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
-	16, // 20: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
-	19, // 21: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
-	4,  // 22: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
-	9,  // 23: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
-	17, // 24: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
-	20, // 25: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
-	22, // [22:26] is the sub-list for method output_type
-	18, // [18:22] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	11, // 8: amalgam.v1.Prepare.reply:type_name -> amalgam.v1.Reply
+	10, // 9: amalgam.v1.Message.request:type_name -> amalgam.v1.Request
+	11, // 10: amalgam.v1.Message.reply:type_name -> amalgam.v1.Reply
+	12, // 11: amalgam.v1.Message.prepare:type_name -> amalgam.v1.Prepare
+	13, // 12: amalgam.v1.Message.prepare_ok:type_name -> amalgam.v1.PrepRef
+	13, // 13: amalgam.v1.Message.commit:type_name -> amalgam.v1.PrepRef
+	13, // 14: amalgam.v1.Message.prepare_drop:type_name -> amalgam.v1.PrepRef
+	14, // 15: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
+	15, // 16: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
+	18, // 17: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
+	14, // 18: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
+	3,  // 19: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
+	5,  // 20: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
+	16, // 21: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
+	19, // 22: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
+	4,  // 23: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
+	9,  // 24: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
+	17, // 25: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
+	20, // 26: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
+	23, // [23:27] is the sub-list for method output_type
+	19, // [19:23] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_amalgam_proto_init() }

@@ -127,20 +127,34 @@ func MessageToProto(m node.Message) (*Message, error) {
 	case msg.Request:
 		return &Message{Body: &Message_Request{Request: &Request{Client: m.Client, Seq: m.Seq, Ops: OpsToProto(m.Ops)}}}, nil
 	case msg.Reply:
-		return &Message{Body: &Message_Reply{Reply: &Reply{Seq: m.Seq, Results: ResultsToProto(m.Outcome.Results),
-			Aborted: m.Outcome.Aborted, Err: m.Err}}}, nil
+		return &Message{Body: &Message_Reply{Reply: replyToProto(m)}}, nil
 	case msg.Prepare:
-		return &Message{Body: &Message_Prepare{Prepare: &Prepare{Shard: int32(m.Shard), Primary: m.Primary, OpNum: m.OpNum,
+		p := &Prepare{Shard: int32(m.Shard), Primary: m.Primary, OpNum: m.OpNum,
 			Stripe: int32(m.Stripe), Pos: int32(m.Pos), Delta: m.Delta, HasDelta: m.Delta != nil,
-			Stripes: ints32(m.Stripes), Client: m.Client, Seq: m.Seq}}}, nil
+			Stripes: ints32(m.Stripes), Client: m.Client, Seq: m.Seq}
+		if m.Reply != nil {
+			p.Reply = replyToProto(*m.Reply)
+		}
+		return &Message{Body: &Message_Prepare{Prepare: p}}, nil
 	case msg.PrepareOK:
-		return &Message{Body: &Message_PrepareOk{PrepareOk: ref(m.Shard, m.Primary, m.OpNum, m.Stripe)}}, nil
+		r := ref(m.Shard, m.Primary, m.OpNum, m.Stripe)
+		r.Inc = m.Inc
+		return &Message{Body: &Message_PrepareOk{PrepareOk: r}}, nil
 	case msg.Commit:
 		return &Message{Body: &Message_Commit{Commit: ref(m.Shard, m.Primary, m.OpNum, m.Stripe)}}, nil
 	case msg.PrepareDrop:
 		return &Message{Body: &Message_PrepareDrop{PrepareDrop: ref(m.Shard, m.Primary, m.OpNum, m.Stripe)}}, nil
 	}
 	return nil, fmt.Errorf("wire: no encoding for message type %T", m)
+}
+
+func replyToProto(m msg.Reply) *Reply {
+	return &Reply{Seq: m.Seq, Results: ResultsToProto(m.Outcome.Results), Aborted: m.Outcome.Aborted, Err: m.Err}
+}
+
+func replyFromProto(r *Reply) msg.Reply {
+	return msg.Reply{Seq: r.GetSeq(), Err: r.GetErr(),
+		Outcome: msg.Outcome{Results: ResultsFromProto(r.GetResults()), Aborted: r.GetAborted()}}
 }
 
 func ref(shard int, primary, opNum uint64, stripe int) *PrepRef {
@@ -160,9 +174,7 @@ func MessageFromProto(p *Message) (node.Message, error) {
 		}
 		return msg.Request{Client: b.Request.GetClient(), Seq: b.Request.GetSeq(), Ops: ops}, nil
 	case *Message_Reply:
-		r := b.Reply
-		return msg.Reply{Seq: r.GetSeq(), Err: r.GetErr(),
-			Outcome: msg.Outcome{Results: ResultsFromProto(r.GetResults()), Aborted: r.GetAborted()}}, nil
+		return replyFromProto(b.Reply), nil
 	case *Message_Prepare:
 		q := b.Prepare
 		var delta []byte
@@ -172,11 +184,16 @@ func MessageFromProto(p *Message) (node.Message, error) {
 				delta = []byte{}
 			}
 		}
-		return msg.Prepare{Shard: int(q.GetShard()), Primary: q.GetPrimary(), OpNum: q.GetOpNum(), Stripe: int(q.GetStripe()),
-			Pos: int(q.GetPos()), Delta: delta, Stripes: intsFrom32(q.GetStripes()), Client: q.GetClient(), Seq: q.GetSeq()}, nil
+		p := msg.Prepare{Shard: int(q.GetShard()), Primary: q.GetPrimary(), OpNum: q.GetOpNum(), Stripe: int(q.GetStripe()),
+			Pos: int(q.GetPos()), Delta: delta, Stripes: intsFrom32(q.GetStripes()), Client: q.GetClient(), Seq: q.GetSeq()}
+		if q.Reply != nil {
+			r := replyFromProto(q.Reply)
+			p.Reply = &r
+		}
+		return p, nil
 	case *Message_PrepareOk:
 		r := b.PrepareOk
-		return msg.PrepareOK{Shard: int(r.GetShard()), Primary: r.GetPrimary(), OpNum: r.GetOpNum(), Stripe: int(r.GetStripe())}, nil
+		return msg.PrepareOK{Shard: int(r.GetShard()), Primary: r.GetPrimary(), OpNum: r.GetOpNum(), Stripe: int(r.GetStripe()), Inc: r.GetInc()}, nil
 	case *Message_Commit:
 		r := b.Commit
 		return msg.Commit{Shard: int(r.GetShard()), Primary: r.GetPrimary(), OpNum: r.GetOpNum(), Stripe: int(r.GetStripe())}, nil

@@ -48,10 +48,11 @@ func TestMessageRoundTrip(t *testing.T) {
 		msg.Reply{Seq: 3, Outcome: msg.Outcome{Results: []msg.Result{{Data: []byte{1, 2}}, {Value: 77}, {OK: true}, {}}}},
 		msg.Reply{Seq: 4, Outcome: msg.Outcome{Aborted: true}},
 		msg.Reply{Seq: 5, Err: "bad operation: no data"},
-		msg.Prepare{Shard: 2, Primary: 3, OpNum: 99, Stripe: 17, Pos: 1, Delta: []byte{0, 1, 0, 2}, Stripes: []int{4, 17}, Client: 8, Seq: 9},
+		msg.Prepare{Shard: 2, Primary: 3, OpNum: 99, Stripe: 17, Pos: 1, Delta: []byte{0, 1, 0, 2}, Stripes: []int{4, 17}, Client: 8, Seq: 9,
+			Reply: &msg.Reply{Seq: 9, Outcome: msg.Outcome{Results: []msg.Result{{Value: 3}, {Data: []byte{7}, OK: true}}}}},
 		msg.Prepare{Shard: 0, Primary: 1, OpNum: 1, Stripe: 0, Pos: 0, Delta: nil, Stripes: []int{0}, Client: 1, Seq: 1},
 		msg.Prepare{Shard: 1, Primary: 1, OpNum: 2, Stripe: 3, Delta: []byte{}, Stripes: []int{3}},
-		msg.PrepareOK{Shard: 1, Primary: 2, OpNum: 3, Stripe: 4},
+		msg.PrepareOK{Shard: 1, Primary: 2, OpNum: 3, Stripe: 4, Inc: 5},
 		msg.Commit{Shard: 4, Primary: 3, OpNum: 2, Stripe: 1},
 		msg.PrepareDrop{Shard: 9, Primary: 8, OpNum: 7, Stripe: 6},
 	}
