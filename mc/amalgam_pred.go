@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/amalgam-store/amalgam/data"
@@ -30,14 +29,14 @@ func ParityConsistency(l erasure.Layout, code *erasure.Code) Predicate {
 		k := [2]uint64{s.serversKey(), busy}
 		why, hit := "", false
 		if small {
-			why, hit = c.get(k, k[0]^mix(k[1]))
+			why, hit = c.get(k, mix(k[0]^k[1]))
 		}
 		if !hit {
 			if err := ParityConsistent(s, l, code); err != nil {
 				why = err.Error()
 			}
 			if small {
-				c.put(k, k[0]^mix(k[1]), why)
+				c.put(k, mix(k[0]^k[1]), why)
 			}
 		}
 		if why != "" {
@@ -82,14 +81,31 @@ func streamBusy(s *State) (mask uint64, small bool) {
 // shard is committed too. A delta a parity server has applied must be
 // committed at its data server. Degraded blocks do not exist yet (no
 // recovery), and a crashed server keeps counting: its state is on disk.
+//
+// It reads servers through their cached views (State.view), so a state
+// whose servers were all seen before costs no allocation.
 func CommitInvariant(l erasure.Layout) Predicate {
+	dataA, parityA, witnessA := make([]node.Addr, l.N), make([]node.Addr, l.N), make([]node.Addr, l.N)
+	for m := 0; m < l.N; m++ {
+		dataA[m], parityA[m], witnessA[m] = msg.DataAddr(m), msg.ParityAddr(m), msg.WitnessAddr(m)
+	}
+	// backup is the address of Backups(st)[bi].
+	backup := func(st, bi int) node.Addr {
+		if bi < l.F {
+			return parityA[l.ParityMachine(st, bi)]
+		}
+		return witnessA[l.WitnessMachine(st, bi-l.F)]
+	}
 	return Pred("committed deltas at f+1 servers, committed in op order (3.4.1)", func(s *State) (bool, string) {
 		for m := 0; m < l.N; m++ {
-			d, ok := s.Node(msg.DataAddr(m)).(*data.Server)
-			if !ok {
+			di := s.nodeIndex(dataA[m])
+			if di < 0 {
 				continue
 			}
-			ops := d.Ops()
+			if _, ok := s.nodes[di].nd.(*data.Server); !ok {
+				continue
+			}
+			ops := s.view(di).ops
 			var firstOpen uint64
 			for _, op := range ops {
 				if !op.Committed {
@@ -102,32 +118,41 @@ func CommitInvariant(l erasure.Layout) Predicate {
 					return false, fmt.Sprintf("shard %d: op %d is committed but earlier op %d is not", m, op.OpNum, firstOpen)
 				}
 				for _, st := range op.Stripes {
-					holders := []string{string(msg.DataAddr(m))}
-					for bi, bm := range l.Backups(st) {
-						a := backupAddr(l, bi, bm)
-						if holdsDelta(s.Node(a), m, op.OpNum, st) {
+					n := 1 // the data server
+					for bi := 0; bi < l.F+l.W; bi++ {
+						if holdsDelta(s, backup(st, bi), m, op.OpNum, st) {
+							n++
+						}
+					}
+					if n >= l.F+1 {
+						continue
+					}
+					holders := []string{string(dataA[m])}
+					for bi := 0; bi < l.F+l.W; bi++ {
+						if a := backup(st, bi); holdsDelta(s, a, m, op.OpNum, st) {
 							holders = append(holders, string(a))
 						}
 					}
-					if len(holders) < l.F+1 {
-						return false, fmt.Sprintf("shard %d op %d (client %d seq %d) is committed but stripe %d's delta is only at %s (need f+1=%d)",
-							m, op.OpNum, op.Client, op.Seq, st, strings.Join(holders, ", "), l.F+1)
-					}
+					return false, fmt.Sprintf("shard %d op %d (client %d seq %d) is committed but stripe %d's delta is only at %s (need f+1=%d)",
+						m, op.OpNum, op.Client, op.Seq, st, strings.Join(holders, ", "), l.F+1)
 				}
 			}
 			for k := 0; k < l.N; k++ {
-				p, ok := s.Node(msg.ParityAddr(k)).(*parity.Server)
-				if !ok {
+				pi := s.nodeIndex(parityA[k])
+				if pi < 0 {
 					continue
 				}
-				for _, h := range p.Prepares() {
+				if _, ok := s.nodes[pi].nd.(*parity.Server); !ok {
+					continue
+				}
+				for _, h := range s.view(pi).held {
 					if !h.Applied || h.P.Shard != m {
 						continue
 					}
 					for _, op := range ops {
 						if op.OpNum <= h.P.OpNum && !op.Committed {
 							return false, fmt.Sprintf("%s applied shard %d op %d, but op %d is not committed at %s",
-								msg.ParityAddr(k), m, h.P.OpNum, op.OpNum, msg.DataAddr(m))
+								parityA[k], m, h.P.OpNum, op.OpNum, dataA[m])
 						}
 					}
 				}
@@ -137,28 +162,21 @@ func CommitInvariant(l erasure.Layout) Predicate {
 	})
 }
 
-func backupAddr(l erasure.Layout, i, m int) node.Addr {
-	if i < l.F {
-		return msg.ParityAddr(m)
-	}
-	return msg.WitnessAddr(m)
-}
-
-func holdsDelta(n node.Node, shard int, opNum uint64, st int) bool {
-	key := msg.PrepKey{Shard: shard, OpNum: opNum, Stripe: st}
-	var held []parity.Held
-	switch x := n.(type) {
-	case *parity.Server:
-		held = x.Prepares()
-		if x.OpNum(shard) >= opNum && !slices.ContainsFunc(held, func(h parity.Held) bool { return h.P.Key() == key }) {
-			return true // applied and dropped
-		}
-	case *witness.Server:
-		held = x.Prepares()
-	default:
+// holdsDelta reports whether the parity server or witness at a holds the
+// PREPARE of (shard, opNum, st), or (a parity server) applied and dropped it.
+func holdsDelta(s *State, a node.Addr, shard int, opNum uint64, st int) bool {
+	i := s.nodeIndex(a)
+	if i < 0 {
 		return false
 	}
-	return slices.ContainsFunc(held, func(h parity.Held) bool { return h.P.Key() == key })
+	switch x := s.nodes[i].nd.(type) {
+	case *parity.Server:
+		v := s.view(i)
+		return v.holds(shard, opNum, st) || x.OpNum(shard) >= opNum // held, or applied and dropped
+	case *witness.Server:
+		return s.view(i).holds(shard, opNum, st)
+	}
+	return false
 }
 
 // AtMostOnce checks that no client request executes twice: the PREPAREs
@@ -174,7 +192,7 @@ func AtMostOnce() Predicate {
 	c := newCache[uint64, *cached](predEntries)
 	return Pred("at most one result per request", func(s *State) (bool, string) {
 		k := s.serversKey()
-		sv, hit := c.get(k, k)
+		sv, hit := c.get(k, mix(k))
 		if !hit {
 			sv = &cached{ops: map[execKey]uint64{}}
 			note := func(k execKey, op uint64, where string) {
@@ -186,22 +204,18 @@ func AtMostOnce() Predicate {
 			}
 			for _, i := range s.sys.servers {
 				a := s.sys.addrs[i]
-				switch n := s.nodes[i].(type) {
+				switch n := s.nodes[i].nd.(type) {
 				case *data.Server:
-					for _, op := range n.Ops() {
+					for _, op := range s.view(i).ops {
 						note(execKey{n.Machine(), op.Client, op.Seq}, op.OpNum, string(a))
 					}
-				case *parity.Server:
-					for _, h := range n.Prepares() {
-						note(execKey{h.P.Shard, h.P.Client, h.P.Seq}, h.P.OpNum, string(a))
-					}
-				case *witness.Server:
-					for _, h := range n.Prepares() {
+				case *parity.Server, *witness.Server:
+					for _, h := range s.view(i).held {
 						note(execKey{h.P.Shard, h.P.Client, h.P.Seq}, h.P.OpNum, string(a))
 					}
 				}
 			}
-			c.put(k, k, sv)
+			c.put(k, mix(k), sv)
 		}
 		if sv.why != "" {
 			return false, sv.why
@@ -242,7 +256,7 @@ func AtMostOnce() Predicate {
 			var other msg.Reply
 			have := false
 			if e.to > 0 {
-				if c, ok := s.nodes[e.to-1].(replier); ok && r.Seq >= 1 && r.Seq <= uint64(len(c.Replies())) {
+				if c, ok := s.nodes[e.to-1].nd.(replier); ok && r.Seq >= 1 && r.Seq <= uint64(len(c.Replies())) {
 					other, have = c.Replies()[r.Seq-1], true
 				}
 			}
@@ -278,7 +292,7 @@ func Linearizable(l erasure.Layout) Predicate {
 	cache := newCache[uint64, string](predEntries)
 	return Pred("results linearizable", func(s *State) (bool, string) {
 		k := s.clientsKey()
-		if why, ok := cache.get(k, k); ok {
+		if why, ok := cache.get(k, mix(k)); ok {
 			if why == "" {
 				return true, "the clients' history is linearizable"
 			}
@@ -303,7 +317,7 @@ func Linearizable(l erasure.Layout) Predicate {
 			}
 			why = b.String()
 		}
-		cache.put(k, k, why)
+		cache.put(k, mix(k), why)
 		return why == "", why
 	})
 }
@@ -316,7 +330,7 @@ func History(s *State) []porcupine.Operation {
 	n := make([]int, len(s.sys.clients))
 	call := make([]int64, len(s.sys.clients))
 	for i, ci := range s.returns {
-		c := s.nodes[s.sys.clients[ci]].(*workload.Client)
+		c := s.nodes[s.sys.clients[ci]].nd.(*workload.Client)
 		t := int64(2*i + 2)
 		hist = append(hist, porcupine.Operation{ClientId: int(c.ID() - 1), Input: c.Script()[n[ci]],
 			Call: call[ci], Output: c.Replies()[n[ci]], Return: t})
@@ -324,7 +338,7 @@ func History(s *State) []porcupine.Operation {
 		call[ci] = t + 1
 	}
 	for ci, ni := range s.sys.clients {
-		c := s.nodes[ni].(*workload.Client)
+		c := s.nodes[ni].nd.(*workload.Client)
 		if n[ci] < len(c.Script()) {
 			hist = append(hist, porcupine.Operation{ClientId: int(c.ID() - 1), Input: c.Script()[n[ci]],
 				Call: call[ci], Return: math.MaxInt64})
@@ -401,7 +415,7 @@ func linModel(l erasure.Layout) porcupine.Model {
 func ClientsDonePred() Predicate {
 	return Pred("all clients done", func(s *State) (bool, string) {
 		for _, ci := range s.sys.clients {
-			c := s.nodes[ci].(*workload.Client)
+			c := s.nodes[ci].nd.(*workload.Client)
 			if !c.Done() {
 				return false, fmt.Sprintf("%s has %d of %d replies", s.sys.addrs[ci], len(c.Replies()), len(c.Script()))
 			}

@@ -12,6 +12,7 @@ type cache[K comparable, V any] struct {
 	shards [64]struct {
 		sync.Mutex
 		m map[K]V
+		_ [40]byte // keep shards on separate cache lines
 	}
 }
 
@@ -30,8 +31,9 @@ func newCache[K comparable, V any](max int) *cache[K, V] {
 	return c
 }
 
+// get looks k up; shard is a hash of k.
 func (c *cache[K, V]) get(k K, shard uint64) (V, bool) {
-	sh := &c.shards[shard%64]
+	sh := &c.shards[shard>>58]
 	sh.Lock()
 	v, ok := sh.m[k]
 	sh.Unlock()
@@ -39,7 +41,7 @@ func (c *cache[K, V]) get(k K, shard uint64) (V, bool) {
 }
 
 func (c *cache[K, V]) put(k K, shard uint64, v V) {
-	sh := &c.shards[shard%64]
+	sh := &c.shards[shard>>58]
 	sh.Lock()
 	if len(sh.m) >= c.per {
 		clear(sh.m)

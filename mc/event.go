@@ -324,8 +324,7 @@ type memoKey struct {
 // messages and timers it asked for, and how many replies a client took.
 // Effects are shared between states and never modified.
 type effect struct {
-	nd      node.Node
-	h       uint64
+	inst    *instance
 	sends   []Envelope
 	streams []Envelope
 	timers  []pendingTimer
@@ -341,7 +340,7 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 	if i < 0 || n.crashed[i] {
 		return nil
 	}
-	key := memoKey{h: n.nhash[i], ev: evh, i: int32(i), timer: m == nil}
+	key := memoKey{h: n.nodes[i].h, ev: evh, i: int32(i), timer: m == nil}
 	shard := mix(key.h ^ key.ev)
 	ef, ok := (*effect)(nil), false
 	if b.memo {
@@ -358,9 +357,9 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 	}
 	b.touch(i)
 	if !b.nodes {
-		n.nodes, n.nhash, b.nodes = slices.Clone(n.nodes), slices.Clone(n.nhash), true
+		n.nodes, b.nodes = slices.Clone(n.nodes), true
 	}
-	n.nodes[i], n.nhash[i] = ef.nd, ef.h
+	n.nodes[i] = ef.inst
 	if ef.replies > 0 {
 		ci := uint8(slices.Index(n.sys.clients, i))
 		n.returns = slices.Clone(n.returns)
@@ -375,8 +374,8 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 
 // run runs the handler on a clone of node i.
 func (s *State) run(i int, from node.Addr, m node.Message, t node.Timer) (ef *effect, err error) {
-	old := s.nodes[i]
-	lk := &s.sys.cloneLocks[s.nhash[i]%uint64(len(s.sys.cloneLocks))]
+	old := s.nodes[i].nd
+	lk := &s.sys.cloneLocks[s.nodes[i].h%uint64(len(s.sys.cloneLocks))]
 	lk.Lock()
 	nd := old.Clone()
 	lk.Unlock()
@@ -391,7 +390,7 @@ func (s *State) run(i int, from node.Addr, m node.Message, t node.Timer) (ef *ef
 	} else {
 		nd.Timer(ctx, t)
 	}
-	ef = &effect{nd: nd, h: nd.Hash(), sends: ctx.sends, streams: ctx.streams, timers: ctx.timers}
+	ef = &effect{inst: &instance{nd: nd, h: nd.Hash()}, sends: ctx.sends, streams: ctx.streams, timers: ctx.timers}
 	if c, ok := nd.(replier); ok {
 		ef.replies = max(0, len(c.Replies())-len(old.(replier).Replies()))
 	}

@@ -313,24 +313,24 @@ func (sr *searcher) selfCheck(s *State, e Event, next *State) string {
 	}
 	i, ok := next.sys.index[e.Target()]
 	if c.CloneHash && ok {
-		lk := &next.sys.cloneLocks[next.nhash[i]%uint64(len(next.sys.cloneLocks))]
+		lk := &next.sys.cloneLocks[next.nodes[i].h%uint64(len(next.sys.cloneLocks))]
 		lk.Lock()
-		cl := next.nodes[i].Clone()
+		cl := next.nodes[i].nd.Clone()
 		lk.Unlock()
-		if h := cl.Hash(); h != next.nhash[i] {
-			return fmt.Sprintf("clone/hash: a clone of %s hashes %016x, the original %016x", e.Target(), h, next.nhash[i])
+		if h := cl.Hash(); h != next.nodes[i].h {
+			return fmt.Sprintf("clone/hash: a clone of %s hashes %016x, the original %016x", e.Target(), h, next.nodes[i].h)
 		}
 	}
 	if c.Idempotence && ok && (e.Kind == Deliver || e.Kind == StreamIn) && !next.crashed[i] {
-		lk := &next.sys.cloneLocks[next.nhash[i]%uint64(len(next.sys.cloneLocks))]
+		lk := &next.sys.cloneLocks[next.nodes[i].h%uint64(len(next.sys.cloneLocks))]
 		lk.Lock()
-		cl := next.nodes[i].Clone()
+		cl := next.nodes[i].nd.Clone()
 		lk.Unlock()
 		func() {
 			defer func() { _ = recover() }()
 			cl.Handle(&simContext{sys: next.sys, self: e.Env.To}, e.Env.From, e.Env.Msg)
 		}()
-		if cl.Hash() != next.nhash[i] {
+		if cl.Hash() != next.nodes[i].h {
 			sr.mu.Lock()
 			sr.idem[fmt.Sprintf("%T at %s", e.Env.Msg, e.Env.To)] = true
 			sr.mu.Unlock()

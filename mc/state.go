@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/amalgam-store/amalgam/msg"
@@ -71,8 +72,7 @@ type Budget struct {
 // order, so an event only rehashes the parts it changes.
 type State struct {
 	sys     *system // fixed for a run: the addresses
-	nodes   []node.Node
-	nhash   []uint64 // cached node hashes, computed once when the node is made
+	nodes   []*instance
 	crashed []bool
 	timers  [][]pendingTimer // per node, in the order they were set
 	net     []Envelope       // unordered messages, a multiset
@@ -109,6 +109,15 @@ type system struct {
 	noMemo bool
 }
 
+// instance is one node value as states hold it: the node, its hash
+// (computed once, before the node is shared) and the predicates' view of
+// it, built on first use. Instances are shared between states.
+type instance struct {
+	nd   node.Node
+	h    uint64
+	view atomic.Pointer[serverView]
+}
+
 // replier is a workload client: a node that records the replies it took.
 type replier interface {
 	node.Node
@@ -123,11 +132,11 @@ func NewState(nodes map[node.Addr]node.Node) *State {
 		sys.addrs = append(sys.addrs, a)
 	}
 	slices.Sort(sys.addrs)
-	s := &State{sys: sys, nodes: make([]node.Node, len(sys.addrs)), nhash: make([]uint64, len(sys.addrs)),
+	s := &State{sys: sys, nodes: make([]*instance, len(sys.addrs)),
 		crashed: make([]bool, len(sys.addrs)), timers: make([][]pendingTimer, len(sys.addrs))}
 	for i, a := range sys.addrs {
 		sys.index[a] = i
-		s.nodes[i] = nodes[a]
+		s.nodes[i] = &instance{nd: nodes[a]}
 		if _, ok := nodes[a].(replier); ok {
 			sys.clients = append(sys.clients, i)
 		} else {
@@ -140,12 +149,12 @@ func NewState(nodes map[node.Addr]node.Node) *State {
 	b := &builder{n: s, net: true, streams: true, timers: true, touched: -1}
 	for i, a := range sys.addrs {
 		ctx := &simContext{sys: sys, self: a}
-		s.nodes[i].Init(ctx)
+		s.nodes[i].nd.Init(ctx)
 		b.flush(i, ctx.sends, ctx.streams, ctx.timers)
 		b.touched = -1 // the sums are computed below
 	}
-	for i := range s.nodes {
-		s.nhash[i] = s.nodes[i].Hash()
+	for _, in := range s.nodes {
+		in.h = in.nd.Hash()
 	}
 	s.nodeSum, s.netSum, s.streamSum, s.retHash = s.sums()
 	s.fp = s.fingerprint()
@@ -162,7 +171,7 @@ func (s *State) Observe(fn func(e Envelope, ordered bool)) { s.sys.observe = fn 
 // Node returns the node at a, or nil. Callers must only read it.
 func (s *State) Node(a node.Addr) node.Node {
 	if i, ok := s.sys.index[a]; ok {
-		return s.nodes[i]
+		return s.nodes[i].nd
 	}
 	return nil
 }
@@ -237,7 +246,7 @@ const (
 
 // nodePart hashes node i's state, crash flag and timers (in order).
 func (s *State) nodePart(i int) uint64 {
-	h := mix(kNode*uint64(i+1) ^ s.nhash[i])
+	h := mix(kNode*uint64(i+1) ^ s.nodes[i].h)
 	if s.crashed[i] {
 		h = mix(h ^ kCrashed)
 	}
@@ -316,7 +325,7 @@ func (s *State) findStream(l link) (int, bool) {
 func (s *State) serversKey() uint64 {
 	var h uint64
 	for _, i := range s.sys.servers {
-		h = mix(h ^ s.nhash[i])
+		h = mix(h ^ s.nodes[i].h)
 	}
 	return h
 }
@@ -325,7 +334,7 @@ func (s *State) serversKey() uint64 {
 func (s *State) clientsKey() uint64 {
 	h := s.retHash ^ kReturn
 	for _, i := range s.sys.clients {
-		h = mix(h ^ s.nhash[i])
+		h = mix(h ^ s.nodes[i].h)
 	}
 	return h
 }

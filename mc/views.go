@@ -1,0 +1,53 @@
+package mc
+
+import (
+	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/witness"
+)
+
+// serverView is what the predicates read of one server. It is built once
+// per node instance (instances are shared by every state that holds the
+// node), so checking a state allocates nothing for nodes seen before.
+type serverView struct {
+	ops  []data.OpView // a data server's pending_ops
+	held []parity.Held // a parity server's or witness's PREPAREs, in key order
+}
+
+// view returns node i's view.
+func (s *State) view(i int) *serverView {
+	in := s.nodes[i]
+	if v := in.view.Load(); v != nil {
+		return v
+	}
+	v := &serverView{}
+	switch n := in.nd.(type) {
+	case *data.Server:
+		v.ops = n.Ops()
+	case *parity.Server:
+		v.held = n.Prepares()
+	case *witness.Server:
+		v.held = n.Prepares()
+	}
+	in.view.Store(v) // a racing worker may store an equal view
+	return v
+}
+
+// holds reports whether the view's PREPAREs include (shard, opNum, st).
+func (v *serverView) holds(shard int, opNum uint64, st int) bool {
+	for _, h := range v.held {
+		if h.P.Shard == shard && h.P.OpNum == opNum && h.P.Stripe == st {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeIndex is the index of the node at a, or -1.
+func (s *State) nodeIndex(a node.Addr) int {
+	if i, ok := s.sys.index[a]; ok {
+		return i
+	}
+	return -1
+}
