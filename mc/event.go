@@ -158,11 +158,56 @@ func timerReady(ts []pendingTimer, j int) bool {
 // (ignoring Settings bounds, which Events applies) and a *HandlerPanic when
 // the node's handler panics; the state returned with a HandlerPanic is the
 // state before the handler's effects, with the budget updated.
-func (s *State) Apply(e Event) (*State, error) { return s.apply(e, !s.sys.noMemo) }
+func (s *State) Apply(e Event) (*State, error) { return s.apply(e, !s.sys.noMemo, nil) }
 
-// apply is Apply; memo says whether handler results may be reused.
-func (s *State) apply(e Event, memo bool) (*State, error) {
-	b := &builder{n: s.copyState(), memo: memo, touched: -1}
+// scratch holds one worker's buffers for successor states that are built,
+// fingerprinted and, unless new, thrown away: a state built in scratch
+// borrows its buffers for the slices it changed, until freeze copies them.
+type scratch struct {
+	st      State
+	net     []Envelope
+	streams []stream
+	timers  [][]pendingTimer
+	nodes   []*instance
+	// what st borrowed
+	net_, streams_, timers_, nodes_ bool
+}
+
+// applyScratch is Apply building the new state in sc; the state is only
+// valid until the next use of sc, unless frozen.
+func (s *State) applyScratch(e Event, sc *scratch) (*State, error) {
+	return s.apply(e, !s.sys.noMemo, sc)
+}
+
+// freeze copies the state built in sc out of its buffers.
+func (sc *scratch) freeze() *State {
+	n := sc.st
+	if sc.net_ {
+		n.net = slices.Clone(n.net)
+	}
+	if sc.streams_ {
+		n.streams = slices.Clone(n.streams)
+	}
+	if sc.timers_ {
+		n.timers = slices.Clone(n.timers)
+	}
+	if sc.nodes_ {
+		n.nodes = slices.Clone(n.nodes)
+	}
+	return &n
+}
+
+// apply is Apply; memo says whether handler results may be reused, and
+// sc, if not nil, holds the new state.
+func (s *State) apply(e Event, memo bool, sc *scratch) (*State, error) {
+	b := &builder{memo: memo, touched: -1, sc: sc}
+	if sc != nil {
+		sc.st = *s
+		b.n = &sc.st
+		sc.net_, sc.streams_, sc.timers_, sc.nodes_ = false, false, false, false
+	} else {
+		b.n = s.copyState()
+	}
 	var err error
 	switch e.Kind {
 	case Deliver, Duplicate, Drop:
@@ -240,6 +285,22 @@ func (s *State) apply(e Event, memo bool) (*State, error) {
 		return nil, fmt.Errorf("mc: unknown event kind %d", e.Kind)
 	}
 	b.finish()
+	if sc != nil {
+		// Keep the buffers the new state grew, and note what it borrowed.
+		sc.net_, sc.streams_, sc.timers_, sc.nodes_ = b.net, b.streams, b.timers, b.nodes
+		if b.net {
+			sc.net = b.n.net[:0]
+		}
+		if b.streams {
+			sc.streams = b.n.streams[:0]
+		}
+		if b.timers {
+			sc.timers = b.n.timers[:0]
+		}
+		if b.nodes {
+			sc.nodes = b.n.nodes[:0]
+		}
+	}
 	return b.n, err
 }
 
@@ -256,6 +317,7 @@ func (p *HandlerPanic) Error() string { return fmt.Sprintf("node %s panicked: %v
 type builder struct {
 	n    *State
 	memo bool
+	sc   *scratch // buffers to copy into, or nil
 	// the slices already copied
 	net, streams, timers, nodes bool
 	// touched is the node whose part was taken out of nodeSum (-1: none)
@@ -264,19 +326,45 @@ type builder struct {
 
 func (b *builder) ownNet() {
 	if !b.net {
-		b.n.net, b.net = slices.Clone(b.n.net), true
+		if b.sc != nil {
+			b.n.net = append(b.sc.net[:0], b.n.net...)
+		} else {
+			b.n.net = slices.Clone(b.n.net)
+		}
+		b.net = true
 	}
 }
 
 func (b *builder) ownStreams() {
 	if !b.streams {
-		b.n.streams, b.streams = slices.Clone(b.n.streams), true
+		if b.sc != nil {
+			b.n.streams = append(b.sc.streams[:0], b.n.streams...)
+		} else {
+			b.n.streams = slices.Clone(b.n.streams)
+		}
+		b.streams = true
 	}
 }
 
 func (b *builder) ownTimers() {
 	if !b.timers {
-		b.n.timers, b.timers = slices.Clone(b.n.timers), true
+		if b.sc != nil {
+			b.n.timers = append(b.sc.timers[:0], b.n.timers...)
+		} else {
+			b.n.timers = slices.Clone(b.n.timers)
+		}
+		b.timers = true
+	}
+}
+
+func (b *builder) ownNodes() {
+	if !b.nodes {
+		if b.sc != nil {
+			b.n.nodes = append(b.sc.nodes[:0], b.n.nodes...)
+		} else {
+			b.n.nodes = slices.Clone(b.n.nodes)
+		}
+		b.nodes = true
 	}
 }
 
@@ -356,9 +444,7 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 		}
 	}
 	b.touch(i)
-	if !b.nodes {
-		n.nodes, b.nodes = slices.Clone(n.nodes), true
-	}
+	b.ownNodes()
 	n.nodes[i] = ef.inst
 	if ef.replies > 0 {
 		ci := uint8(slices.Index(n.sys.clients, i))

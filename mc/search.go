@@ -277,11 +277,21 @@ func (sr *searcher) pruned(s *State) bool {
 
 // step applies e to s, running the self-checks; a handler panic is
 // recorded as a violation (with the trace through parent) and yields nil.
-func (sr *searcher) step(s *State, e Event, parent *tnode) *State {
-	next, err := s.Apply(e)
+// With sc, the new state is built in sc (see scratch).
+func (sr *searcher) step(s *State, e Event, parent *tnode, sc *scratch) *State {
+	var next *State
+	var err error
+	if sc != nil {
+		next, err = s.applyScratch(e, sc)
+	} else {
+		next, err = s.Apply(e)
+	}
 	if err != nil {
 		var hp *HandlerPanic
 		if errors.As(err, &hp) {
+			if sc != nil {
+				next = sc.freeze()
+			}
 			sr.found(Violation, HandlerPanicPredicate, hp.Error(), &tnode{parent: parent, ev: e, depth: parent.depth + 1}, next)
 			return nil
 		}
@@ -289,6 +299,9 @@ func (sr *searcher) step(s *State, e Event, parent *tnode) *State {
 	}
 	if c := sr.opt.Checks; c.Determinism || c.CloneHash || c.Idempotence {
 		if why := sr.selfCheck(s, e, next); why != "" {
+			if sc != nil {
+				next = sc.freeze()
+			}
 			sr.found(Violation, "self-check", why, &tnode{parent: parent, ev: e, depth: parent.depth + 1}, next)
 			return nil
 		}
@@ -301,7 +314,7 @@ func (sr *searcher) selfCheck(s *State, e Event, next *State) string {
 	if c.Determinism {
 		// Apply may reuse a handler result computed in another state with
 		// the same node; this runs the handler afresh.
-		again, err := s.apply(e, false)
+		again, err := s.apply(e, false, nil)
 		if err != nil || again.fp != next.fp {
 			return fmt.Sprintf("determinism: %v applied twice to one state gives different states", e)
 		}
@@ -372,6 +385,7 @@ func (sr *searcher) bfs(init *State) Outcome {
 				defer wg.Done()
 				var out []item
 				var evs []Event
+				sc := &scratch{}
 				for !sr.stop.Load() {
 					lo := int(idx.Add(chunk)) - chunk
 					if lo >= len(level) {
@@ -388,13 +402,14 @@ func (sr *searcher) bfs(init *State) Outcome {
 						}
 						evs = it.s.appendEvents(evs[:0], sr.opt.Settings)
 						for _, e := range evs {
-							ns := sr.step(it.s, e, it.t)
+							ns := sr.step(it.s, e, it.t, sc)
 							if ns == nil {
 								return
 							}
 							if _, fresh := sr.vis.add(ns.fp, depth+1); !fresh {
 								continue
 							}
+							ns = sc.freeze()
 							nt := &tnode{parent: it.t, ev: e, depth: depth + 1}
 							if sr.examine(ns, nt) {
 								return
@@ -443,6 +458,7 @@ func (sr *searcher) dfs(init *State) Outcome {
 		return Exhausted
 	}
 	n := 0
+	sc := &scratch{}
 	for len(stack) > 0 {
 		if n++; n%256 == 0 {
 			if o, hit := sr.limit(); hit {
@@ -456,7 +472,7 @@ func (sr *searcher) dfs(init *State) Outcome {
 		}
 		e := top.evs[0]
 		top.evs = top.evs[1:]
-		ns := sr.step(top.s, e, top.t)
+		ns := sr.step(top.s, e, top.t, sc)
 		if ns == nil {
 			return ""
 		}
@@ -464,6 +480,7 @@ func (sr *searcher) dfs(init *State) Outcome {
 		if !expand {
 			continue
 		}
+		ns = sc.freeze()
 		nt := &tnode{parent: top.t, ev: e, depth: top.t.depth + 1}
 		sr.noteDepth(nt.depth)
 		if fresh && sr.examine(ns, nt) {
@@ -515,7 +532,7 @@ func (sr *searcher) random(init *State) Outcome {
 						break
 					}
 					e := evs[rng.IntN(len(evs))]
-					ns := sr.step(s, e, t)
+					ns := sr.step(s, e, t, nil)
 					if ns == nil {
 						return
 					}
