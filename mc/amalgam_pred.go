@@ -89,16 +89,18 @@ func CommitInvariant(l erasure.Layout) Predicate {
 	for m := 0; m < l.N; m++ {
 		dataA[m], parityA[m], witnessA[m] = msg.DataAddr(m), msg.ParityAddr(m), msg.WitnessAddr(m)
 	}
-	// backup is the address of Backups(st)[bi].
-	backup := func(st, bi int) node.Addr {
+	// backup is the address of Backups(st)[bi], and its node index.
+	backup := func(s *State, st, bi int) (node.Addr, int) {
 		if bi < l.F {
-			return parityA[l.ParityMachine(st, bi)]
+			m := l.ParityMachine(st, bi)
+			return parityA[m], at(s.sys.roles.parity, m)
 		}
-		return witnessA[l.WitnessMachine(st, bi-l.F)]
+		m := l.WitnessMachine(st, bi-l.F)
+		return witnessA[m], at(s.sys.roles.witness, m)
 	}
 	return Pred("committed deltas at f+1 servers, committed in op order (3.4.1)", func(s *State) (bool, string) {
 		for m := 0; m < l.N; m++ {
-			di := s.nodeIndex(dataA[m])
+			di := at(s.sys.roles.data, m)
 			if di < 0 {
 				continue
 			}
@@ -120,7 +122,7 @@ func CommitInvariant(l erasure.Layout) Predicate {
 				for _, st := range op.Stripes {
 					n := 1 // the data server
 					for bi := 0; bi < l.F+l.W; bi++ {
-						if holdsDelta(s, backup(st, bi), m, op.OpNum, st) {
+						if _, i := backup(s, st, bi); holdsDelta(s, i, m, op.OpNum, st) {
 							n++
 						}
 					}
@@ -129,7 +131,7 @@ func CommitInvariant(l erasure.Layout) Predicate {
 					}
 					holders := []string{string(dataA[m])}
 					for bi := 0; bi < l.F+l.W; bi++ {
-						if a := backup(st, bi); holdsDelta(s, a, m, op.OpNum, st) {
+						if a, i := backup(s, st, bi); holdsDelta(s, i, m, op.OpNum, st) {
 							holders = append(holders, string(a))
 						}
 					}
@@ -138,7 +140,7 @@ func CommitInvariant(l erasure.Layout) Predicate {
 				}
 			}
 			for k := 0; k < l.N; k++ {
-				pi := s.nodeIndex(parityA[k])
+				pi := at(s.sys.roles.parity, k)
 				if pi < 0 {
 					continue
 				}
@@ -162,10 +164,10 @@ func CommitInvariant(l erasure.Layout) Predicate {
 	})
 }
 
-// holdsDelta reports whether the parity server or witness at a holds the
-// PREPARE of (shard, opNum, st), or (a parity server) applied and dropped it.
-func holdsDelta(s *State, a node.Addr, shard int, opNum uint64, st int) bool {
-	i := s.nodeIndex(a)
+// holdsDelta reports whether the parity server or witness at node index i
+// holds the PREPARE of (shard, opNum, st), or (a parity server) applied
+// and dropped it.
+func holdsDelta(s *State, i int, shard int, opNum uint64, st int) bool {
 	if i < 0 {
 		return false
 	}

@@ -107,6 +107,8 @@ type system struct {
 	// off (tests compare both).
 	memo   *cache[memoKey, *effect]
 	noMemo bool
+	// roles maps machine numbers to the node indices of its servers.
+	roles roles
 }
 
 // instance is one node value as states hold it: the node, its hash
@@ -143,6 +145,7 @@ func NewState(nodes map[node.Addr]node.Node) *State {
 			sys.servers = append(sys.servers, i)
 		}
 	}
+	sys.roles = roleIndex(sys.addrs)
 	if len(sys.clients) > 255 {
 		panic("mc: at most 255 clients")
 	}

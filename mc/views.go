@@ -2,6 +2,7 @@ package mc
 
 import (
 	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/parity"
 	"github.com/amalgam-store/amalgam/witness"
@@ -44,10 +45,39 @@ func (v *serverView) holds(shard int, opNum uint64, st int) bool {
 	return false
 }
 
-// nodeIndex is the index of the node at a, or -1.
-func (s *State) nodeIndex(a node.Addr) int {
-	if i, ok := s.sys.index[a]; ok {
-		return i
+// roles gives, per machine, the node index of its data server, parity
+// server and witness (-1 where there is none).
+type roles struct{ data, parity, witness []int }
+
+func roleIndex(addrs []node.Addr) roles {
+	var r roles
+	for i, a := range addrs {
+		role, m, err := msg.ParseAddr(a)
+		var xs *[]int
+		switch {
+		case err != nil:
+			continue
+		case role == "data":
+			xs = &r.data
+		case role == "parity":
+			xs = &r.parity
+		case role == "witness":
+			xs = &r.witness
+		default:
+			continue
+		}
+		for len(*xs) <= m {
+			*xs = append(*xs, -1)
+		}
+		(*xs)[m] = i
+	}
+	return r
+}
+
+// at is xs[m], or -1.
+func at(xs []int, m int) int {
+	if m < len(xs) {
+		return xs[m]
 	}
 	return -1
 }
