@@ -32,6 +32,7 @@ type resetProxy struct {
 	target           string
 	minLife, maxLife time.Duration
 	resets           atomic.Int64
+	calm             atomic.Bool // stop resetting new connections
 	wg               sync.WaitGroup
 }
 
@@ -64,6 +65,9 @@ func (p *resetProxy) handle(c net.Conn) {
 		return
 	}
 	life := p.minLife + time.Duration(rand.Int64N(int64(p.maxLife-p.minLife)+1))
+	if p.calm.Load() {
+		life = time.Hour
+	}
 	timer := time.AfterFunc(life, func() {
 		p.resets.Add(1)
 		for _, x := range []net.Conn{c, s} {
@@ -139,17 +143,17 @@ func startProxied(t *testing.T, l erasure.Layout, durability string, minLife, ma
 // up equal to the encoding of its data.
 func TestStreamsSurviveResets(t *testing.T) {
 	l := erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: 5, BlockSize: 32}
-	lc, proxies, met := startProxied(t, l, "memory", 20*time.Millisecond, 150*time.Millisecond)
+	minLife, maxLife, dur := 20*time.Millisecond, 150*time.Millisecond, 3*time.Second
+	if testing.Short() { // CI runs -short under the race detector, about 10x slower
+		minLife, maxLife, dur = 100*time.Millisecond, 400*time.Millisecond, 2*time.Second
+	}
+	lc, proxies, met := startProxied(t, l, "memory", minLife, maxLife)
 	defer func() {
 		lc.Close()
 		for _, p := range proxies {
 			p.close()
 		}
 	}()
-	dur := 3 * time.Second
-	if testing.Short() {
-		dur = time.Second
-	}
 	const clients = 4
 	var mu sync.Mutex
 	var history []porcupine.Operation
@@ -204,7 +208,7 @@ func TestStreamsSurviveResets(t *testing.T) {
 		t.Fatalf("history of %d operations is not linearizable (%v)", len(history), res)
 	}
 	for _, p := range proxies {
-		p.minLife, p.maxLife = time.Hour, time.Hour // let the stripes settle
+		p.calm.Store(true) // let the stripes settle
 	}
 	waitParityConsistent(t, lc)
 }

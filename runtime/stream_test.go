@@ -85,7 +85,10 @@ func (s *sink) Restore(r node.Reader) error {
 func TestStreamExactlyOnce(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
-			const total = 20000
+			total := uint64(20000)
+			if testing.Short() {
+				total = 4000
+			}
 			lnA, _ := net.Listen("tcp", "127.0.0.1:0")
 			lnB, _ := net.Listen("tcp", "127.0.0.1:0")
 			pa := newResetProxy(t, lnA.Addr().String(), 5*time.Millisecond, 40*time.Millisecond)
