@@ -15,8 +15,11 @@ import (
 type blockState map[uint64]string
 
 // Model is the sequential specification of the block store for porcupine:
-// an input is a transaction ([]msg.Op), an output its msg.Reply. Histories
-// are partitioned by shard, since a transaction never spans shards.
+// an input is a transaction ([]msg.Op), an output its msg.Reply, or nil
+// for an operation still pending at the end of the history (called, not
+// returned: it may take effect at any point after its call, with any
+// result). Histories are partitioned by shard, since a transaction never
+// spans shards.
 func Model(l erasure.Layout) porcupine.Model {
 	zero := string(make([]byte, l.BlockSize))
 	return porcupine.Model{
@@ -39,13 +42,14 @@ func Model(l erasure.Layout) porcupine.Model {
 		},
 		Init: func() interface{} { return blockState{} },
 		Step: func(state, input, output interface{}) (bool, interface{}) {
-			st, ops, reply := state.(blockState), input.([]msg.Op), output.(msg.Reply)
+			st, ops := state.(blockState), input.([]msg.Op)
+			reply, done := output.(msg.Reply) // !done: pending, any result
 			shard := shardOf(l, ops)
 			owns := func(b uint64) bool { return b < l.NumBlocks() && l.Shard(b) == shard }
 			if err := msg.ValidateTxn(ops, l.BlockSize, owns); err != nil {
-				return reply.Err != "", st
+				return !done || reply.Err != "", st
 			}
-			if reply.Err != "" {
+			if done && reply.Err != "" {
 				return false, st
 			}
 			got, written := msg.Execute(ops, func(b uint64) []byte {
@@ -54,7 +58,7 @@ func Model(l erasure.Layout) porcupine.Model {
 				}
 				return []byte(zero)
 			})
-			if !SameOutcome(got, reply.Outcome) {
+			if done && !SameOutcome(got, reply.Outcome) {
 				return false, st
 			}
 			if len(written) == 0 {
@@ -86,7 +90,11 @@ func Model(l erasure.Layout) porcupine.Model {
 			return true
 		},
 		DescribeOperation: func(input, output interface{}) string {
-			return fmt.Sprintf("%s -> %s", DescribeTxn(input.([]msg.Op)), DescribeReply(output.(msg.Reply)))
+			r, ok := output.(msg.Reply)
+			if !ok {
+				return DescribeTxn(input.([]msg.Op)) + " -> pending"
+			}
+			return fmt.Sprintf("%s -> %s", DescribeTxn(input.([]msg.Op)), DescribeReply(r))
 		},
 	}
 }

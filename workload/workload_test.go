@@ -2,6 +2,7 @@ package workload
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +109,44 @@ func TestModelErrorsMustMatchValidation(t *testing.T) {
 	}
 	if res := check(t, []porcupine.Operation{op(0, 0, 1, write(0, 1), msg.Reply{Err: "x"})}); res != porcupine.Illegal {
 		t.Fatalf("valid op that failed judged %s, want illegal", res)
+	}
+}
+
+// TestModelPending: an operation without a reply (output nil) is pending:
+// it may take effect at any point after its call, or not at all, and its
+// result is not checked.
+func TestModelPending(t *testing.T) {
+	const never = int64(1) << 62
+	// The write is pending; a later read may see it or not.
+	for _, v := range []byte{0, 7} {
+		h := []porcupine.Operation{
+			op(0, 0, never, write(0, 7), msg.Reply{}),
+			op(1, 5, 6, read(0), readReply(v)),
+		}
+		h[0].Output = nil
+		if res := check(t, h); res != porcupine.Ok {
+			t.Fatalf("read of %d with the write pending judged %s", v, res)
+		}
+	}
+	// A pending write cannot take effect before its call.
+	h := []porcupine.Operation{
+		op(1, 0, 1, read(0), readReply(7)),
+		op(0, 2, never, write(0, 7), msg.Reply{}),
+	}
+	h[1].Output = nil
+	if res := check(t, h); res != porcupine.Illegal {
+		t.Fatalf("read seeing a write called later judged %s, want illegal", res)
+	}
+	// An invalid pending operation has no effect, and a pending one may
+	// have any result.
+	bad := []msg.Op{{Kind: msg.OpWrite, Block: 0, Offset: 99, Data: []byte{1}}}
+	h = []porcupine.Operation{op(0, 0, never, bad, msg.Reply{}), op(1, 1, 2, read(0), readReply(0))}
+	h[0].Output = nil
+	if res := check(t, h); res != porcupine.Ok {
+		t.Fatalf("invalid pending op judged %s", res)
+	}
+	if d := Model(layout).DescribeOperation(write(0, 7), nil); !strings.HasSuffix(d, "-> pending") {
+		t.Fatalf("description of a pending op: %q", d)
 	}
 }
 
