@@ -1,7 +1,6 @@
 package mc
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"strings"
@@ -290,7 +289,7 @@ func replyHash(r msg.Reply) uint64 {
 // closed-loop client invokes its next operation when a reply arrives.
 // Results are cached by the clients' states and the return order.
 func Linearizable(l erasure.Layout) Predicate {
-	model := linModel(l)
+	model := workload.Model(l) // a nil output is a pending operation
 	cache := newCache[uint64, string](predEntries)
 	return Pred("results linearizable", func(s *State) (bool, string) {
 		k := s.clientsKey()
@@ -347,70 +346,6 @@ func History(s *State) []porcupine.Operation {
 		}
 	}
 	return hist
-}
-
-type linState map[uint64]string
-
-// linModel is workload.Model extended with pending operations (Output
-// nil), which may have any result.
-func linModel(l erasure.Layout) porcupine.Model {
-	base := workload.Model(l)
-	zero := string(make([]byte, l.BlockSize))
-	return porcupine.Model{
-		Partition: base.Partition,
-		Init:      func() any { return linState{} },
-		Step: func(state, input, output any) (bool, any) {
-			st, ops := state.(linState), input.([]msg.Op)
-			shard := -1
-			if len(ops) > 0 && ops[0].Block < l.NumBlocks() {
-				shard = l.Shard(ops[0].Block)
-			}
-			owns := func(b uint64) bool { return b < l.NumBlocks() && l.Shard(b) == shard }
-			reply, done := output.(msg.Reply)
-			if err := msg.ValidateTxn(ops, l.BlockSize, owns); err != nil {
-				return !done || reply.Err != "", st
-			}
-			if done && reply.Err != "" {
-				return false, st
-			}
-			got, written := msg.Execute(ops, func(b uint64) []byte {
-				if v, ok := st[b]; ok {
-					return []byte(v)
-				}
-				return []byte(zero)
-			})
-			if done && !workload.SameOutcome(got, reply.Outcome) {
-				return false, st
-			}
-			if len(written) == 0 {
-				return true, st
-			}
-			next := make(linState, len(st)+len(written))
-			for k, v := range st {
-				next[k] = v
-			}
-			for b, v := range written {
-				if bytes.Equal(v, []byte(zero)) {
-					delete(next, b)
-				} else {
-					next[b] = string(v)
-				}
-			}
-			return true, next
-		},
-		Equal: func(a, b any) bool {
-			x, y := a.(linState), b.(linState)
-			if len(x) != len(y) {
-				return false
-			}
-			for k, v := range x {
-				if y[k] != v {
-					return false
-				}
-			}
-			return true
-		},
-	}
 }
 
 // ClientsDonePred holds when every workload client has all its replies.
