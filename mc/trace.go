@@ -24,8 +24,13 @@ const TraceVersion = 1
 // messages by envelope hash (sender, receiver and content) and timers by
 // their hash, so a trace replays exactly on the same protocol code.
 type TraceFile struct {
-	Version     int          `json:"version"`
-	Scenario    string       `json:"scenario"`
+	Version  int    `json:"version"`
+	Scenario string `json:"scenario"`
+	// Initial is the fingerprint of the scenario's initial state (hex):
+	// replay refuses a trace recorded from another initial state (another
+	// scenario's trace with its name changed, or a changed scenario).
+	// Files without it are replayed without this check.
+	Initial     string       `json:"initial,omitempty"`
 	Predicate   string       `json:"predicate"`
 	Explanation string       `json:"explanation"`
 	Events      []TraceEvent `json:"events"`
@@ -99,7 +104,8 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 
 // NewTraceFile packages a search result of scenario sc.
 func NewTraceFile(sc *Scenario, r *Result) *TraceFile {
-	tf := &TraceFile{Version: TraceVersion, Scenario: sc.Name, Predicate: r.Predicate, Explanation: r.Explanation}
+	tf := &TraceFile{Version: TraceVersion, Scenario: sc.Name, Initial: strconv.FormatUint(sc.Init().Fingerprint(), 16),
+		Predicate: r.Predicate, Explanation: r.Explanation}
 	for _, e := range r.Trace {
 		tf.Events = append(tf.Events, encodeEvent(e))
 	}
@@ -156,6 +162,9 @@ func Replay(sc *Scenario, tf *TraceFile) (*Replayed, error) {
 		return nil, fmt.Errorf("trace is for scenario %q, not %q", tf.Scenario, sc.Name)
 	}
 	s := sc.Init()
+	if tf.Initial != "" && tf.Initial != strconv.FormatUint(s.Fingerprint(), 16) {
+		return nil, fmt.Errorf("trace was recorded from another initial state than scenario %q's (a trace of another scenario, or the scenario or the protocol changed)", sc.Name)
+	}
 	inv := sc.Invariants()
 	out := &Replayed{Final: s}
 	check := func(s *State) bool {

@@ -69,3 +69,29 @@ func TestTraceSaveReplay(t *testing.T) {
 		t.Fatalf("altered event: %v", err)
 	}
 }
+
+// TestReplayRefusesRenamedTrace: a trace whose scenario name was changed
+// to a scenario with another initial state is refused, even where its
+// events would also apply there.
+func TestReplayRefusesRenamedTrace(t *testing.T) {
+	r := oneReply.Run(BFS, Options{Workers: 1})
+	tf := NewTraceFile(oneReply, r)
+	if tf.Initial == "" {
+		t.Fatal("no initial-state fingerprint in the trace")
+	}
+	renamed := *tf
+	renamed.Scenario = TwoClients.Name
+	if _, err := Replay(TwoClients, &renamed); err == nil || !strings.Contains(err.Error(), "another initial state") {
+		t.Fatalf("renamed trace: %v", err)
+	}
+	// Normal has the same initial state as test-one-reply: allowed.
+	renamed.Scenario = Normal.Name
+	if _, err := Replay(Normal, &renamed); err != nil {
+		t.Fatalf("same initial state: %v", err)
+	}
+	// Traces without the field (older files) replay unchecked.
+	renamed.Initial = ""
+	if _, err := Replay(Normal, &renamed); err != nil {
+		t.Fatalf("no initial field: %v", err)
+	}
+}
