@@ -26,3 +26,9 @@ func (s *Server) PendingOn(st int) bool {
 	}
 	return false
 }
+
+// Primary is this server's primary_num: its incarnation.
+func (s *Server) Primary() uint64 { return s.primary() }
+
+// Incarnation implements node.Incarnated.
+func (s *Server) Incarnation() uint64 { return s.rc.inc }

@@ -208,11 +208,11 @@ func AtMostOnce() Predicate {
 				switch n := s.nodes[i].nd.(type) {
 				case *data.Server:
 					for _, op := range s.view(i).ops {
-						note(execKey{n.Machine(), op.Client, op.Seq}, op.OpNum, string(a))
+						note(execKey{n.Machine(), n.Primary(), op.Client, op.Seq}, op.OpNum, string(a))
 					}
 				case *parity.Server, *witness.Server:
 					for _, h := range s.view(i).held {
-						note(execKey{h.P.Shard, h.P.Client, h.P.Seq}, h.P.OpNum, string(a))
+						note(execKey{h.P.Shard, h.P.Primary, h.P.Client, h.P.Seq}, h.P.OpNum, string(a))
 					}
 				}
 			}
@@ -234,7 +234,7 @@ func AtMostOnce() Predicate {
 				if !ok {
 					continue
 				}
-				k := execKey{p.Shard, p.Client, p.Seq}
+				k := execKey{p.Shard, p.Primary, p.Client, p.Seq}
 				old, seen := sv.ops[k]
 				for _, x := range preps {
 					if !seen && x.k == k {

@@ -529,7 +529,7 @@ func (b *builder) flush(i int, sends, streams []Envelope, timers []pendingTimer)
 		}
 	}
 	for _, e := range sends {
-		if live(e) {
+		if live(e) || b.startsAt(int(e.to)-1, e.Msg) {
 			b.ownNet()
 			n.net = append(n.net, e)
 			n.netSum += mix(e.hash)

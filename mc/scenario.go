@@ -25,6 +25,9 @@ type Scenario struct {
 	Plan func(sc *Scenario) []Phase
 	// Extra invariants are checked after the library's.
 	Extra []Predicate
+	// Replace, when set, adds the reconfiguration service and an operator
+	// that asks it for these replacements at a moment the search chooses.
+	Replace []msg.Replace
 }
 
 // Code is the scenario's erasure code.
@@ -38,7 +41,12 @@ func (sc *Scenario) Code() *erasure.Code {
 
 // Init builds the initial state.
 func (sc *Scenario) Init() *State {
-	return NewState(Amalgam(msg.InitialConfig(sc.Layout), sc.Code(), sc.Scripts))
+	cfg := msg.InitialConfig(sc.Layout)
+	nodes := Amalgam(cfg, sc.Code(), sc.Scripts)
+	if sc.Replace != nil {
+		AddReconfig(nodes, cfg, sc.Replace)
+	}
+	return NewState(nodes)
 }
 
 // Invariants is the Amalgam predicate library for the scenario's layout.

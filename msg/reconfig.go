@@ -69,7 +69,11 @@ type StopBackupOK struct {
 // shard: the operations of the old data server that survive (the chain,
 // thesis 3.3.2.1 step 2), and the shard's client records.
 type Install struct {
-	Shard   int
+	Shard int
+	// Upto is the last surviving op number: tau or the end of the chain.
+	// Every operation up to it committed; parity servers apply those they
+	// hold or that Chain brings, and discard the rest.
+	Upto    uint64
 	Chain   []Prepare // sorted by op number, then stripe
 	Clients []ClientRecord
 }
@@ -137,6 +141,7 @@ func (m NewConfig) Hash(h *node.Hasher) {
 	h.Bool(m.Install != nil)
 	if m.Install != nil {
 		h.Int(m.Install.Shard)
+		h.Uint64(m.Install.Upto)
 		hashPrepares(h, m.Install.Chain)
 		hashClients(h, m.Install.Clients)
 	}
@@ -145,23 +150,22 @@ func (m NewConfig) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m ConfigOK) Hash(h *node.Hasher) { h.Uint64(26); h.Uint64(m.Num) }
 
-// StartsIncarnation reports whether m starts a new incarnation of the
-// server at to: hosts then deliver it even to a crashed address, ending
-// the streams of the incarnation it replaces.
-func (m NewConfig) StartsIncarnation(to node.Addr) bool {
+// StartsIncarnation implements node.Starter: a configuration starts the
+// incarnation it gives the server it replaced.
+func (m NewConfig) StartsIncarnation(to node.Addr) (uint64, bool) {
 	role, i, err := ParseAddr(to)
-	if err != nil || i >= m.Config.Layout.N {
-		return false
+	if err != nil || i >= m.Config.Layout.N || to != m.Config.Changed {
+		return 0, false
 	}
 	switch role {
 	case "data":
-		return m.Config.Changed == DataAddr(i)
+		return m.Config.Data[i], true
 	case "parity":
-		return m.Config.Changed == ParityAddr(i)
+		return m.Config.Parity[i], true
 	case "witness":
-		return m.Config.Changed == WitnessAddr(i)
+		return m.Config.Witness[i], true
 	}
-	return false
+	return 0, false
 }
 
 func hashPrepares(h *node.Hasher, ps []Prepare) {

@@ -64,3 +64,19 @@ type Node interface {
 	// cache what did not change so that Hash is cheap.
 	Hash() uint64
 }
+
+// Incarnated is implemented by nodes that a replacement can succeed at the
+// same address (a spare taking a failed server's place). Incarnation
+// numbers grow with each replacement.
+type Incarnated interface {
+	Incarnation() uint64
+}
+
+// Starter is implemented by messages that start incarnation inc of the
+// server at to. A host delivers such a message even to a crashed address
+// when the node there is an older incarnation; it first ends that
+// incarnation (its timers and streams), and the handler builds the new
+// incarnation's state.
+type Starter interface {
+	StartsIncarnation(to Addr) (inc uint64, ok bool)
+}

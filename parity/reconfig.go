@@ -181,14 +181,22 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 func (s *Server) install(in *msg.Install) {
 	d := in.Shard
 	l := s.cfg.Layout
-	for _, p := range in.Chain {
+	todo := slices.Clone(in.Chain)
+	done := map[msg.PrepKey]bool{} // a held PREPARE may also come in the chain
+	for _, h := range s.prepares.List() {
+		if h.P.Shard == d && h.P.OpNum <= in.Upto {
+			todo = append(todo, h.P)
+		}
+	}
+	for _, p := range todo {
 		if r, _ := l.RoleOf(p.Stripe, s.me); r != erasure.RoleParity {
 			continue
 		}
 		h, held := s.prepares.Get(p.Key())
-		if held && h.Applied || !held && p.OpNum <= s.opNums[d] {
+		if held && h.Applied || !held && p.OpNum <= s.opNums[d] || done[p.Key()] {
 			continue
 		}
+		done[p.Key()] = true
 		if !s.isDegraded(p.Stripe) && p.Delta != nil {
 			_, idx := l.RoleOf(p.Stripe, s.me)
 			s.code.ApplyDelta(s.blocks.Mutable(uint64(p.Stripe)), idx, p.Pos, p.Delta)
@@ -314,6 +322,12 @@ func (e *Early) Hold(ctx node.Context, num uint64, from node.Addr, m node.Messag
 	ctx.Send(msg.ReconfigAddr, msg.ConfigOK{Num: num})
 }
 
+// Holds reports whether a message from sender is held: its later stream
+// messages must wait behind it, to keep the stream's order.
+func (e Early) Holds(from node.Addr) bool {
+	return slices.ContainsFunc(e, func(x Envelope) bool { return x.From == from })
+}
+
 // Take returns the held messages and forgets them.
 func (e *Early) Take() []Envelope {
 	out := *e
@@ -329,3 +343,6 @@ func (e Early) Hash(h *node.Hasher) {
 		x.Msg.Hash(h)
 	}
 }
+
+// Incarnation implements node.Incarnated.
+func (s *Server) Incarnation() uint64 { return s.rc.inc }

@@ -42,7 +42,7 @@ func (s *Server) Timer(node.Context, node.Timer) {}
 
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
-	if Ahead(s.cfg, m) {
+	if Ahead(s.cfg, m) || s.rc.early.Holds(from) {
 		s.rc.early.Hold(ctx, s.cfg.Num, from, m)
 		return
 	}

@@ -12,7 +12,13 @@ import (
 // tau is kept (it committed), then the contiguous run tau+1, tau+2, ... of
 // operations whose every stripe's PREPARE was recovered. Anything after the
 // first gap, or with a stripe missing, is dropped: it cannot have
-// committed. Client records merge the servers' records with the kept
+// committed. Install.Upto is the last kept op number.
+//
+// Decision (the thesis says parity servers apply "all operations up to the
+// largest in P"): a parity server outside the quorum may hold an operation
+// at or below tau that no answer carried (the others applied and dropped
+// it), so parity servers apply everything up to max(tau, end of chain),
+// their own PREPAREs included. The model checker found the difference. Client records merge the servers' records with the kept
 // operations' replies, keeping each client's highest request.
 func Chain(shard int, answers []msg.StopShardOK) msg.Install {
 	var tau uint64
@@ -59,10 +65,12 @@ func Chain(shard int, answers []msg.StopShardOK) msg.Install {
 			keep[n] = true
 		}
 	}
+	upto := tau
 	for n := tau + 1; complete(n); n++ {
 		keep[n] = true
+		upto = n
 	}
-	inst := msg.Install{Shard: shard}
+	inst := msg.Install{Shard: shard, Upto: upto}
 	for n := range keep {
 		for _, p := range byOp[n] {
 			inst.Chain = append(inst.Chain, p)

@@ -58,8 +58,13 @@ func TestChainMultiStripe(t *testing.T) {
 func TestChainKeepsCommittedParts(t *testing.T) {
 	answers := []msg.StopShardOK{{Shard: 2, OpNum: 4, Prepares: []msg.Prepare{prep(4, 0, 0, 1)}}}
 	in := Chain(2, answers)
-	if len(in.Chain) != 1 || in.Chain[0].OpNum != 4 {
-		t.Fatalf("chain %+v, want op 4's stripe 0 part", in.Chain)
+	if len(in.Chain) != 1 || in.Chain[0].OpNum != 4 || in.Upto != 4 {
+		t.Fatalf("chain %+v up to %d, want op 4's stripe 0 part, up to 4", in.Chain, in.Upto)
+	}
+	// With no PREPARE at all, everything up to tau still survives: parity
+	// servers outside the quorum apply what they hold up to there.
+	if in := Chain(2, []msg.StopShardOK{{Shard: 2, OpNum: 3}}); len(in.Chain) != 0 || in.Upto != 3 {
+		t.Fatalf("chain %+v up to %d, want empty up to 3", in.Chain, in.Upto)
 	}
 }
 

@@ -74,9 +74,11 @@ func TestReplaceDataServer(t *testing.T) {
 			t.Fatalf("unexpected %+v to %s", e.m, e.to)
 		}
 	}
-	if !(msg.NewConfig{Config: cfg}).StartsIncarnation(msg.DataAddr(0)) ||
-		(msg.NewConfig{Config: cfg}).StartsIncarnation(msg.DataAddr(1)) {
-		t.Fatal("StartsIncarnation wrong")
+	if inc, ok := (msg.NewConfig{Config: cfg}).StartsIncarnation(msg.DataAddr(0)); !ok || inc != 2 {
+		t.Fatalf("NewConfig starts data/0 incarnation %d, %v; want 2, true", inc, ok)
+	}
+	if _, ok := (msg.NewConfig{Config: cfg}).StartsIncarnation(msg.DataAddr(1)); ok {
+		t.Fatal("NewConfig starts an incarnation of data/1, which it did not replace")
 	}
 	// A server that acknowledges gets nothing more; one that is behind is
 	// sent the next configuration it lacks.

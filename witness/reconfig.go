@@ -58,3 +58,6 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	}
 	ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
 }
+
+// Incarnation implements node.Incarnated.
+func (s *Server) Incarnation() uint64 { return s.inc }

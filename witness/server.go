@@ -38,7 +38,7 @@ func (s *Server) Timer(node.Context, node.Timer) {}
 
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
-	if parity.Ahead(s.cfg, m) {
+	if parity.Ahead(s.cfg, m) || s.early.Holds(from) {
 		s.early.Hold(ctx, s.cfg.Num, from, m)
 		return
 	}

@@ -1,0 +1,112 @@
+package mc
+
+import (
+	"slices"
+	"time"
+
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/reconfig"
+)
+
+// OperatorAddr is the address of the operator node of recovery scenarios.
+const OperatorAddr node.Addr = "operator"
+
+// Operator asks the reconfiguration service for replacements when its
+// timer fires, at a moment of the search's (or the simulation's) choosing,
+// and asks again on later firings, up to OperatorTries times in all (a
+// request names the incarnation to replace, so repeats are harmless).
+type Operator struct {
+	Requests []msg.Replace
+	sent     int
+}
+
+// OperatorTries bounds how often an operator sends its requests.
+const OperatorTries = 8
+
+type operatorTimer struct{}
+
+// Hash implements node.Timer.
+func (operatorTimer) Hash(h *node.Hasher) { h.Uint64(60) }
+
+// Init implements node.Node.
+func (o *Operator) Init(ctx node.Context) {
+	ctx.SetTimer(operatorTimer{}, 10*time.Millisecond, 1000*time.Millisecond)
+}
+
+// Handle implements node.Node.
+func (o *Operator) Handle(node.Context, node.Addr, node.Message) {}
+
+// Timer implements node.Node.
+func (o *Operator) Timer(ctx node.Context, _ node.Timer) {
+	if o.sent >= OperatorTries {
+		return
+	}
+	o.sent++
+	for _, r := range o.Requests {
+		ctx.Send(msg.ReconfigAddr, r)
+	}
+	ctx.SetTimer(operatorTimer{}, 100*time.Millisecond, 200*time.Millisecond)
+}
+
+// Sent reports whether the operator has sent its requests.
+func (o *Operator) Sent() bool { return o.sent > 0 }
+
+// Clone implements node.Node.
+func (o *Operator) Clone() node.Node { c := *o; return &c }
+
+// Hash implements node.Node.
+func (o *Operator) Hash() uint64 {
+	h := node.NewHasher()
+	h.Int(o.sent)
+	for _, r := range o.Requests {
+		r.Hash(h)
+	}
+	return h.Sum()
+}
+
+// AddReconfig adds the reconfiguration service, and an operator asking for
+// requests, to a cluster's nodes.
+func AddReconfig(nodes map[node.Addr]node.Node, cfg msg.Config, requests []msg.Replace) {
+	nodes[msg.ReconfigAddr] = reconfig.New(cfg)
+	if len(requests) > 0 {
+		nodes[OperatorAddr] = &Operator{Requests: requests}
+	}
+}
+
+// startsAt reports whether e starts a new incarnation at its receiver
+// (node i): it is then delivered even to a crashed node.
+func (b *builder) startsAt(i int, m node.Message) bool {
+	st, ok := m.(node.Starter)
+	if !ok || i < 0 {
+		return false
+	}
+	inc, ok := st.StartsIncarnation(b.n.sys.addrs[i])
+	cur, known := b.n.nodes[i].nd.(node.Incarnated)
+	return ok && known && cur.Incarnation() < inc
+}
+
+// startIncarnation ends the incarnation of node i when m starts a newer
+// one there: a crashed node comes back, and the old incarnation's timers
+// and streams end. The handler then builds the new incarnation's state.
+func (b *builder) startIncarnation(i int, m node.Message) {
+	if !b.startsAt(i, m) {
+		return
+	}
+	a := b.n.sys.addrs[i]
+	b.touch(i)
+	if b.n.crashed[i] {
+		b.n.crashed = slices.Clone(b.n.crashed)
+		b.n.crashed[i] = false
+	}
+	b.ownTimers()
+	b.n.timers[i] = nil
+	b.ownStreams()
+	b.n.streams = slices.DeleteFunc(b.n.streams, func(q stream) bool {
+		if q.link.From == a || q.link.To == a {
+			b.n.streamSum -= streamPart(&q)
+			return true
+		}
+		return false
+	})
+}
