@@ -1,0 +1,154 @@
+// Package shardedpaxos is the ShardedPaxos baseline of the Amalgam
+// evaluation (thesis 2.1, 2.2, 3.6): one Multi-Paxos group per shard, with a
+// stable leader, f+1 full replicas and f acceptor-only replication witnesses
+// per group (the heterogeneous deployment of thesis 2.2). Client
+// transactions (msg.Request) are committed to the group's log as stored
+// procedures and every full replica executes them in slot order with
+// msg.Execute, so the baseline offers exactly Amalgam's operations.
+//
+// Shards and block numbering are Amalgam's: a block belongs to group
+// Layout.Shard(block), so the same scripts and the same linearizability
+// model (workload.Model) apply. The nodes are deterministic state machines
+// on the node API, like Amalgam's servers.
+package shardedpaxos
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Config describes a ShardedPaxos deployment.
+type Config struct {
+	// Layout numbers blocks and shards exactly as Amalgam does: group g
+	// serves the blocks of Layout.ShardBlocks(g), and Layout.N is the
+	// number of groups. Layout.F is f, the number of failures each group
+	// tolerates. Layout.G and Layout.W only affect block numbering.
+	Layout erasure.Layout
+	Timing Timing
+}
+
+// Timing holds the protocol's timer settings.
+type Timing struct {
+	// Heartbeat is the leader's period for heartbeats, retransmissions
+	// and log garbage collection.
+	Heartbeat time.Duration
+	// Election is the base follower timeout; member i waits between
+	// (2+i) and (3+i) times Election, so that elections by different
+	// members rarely collide (a deterministic backoff, no randomness).
+	Election time.Duration
+	// Misses is how many election timeouts in a row a follower must see
+	// without hearing from a leader before it runs for leader.
+	Misses int
+	// Retry is the client's base retry timeout (Retry to 2*Retry).
+	Retry time.Duration
+	// LearnBatch bounds the chosen slots sent in one catch-up message.
+	LearnBatch int
+}
+
+// DefaultTiming is used for zero fields of Config.Timing.
+var DefaultTiming = Timing{
+	Heartbeat:  20 * time.Millisecond,
+	Election:   50 * time.Millisecond,
+	Misses:     1,
+	Retry:      50 * time.Millisecond,
+	LearnBatch: 64,
+}
+
+func (c Config) timing() Timing {
+	t := c.Timing
+	d := DefaultTiming
+	if t.Heartbeat <= 0 {
+		t.Heartbeat = d.Heartbeat
+	}
+	if t.Election <= 0 {
+		t.Election = d.Election
+	}
+	if t.Misses <= 0 {
+		t.Misses = d.Misses
+	}
+	if t.Retry <= 0 {
+		t.Retry = d.Retry
+	}
+	if t.LearnBatch <= 0 {
+		t.LearnBatch = d.LearnBatch
+	}
+	return t
+}
+
+// F is the number of failures a group tolerates.
+func (c Config) F() int { return c.Layout.F }
+
+// Full is the number of full replicas per group: f+1.
+func (c Config) Full() int { return c.Layout.F + 1 }
+
+// Members is the number of acceptors per group: f+1 full replicas and f
+// witnesses, 2f+1 in all. Members 0..f are full replicas, f+1..2f witnesses.
+func (c Config) Members() int { return 2*c.Layout.F + 1 }
+
+// Quorum is the phase 1 and phase 2 quorum size: f+1 of the 2f+1 members.
+func (c Config) Quorum() int { return c.Layout.F + 1 }
+
+// Groups is the number of Paxos groups, one per shard.
+func (c Config) Groups() int { return c.Layout.N }
+
+// IsFull reports whether member i is a full replica (not a witness).
+func (c Config) IsFull(i int) bool { return i <= c.Layout.F }
+
+// Validate reports the first problem with the configuration.
+func (c Config) Validate() error {
+	if err := c.Layout.Validate(); err != nil {
+		return err
+	}
+	if c.Members() > 64 {
+		return fmt.Errorf("shardedpaxos: at most 64 members per group (votes are a 64-bit mask), got %d", c.Members())
+	}
+	return nil
+}
+
+// Machine is the machine hosting member i of group g: members are rotated
+// across machines like Amalgam's stripes, so every machine leads one group
+// and no machine holds two members of one group when N >= 2f+1.
+func (c Config) Machine(g, i int) int { return (g + i) % c.Layout.N }
+
+// Addr is the address of member i of group g: "sp<g>.<i>/<machine>". The
+// part after the slash is the machine, as for Amalgam's servers.
+func (c Config) Addr(g, i int) node.Addr {
+	return node.Addr(fmt.Sprintf("sp%d.%d/%d", g, i, c.Machine(g, i)))
+}
+
+// ParseAddr returns the group and member of a replica address.
+func ParseAddr(a node.Addr) (g, i int, err error) {
+	role, _, ok := strings.Cut(string(a), "/")
+	rest, ok2 := strings.CutPrefix(role, "sp")
+	gs, is, ok3 := strings.Cut(rest, ".")
+	if ok && ok2 && ok3 {
+		g, err1 := strconv.Atoi(gs)
+		i, err2 := strconv.Atoi(is)
+		if err1 == nil && err2 == nil && g >= 0 && i >= 0 {
+			return g, i, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("shardedpaxos: bad replica address %q", a)
+}
+
+// Nodes builds every replica of the listed groups (all groups when groups
+// is nil), keyed by address.
+func Nodes(cfg Config, groups []int) map[node.Addr]node.Node {
+	if groups == nil {
+		for g := 0; g < cfg.Groups(); g++ {
+			groups = append(groups, g)
+		}
+	}
+	out := map[node.Addr]node.Node{}
+	for _, g := range groups {
+		for i := 0; i < cfg.Members(); i++ {
+			out[cfg.Addr(g, i)] = NewReplica(cfg, g, i)
+		}
+	}
+	return out
+}
