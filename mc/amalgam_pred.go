@@ -183,69 +183,59 @@ func holdsDelta(s *State, i int, shard int, opNum uint64, st int) bool {
 // AtMostOnce checks that no client request executes twice: the PREPAREs
 // and pending operations in the state give each (shard, client, seq) one
 // op number, and all the results for one request (replies in flight and
-// the reply the client kept) are equal. What the servers hold is cached
-// by their states.
+// the reply the client kept) are equal. A request is named by shard,
+// data server incarnation, client and seq (a replacement may run it again).
 func AtMostOnce() Predicate {
-	type cached struct {
-		ops map[execKey]uint64
-		why string
-	}
-	c := newCache[uint64, *cached](predEntries)
 	return Pred("at most one result per request", func(s *State) (bool, string) {
-		k := s.serversKey()
-		sv, hit := c.get(k, mix(k))
-		if !hit {
-			sv = &cached{ops: map[execKey]uint64{}}
-			note := func(k execKey, op uint64, where string) {
-				if old, ok := sv.ops[k]; ok && old != op && sv.why == "" {
-					sv.why = fmt.Sprintf("client %d request %d executed twice on shard %d (op %d and op %d, seen at %s)",
-						k.client, k.seq, k.shard, old, op, where)
-				}
-				sv.ops[k] = op
-			}
-			for _, i := range s.sys.servers {
-				a := s.sys.addrs[i]
-				switch n := s.nodes[i].nd.(type) {
-				case *data.Server:
-					for _, op := range s.view(i).ops {
-						note(execKey{n.Machine(), n.Primary(), op.Client, op.Seq}, op.OpNum, string(a))
-					}
-				case *parity.Server, *witness.Server:
-					for _, h := range s.view(i).held {
-						note(execKey{h.P.Shard, h.P.Primary, h.P.Client, h.P.Seq}, h.P.OpNum, string(a))
-					}
-				}
-			}
-			c.put(k, mix(k), sv)
-		}
-		if sv.why != "" {
-			return false, sv.why
-		}
-		// PREPAREs on streams, against the servers and each other.
-		type prep struct {
+		// Every (request, op number) held by a server or on a stream, in a
+		// buffer on the stack: states hold a handful.
+		type exec struct {
 			k  execKey
 			op uint64
 		}
-		var buf [16]prep
-		preps := buf[:0]
-		for _, q := range s.streams {
-			for _, e := range q.msgs {
-				p, ok := e.Msg.(msg.Prepare)
-				if !ok {
-					continue
+		var buf [64]exec
+		execs := buf[:0]
+		// note records an execution and returns an earlier, different op
+		// number for the same request, if any.
+		note := func(k execKey, op uint64) (uint64, bool) {
+			for _, x := range execs {
+				if x.k == k && x.op != op {
+					return x.op, true
 				}
-				k := execKey{p.Shard, p.Primary, p.Client, p.Seq}
-				old, seen := sv.ops[k]
-				for _, x := range preps {
-					if !seen && x.k == k {
-						old, seen = x.op, true
+			}
+			execs = append(execs, exec{k, op})
+			return 0, false
+		}
+		twice := func(k execKey, old, op uint64, where string) string {
+			return fmt.Sprintf("client %d request %d executed twice on shard %d (op %d and op %d, seen at %s)",
+				k.client, k.seq, k.shard, old, op, where)
+		}
+		for _, i := range s.sys.servers {
+			switch n := s.nodes[i].nd.(type) {
+			case *data.Server:
+				for _, op := range s.view(i).ops {
+					k := execKey{n.Machine(), n.Primary(), op.Client, op.Seq}
+					if old, dup := note(k, op.OpNum); dup {
+						return false, twice(k, old, op.OpNum, string(s.sys.addrs[i]))
 					}
 				}
-				if seen && old != p.OpNum {
-					return false, fmt.Sprintf("client %d request %d executed twice on shard %d (op %d and op %d, seen at %s)",
-						k.client, k.seq, k.shard, old, p.OpNum, "stream "+string(e.From)+"->"+string(e.To))
+			case *parity.Server, *witness.Server:
+				for _, h := range s.view(i).held {
+					k := execKey{h.P.Shard, h.P.Primary, h.P.Client, h.P.Seq}
+					if old, dup := note(k, h.P.OpNum); dup {
+						return false, twice(k, old, h.P.OpNum, string(s.sys.addrs[i]))
+					}
 				}
-				preps = append(preps, prep{k, p.OpNum})
+			}
+		}
+		for _, q := range s.streams {
+			for _, e := range q.msgs {
+				if p, ok := e.Msg.(msg.Prepare); ok {
+					k := execKey{p.Shard, p.Primary, p.Client, p.Seq}
+					if old, dup := note(k, p.OpNum); dup {
+						return false, twice(k, old, p.OpNum, "stream "+string(e.From)+"->"+string(e.To))
+					}
+				}
 			}
 		}
 		// Results: the reply a client kept and the replies in flight to it.

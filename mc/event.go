@@ -169,8 +169,22 @@ type scratch struct {
 	streams []stream
 	timers  [][]pendingTimer
 	nodes   []*instance
+	// arena holds the message queues of streams the new state appended
+	// to (stream.arena marks them).
+	arena []Envelope
 	// what st borrowed
 	net_, streams_, timers_, nodes_ bool
+}
+
+// queue returns msgs followed by e, in the arena.
+func (sc *scratch) queue(msgs []Envelope, e Envelope) []Envelope {
+	n := len(msgs) + 1
+	if cap(sc.arena)-len(sc.arena) < n {
+		sc.arena = make([]Envelope, 0, max(256, 2*n))
+	}
+	k := len(sc.arena)
+	sc.arena = append(append(sc.arena, msgs...), e)
+	return sc.arena[k : k+n : k+n]
 }
 
 // applyScratch is Apply building the new state in sc; the state is only
@@ -187,6 +201,11 @@ func (sc *scratch) freeze() *State {
 	}
 	if sc.streams_ {
 		n.streams = slices.Clone(n.streams)
+		for i := range n.streams {
+			if q := &n.streams[i]; q.arena {
+				q.msgs, q.arena = slices.Clone(q.msgs), false
+			}
+		}
 	}
 	if sc.timers_ {
 		n.timers = slices.Clone(n.timers)
@@ -204,6 +223,8 @@ func (s *State) apply(e Event, memo bool, sc *scratch) (*State, error) {
 	if sc != nil {
 		sc.st = *s
 		b.n = &sc.st
+		clear(sc.arena) // drop references to the previous state's messages
+		sc.arena = sc.arena[:0]
 		sc.net_, sc.streams_, sc.timers_, sc.nodes_ = false, false, false, false
 	} else {
 		b.n = s.copyState()
@@ -545,10 +566,20 @@ func (b *builder) flush(i int, sends, streams []Envelope, timers []pendingTimer)
 		if ok {
 			q := &n.streams[qi]
 			n.streamSum -= streamPart(q)
-			q.msgs = append(q.msgs[:len(q.msgs):len(q.msgs)], e)
+			if b.sc != nil {
+				q.msgs, q.arena = b.sc.queue(q.msgs, e), true
+			} else {
+				q.msgs = append(q.msgs[:len(q.msgs):len(q.msgs)], e)
+			}
 			n.streamSum += streamPart(q)
 		} else {
-			n.streams = slices.Insert(n.streams, qi, stream{link: l, lh: linkHash(e.from, e.to), msgs: []Envelope{e}})
+			q := stream{link: l, lh: linkHash(e.from, e.to)}
+			if b.sc != nil {
+				q.msgs, q.arena = b.sc.queue(nil, e), true
+			} else {
+				q.msgs = []Envelope{e}
+			}
+			n.streams = slices.Insert(n.streams, qi, q)
 			n.streamSum += streamPart(&n.streams[qi])
 		}
 	}

@@ -51,9 +51,10 @@ type link struct{ From, To node.Addr }
 // stream is the FIFO queue of one ordered link. Queues are never modified
 // in place: states share them.
 type stream struct {
-	link link
-	lh   uint64 // hash of the link (by node indices)
-	msgs []Envelope
+	link  link
+	lh    uint64 // hash of the link (by node indices)
+	msgs  []Envelope
+	arena bool // msgs is in a scratch arena (see scratch.queue)
 }
 
 // Budget counts the failure events (and timer firings) taken on the path
