@@ -32,3 +32,6 @@ func (s *Server) Primary() uint64 { return s.primary() }
 
 // Incarnation implements node.Incarnated.
 func (s *Server) Incarnation() uint64 { return s.rc.inc }
+
+// ConfigNum is the number of the configuration this server is in.
+func (s *Server) ConfigNum() uint64 { return s.cfg.Num }

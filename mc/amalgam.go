@@ -9,6 +9,7 @@ import (
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/reconfig"
 	"github.com/amalgam-store/amalgam/witness"
 	"github.com/amalgam-store/amalgam/workload"
 )
@@ -44,7 +45,8 @@ func ClientsDone(s *State) bool {
 // Quiescent reports whether stripe st has no operation in progress: no
 // data server has it in pending_ops, no parity server or witness holds a
 // PREPARE for it, no protocol message for it is in flight, and no server
-// of the stripe is degraded (rebuilding it after a replacement).
+// of the stripe is degraded (rebuilding it after a replacement), and every
+// server has the reconfiguration service's newest configuration.
 func Quiescent(s *State, l erasure.Layout, st int) bool {
 	busy := false
 	s.StreamMessages(func(e Envelope) {
@@ -62,7 +64,16 @@ func Quiescent(s *State, l erasure.Layout, st int) bool {
 	if busy {
 		return false
 	}
+	latest := uint64(0)
+	if rc, ok := s.Node(msg.ReconfigAddr).(*reconfig.Service); ok {
+		latest = rc.Config().Num
+	}
 	for m := 0; m < l.N; m++ {
+		for _, a := range []node.Addr{msg.DataAddr(m), msg.ParityAddr(m), msg.WitnessAddr(m)} {
+			if c, ok := s.Node(a).(interface{ ConfigNum() uint64 }); ok && c.ConfigNum() != latest {
+				return false // an install or replacement is still on its way
+			}
+		}
 		if d, ok := s.Node(msg.DataAddr(m)).(*data.Server); ok && (d.PendingOn(st) || d.Degraded(st)) {
 			return false
 		}

@@ -107,6 +107,7 @@ func CommitInvariant(l erasure.Layout) Predicate {
 				continue
 			}
 			ops := s.view(di).ops
+			primary := s.nodes[di].nd.(*data.Server).Primary()
 			var firstOpen uint64
 			for _, op := range ops {
 				if !op.Committed {
@@ -121,7 +122,7 @@ func CommitInvariant(l erasure.Layout) Predicate {
 				for _, st := range op.Stripes {
 					n := 1 // the data server
 					for bi := 0; bi < l.F+l.W; bi++ {
-						if _, i := backup(s, st, bi); holdsDelta(s, i, m, op.OpNum, st) {
+						if _, i := backup(s, st, bi); holdsDelta(s, i, m, primary, op.OpNum, st) {
 							n++
 						}
 					}
@@ -130,7 +131,7 @@ func CommitInvariant(l erasure.Layout) Predicate {
 					}
 					holders := []string{string(dataA[m])}
 					for bi := 0; bi < l.F+l.W; bi++ {
-						if a, i := backup(s, st, bi); holdsDelta(s, i, m, op.OpNum, st) {
+						if a, i := backup(s, st, bi); holdsDelta(s, i, m, primary, op.OpNum, st) {
 							holders = append(holders, string(a))
 						}
 					}
@@ -147,7 +148,7 @@ func CommitInvariant(l erasure.Layout) Predicate {
 					continue
 				}
 				for _, h := range s.view(pi).held {
-					if !h.Applied || h.P.Shard != m {
+					if !h.Applied || h.P.Shard != m || h.P.Primary != primary {
 						continue
 					}
 					for _, op := range ops {
@@ -164,18 +165,19 @@ func CommitInvariant(l erasure.Layout) Predicate {
 }
 
 // holdsDelta reports whether the parity server or witness at node index i
-// holds the PREPARE of (shard, opNum, st), or (a parity server) applied
-// and dropped it.
-func holdsDelta(s *State, i int, shard int, opNum uint64, st int) bool {
+// holds the PREPARE of (shard, opNum, st) from the shard's data server
+// incarnation primary, or (a parity server that knows that incarnation)
+// applied and dropped it.
+func holdsDelta(s *State, i int, shard int, primary, opNum uint64, st int) bool {
 	if i < 0 {
 		return false
 	}
 	switch x := s.nodes[i].nd.(type) {
 	case *parity.Server:
 		v := s.view(i)
-		return v.holds(shard, opNum, st) || x.OpNum(shard) >= opNum // held, or applied and dropped
+		return v.holds(shard, primary, opNum, st) || x.PrimaryOf(shard) == primary && x.OpNum(shard) >= opNum
 	case *witness.Server:
-		return s.view(i).holds(shard, opNum, st)
+		return s.view(i).holds(shard, primary, opNum, st)
 	}
 	return false
 }

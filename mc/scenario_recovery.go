@@ -26,13 +26,17 @@ var (
 	})
 
 	// ReplaceDataTwoStripes replaces a data server that has operations in
-	// flight on two stripes, so the chain may see gaps in op numbers.
+	// flight on two stripes, whose parity servers differ, so the chain may
+	// see gaps in op numbers.
 	ReplaceDataTwoStripes = Register(&Scenario{
 		Name: "replace-data-two-stripes",
-		Doc: "g=3 f=2 w=0, 5 machines, 5 stripes; client 0: write b0 then write b15 (both on data/0, stripes 0 and 5... see layout); " +
-			"data/0 replaced at any moment",
-		Layout:   erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: 5, BlockSize: 8},
-		Scripts:  [][][]msg.Op{{{write(0, 1, 8)}, {write(7, 2, 8)}, {read(0), read(7)}}},
+		Doc: "g=3 f=2 w=0, 5 machines, 5 stripes; client 0: write b0 (stripe 0), write b4 (stripe 1), " +
+			"read both (all on data/0); client 1: same on b4 then b0; data/0 replaced at any moment; up to 4 timer firings per path",
+		Layout: erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: 5, BlockSize: 8},
+		Scripts: [][][]msg.Op{
+			{{write(0, 1, 8)}, {write(4, 2, 8)}, {read(0), read(4)}},
+			{{write(4, 3, 8)}, {write(0, 4, 8)}},
+		},
 		Replace:  []msg.Replace{{Role: erasure.RoleData, Machine: 0, Inc: 1}},
 		Settings: Settings{MaxTimerFires: 4},
 	})

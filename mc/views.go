@@ -35,10 +35,11 @@ func (s *State) view(i int) *serverView {
 	return v
 }
 
-// holds reports whether the view's PREPAREs include (shard, opNum, st).
-func (v *serverView) holds(shard int, opNum uint64, st int) bool {
+// holds reports whether the view's PREPAREs include (shard, opNum, st)
+// from incarnation primary of the shard's data server.
+func (v *serverView) holds(shard int, primary, opNum uint64, st int) bool {
 	for _, h := range v.held {
-		if h.P.Shard == shard && h.P.OpNum == opNum && h.P.Stripe == st {
+		if h.P.Shard == shard && h.P.Primary == primary && h.P.OpNum == opNum && h.P.Stripe == st {
 			return true
 		}
 	}

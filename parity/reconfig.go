@@ -346,3 +346,9 @@ func (e Early) Hash(h *node.Hasher) {
 
 // Incarnation implements node.Incarnated.
 func (s *Server) Incarnation() uint64 { return s.rc.inc }
+
+// ConfigNum is the number of the configuration this server is in.
+func (s *Server) ConfigNum() uint64 { return s.cfg.Num }
+
+// PrimaryOf is the incarnation of shard's data server this server accepts.
+func (s *Server) PrimaryOf(shard int) uint64 { return s.cfg.Data[shard] }

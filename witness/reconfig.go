@@ -61,3 +61,6 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 
 // Incarnation implements node.Incarnated.
 func (s *Server) Incarnation() uint64 { return s.inc }
+
+// ConfigNum is the number of the configuration this server is in.
+func (s *Server) ConfigNum() uint64 { return s.cfg.Num }
