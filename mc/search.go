@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,22 +91,67 @@ func (r *Result) StatesPerSecond() float64 {
 // HandlerPanicPredicate is the predicate name reported when a handler panics.
 const HandlerPanicPredicate = "no handler panics"
 
-// tnode is a node of the search tree: enough to rebuild a trace.
+// tnode is a node of the search tree: enough to rebuild a trace. The
+// event is kept compact (kind, node index, message or timer hash) and
+// resolved again, by replaying from the search's initial state, when a
+// trace is wanted: the search keeps a tnode per state reached.
 type tnode struct {
 	parent *tnode
-	ev     Event
-	depth  int
+	hash   uint64 // envelope hash, or timer hash for Fire
+	node   int32  // node index for Fire and Crash
+	kind   EventKind
+	depth  int32
 }
 
-func (t *tnode) trace() []Event {
-	var out []Event
-	for ; t != nil && t.parent != nil; t = t.parent {
-		out = append(out, t.ev)
+func newTnode(parent *tnode, s *State, e Event) *tnode {
+	t := &tnode{parent: parent, kind: e.Kind, depth: parent.depth + 1, hash: e.Env.hash}
+	switch e.Kind {
+	case Fire:
+		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
+	case Crash:
+		t.node, t.hash = int32(s.sys.index[e.Node]), 0
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+	return t
+}
+
+// trace rebuilds the events from init to t.
+func (t *tnode) trace(init *State) []Event {
+	var path []*tnode
+	for ; t != nil && t.parent != nil; t = t.parent {
+		path = append(path, t)
+	}
+	slices.Reverse(path)
+	all := Settings{MaxDrops: Unlimited, MaxDuplicates: Unlimited, MaxCrashes: Unlimited, MaxTimerFires: Unlimited,
+		CrashTargets: init.sys.addrs}
+	out := make([]Event, 0, len(path))
+	s := init
+	for i, n := range path {
+		j := slices.IndexFunc(s.Events(all), func(e Event) bool { return n.matches(s, e) })
+		if j < 0 {
+			panic(fmt.Sprintf("mc: event %d of a search path is not possible on replay", i+1))
+		}
+		e := s.Events(all)[j]
+		out = append(out, e)
+		next, err := s.Apply(e)
+		if err != nil {
+			break // a handler panic ends the path
+		}
+		s = next
 	}
 	return out
+}
+
+func (t *tnode) matches(s *State, e Event) bool {
+	if e.Kind != t.kind {
+		return false
+	}
+	switch e.Kind {
+	case Fire:
+		return e.Timer == t.hash && s.sys.index[e.Node] == int(t.node)
+	case Crash:
+		return s.sys.index[e.Node] == int(t.node)
+	}
+	return e.Env.hash == t.hash
 }
 
 // visited is a sharded set of fingerprints with the smallest depth each
@@ -145,6 +191,7 @@ func (v *visited) add(fp uint64, d int) (expand, fresh bool) {
 // searcher is the shared state of one search.
 type searcher struct {
 	opt    Options
+	init   *State
 	vis    *visited
 	start  time.Time
 	depth  atomic.Int64
@@ -163,7 +210,7 @@ func Search(init *State, opt Options) *Result {
 	if opt.ProgressEvery <= 0 {
 		opt.ProgressEvery = time.Second
 	}
-	sr := &searcher{opt: opt, vis: newVisited(), start: time.Now(), idem: map[string]bool{}}
+	sr := &searcher{opt: opt, init: init, vis: newVisited(), start: time.Now(), idem: map[string]bool{}}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	if opt.Progress != nil {
@@ -243,7 +290,7 @@ func (sr *searcher) found(out Outcome, pred, why string, t *tnode, s *State) {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
 	if sr.result == nil {
-		sr.result = &Result{Outcome: out, Predicate: pred, Explanation: why, Trace: t.trace(), Final: s}
+		sr.result = &Result{Outcome: out, Predicate: pred, Explanation: why, Trace: t.trace(sr.init), Final: s}
 	}
 	sr.stop.Store(true)
 }
@@ -292,7 +339,7 @@ func (sr *searcher) step(s *State, e Event, parent *tnode, sc *scratch) *State {
 			if sc != nil {
 				next = sc.freeze()
 			}
-			sr.found(Violation, HandlerPanicPredicate, hp.Error(), &tnode{parent: parent, ev: e, depth: parent.depth + 1}, next)
+			sr.found(Violation, HandlerPanicPredicate, hp.Error(), newTnode(parent, s, e), next)
 			return nil
 		}
 		panic(fmt.Sprintf("mc: event %v from its own Events: %v", e, err))
@@ -302,7 +349,7 @@ func (sr *searcher) step(s *State, e Event, parent *tnode, sc *scratch) *State {
 			if sc != nil {
 				next = sc.freeze()
 			}
-			sr.found(Violation, "self-check", why, &tnode{parent: parent, ev: e, depth: parent.depth + 1}, next)
+			sr.found(Violation, "self-check", why, newTnode(parent, s, e), next)
 			return nil
 		}
 	}
@@ -410,7 +457,7 @@ func (sr *searcher) bfs(init *State) Outcome {
 								continue
 							}
 							ns = sc.freeze()
-							nt := &tnode{parent: it.t, ev: e, depth: depth + 1}
+							nt := newTnode(it.t, it.s, e)
 							if sr.examine(ns, nt) {
 								return
 							}
@@ -476,17 +523,17 @@ func (sr *searcher) dfs(init *State) Outcome {
 		if ns == nil {
 			return ""
 		}
-		expand, fresh := sr.vis.add(ns.fp, top.t.depth+1)
+		expand, fresh := sr.vis.add(ns.fp, int(top.t.depth)+1)
 		if !expand {
 			continue
 		}
 		ns = sc.freeze()
-		nt := &tnode{parent: top.t, ev: e, depth: top.t.depth + 1}
-		sr.noteDepth(nt.depth)
+		nt := newTnode(top.t, top.s, e)
+		sr.noteDepth(int(nt.depth))
 		if fresh && sr.examine(ns, nt) {
 			return ""
 		}
-		if sr.pruned(ns) || sr.opt.MaxDepth > 0 && nt.depth >= sr.opt.MaxDepth {
+		if sr.pruned(ns) || sr.opt.MaxDepth > 0 && int(nt.depth) >= sr.opt.MaxDepth {
 			continue
 		}
 		stack = append(stack, frame{ns, nt, ns.Events(sr.opt.Settings)})
@@ -536,9 +583,9 @@ func (sr *searcher) random(init *State) Outcome {
 					if ns == nil {
 						return
 					}
-					nt := &tnode{parent: t, ev: e, depth: t.depth + 1}
-					sr.noteDepth(nt.depth)
-					if _, fresh := sr.vis.add(ns.fp, nt.depth); fresh && sr.examine(ns, nt) {
+					nt := newTnode(t, s, e)
+					sr.noteDepth(int(nt.depth))
+					if _, fresh := sr.vis.add(ns.fp, int(nt.depth)); fresh && sr.examine(ns, nt) {
 						return
 					}
 					s, t = ns, nt
