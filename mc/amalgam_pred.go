@@ -277,7 +277,7 @@ func replyHash(r msg.Reply) uint64 {
 // closed-loop client invokes its next operation when a reply arrives.
 // Results are cached by the clients' states and the return order.
 func Linearizable(l erasure.Layout) Predicate {
-	model := workload.Model(l) // a nil output is a pending operation
+	model := workload.Model(l)                       // a nil output is a pending operation
 	cache := newCache[uint64, struct{}](predEntries) // passes only: no pointers to scan
 	return Pred("results linearizable", func(s *State) (bool, string) {
 		k := s.clientsKey()
