@@ -308,6 +308,9 @@ func OneValuePerSlot(slots []Slot, quorum int) string {
 // replies to one request (client address, sequence number) differ, which
 // would mean the request ran twice or a stale result was served.
 type ReplyWatcher struct {
+	// Skip, if set, exempts replies: those of requests that may run more
+	// than once by design (RSPaxos re-executes a retried GET).
+	Skip func(msg.Reply) bool
 	seen map[replyKey]uint64
 	desc map[replyKey]string
 	Err  error
@@ -326,7 +329,7 @@ func NewReplyWatcher() *ReplyWatcher {
 // Observe is the callback for mc.State.Observe.
 func (w *ReplyWatcher) Observe(e mc.Envelope, _ bool) {
 	r, ok := e.Msg.(msg.Reply)
-	if !ok || w.Err != nil {
+	if !ok || w.Err != nil || w.Skip != nil && w.Skip(r) {
 		return
 	}
 	k := replyKey{e.To, r.Seq}

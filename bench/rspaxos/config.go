@@ -1,0 +1,167 @@
+// Package rspaxos is the RSPaxos baseline of the Amalgam evaluation
+// (thesis 2.4, 3.6; Mu et al., "When Paxos meets erasure code"): one
+// Multi-Paxos group per shard of 3f+1 replicas with quorums of 2f+1. Each
+// value written is split by a Reed-Solomon code into f+1 data pieces and
+// 2f parity pieces, one piece per replica, so every replica stores 1/(f+1)
+// of each block; any two quorums share f+1 replicas and so f+1 pieces,
+// enough to rebuild a chosen value.
+//
+// The service offers whole-block GET and PUT only. A GET is ordered in the
+// log like a PUT; when replicas execute it they send the leader their
+// piece of the block, and the leader decodes f+1 of them. Every other
+// operation (partial reads and writes, xor, add, cas, transactions) is run
+// by the Client as GETs followed by PUTs, as the thesis does: without
+// isolation, so concurrent read-modify-writes are not linearizable.
+//
+// Shards and block numbering are Amalgam's (group g serves
+// Layout.ShardBlocks(g)), and the nodes are deterministic state machines
+// on the node API.
+package rspaxos
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Config describes an RSPaxos deployment.
+type Config struct {
+	// Layout numbers blocks and shards exactly as Amalgam does: group g
+	// serves Layout.ShardBlocks(g), Layout.N is the number of groups and
+	// Layout.F is f. Layout.G and Layout.W only affect block numbering.
+	Layout erasure.Layout
+	Timing Timing
+}
+
+// Timing holds the protocol's timer settings.
+type Timing struct {
+	// Heartbeat is the leader's period for heartbeats, retransmissions
+	// and log garbage collection.
+	Heartbeat time.Duration
+	// Election is the base follower timeout; member i waits between
+	// (2+i) and (3+i) times Election.
+	Election time.Duration
+	// Misses is how many election timeouts in a row a follower must see
+	// without hearing from a leader before it runs for leader.
+	Misses int
+	// Retry is the client's base retry timeout (Retry to 2*Retry).
+	Retry time.Duration
+	// LearnBatch bounds the chosen slots sent in one catch-up message.
+	LearnBatch int
+}
+
+// DefaultTiming is used for zero fields of Config.Timing.
+var DefaultTiming = Timing{
+	Heartbeat:  20 * time.Millisecond,
+	Election:   50 * time.Millisecond,
+	Misses:     1,
+	Retry:      50 * time.Millisecond,
+	LearnBatch: 64,
+}
+
+func (c Config) timing() Timing {
+	t := c.Timing
+	d := DefaultTiming
+	if t.Heartbeat <= 0 {
+		t.Heartbeat = d.Heartbeat
+	}
+	if t.Election <= 0 {
+		t.Election = d.Election
+	}
+	if t.Misses <= 0 {
+		t.Misses = d.Misses
+	}
+	if t.Retry <= 0 {
+		t.Retry = d.Retry
+	}
+	if t.LearnBatch <= 0 {
+		t.LearnBatch = d.LearnBatch
+	}
+	return t
+}
+
+// F is the number of failures a group tolerates.
+func (c Config) F() int { return c.Layout.F }
+
+// Members is the group size, 3f+1.
+func (c Config) Members() int { return 3*c.Layout.F + 1 }
+
+// Quorum is the phase 1 and phase 2 quorum size, 2f+1.
+func (c Config) Quorum() int { return 2*c.Layout.F + 1 }
+
+// DataPieces is the number of pieces a value is rebuilt from, f+1.
+func (c Config) DataPieces() int { return c.Layout.F + 1 }
+
+// PieceSize is the size of one piece: a block split f+1 ways, rounded up.
+func (c Config) PieceSize() int {
+	k := c.DataPieces()
+	return (c.Layout.BlockSize + k - 1) / k
+}
+
+// Groups is the number of Paxos groups, one per shard.
+func (c Config) Groups() int { return c.Layout.N }
+
+// Validate reports the first problem with the configuration.
+func (c Config) Validate() error {
+	if err := c.Layout.Validate(); err != nil {
+		return err
+	}
+	if c.Members() > 64 {
+		return fmt.Errorf("rspaxos: at most 64 members per group (votes are a 64-bit mask), got %d", c.Members())
+	}
+	return nil
+}
+
+// NewCode builds the group code: f+1 data pieces and 2f parity pieces.
+func (c Config) NewCode() (*erasure.Code, error) {
+	return erasure.NewCode(c.DataPieces(), 2*c.Layout.F)
+}
+
+// Machine is the machine hosting member i of group g (rotated like
+// Amalgam's stripes; distinct machines when N >= 3f+1).
+func (c Config) Machine(g, i int) int { return (g + i) % c.Layout.N }
+
+// Addr is the address of member i of group g: "rs<g>.<i>/<machine>".
+func (c Config) Addr(g, i int) node.Addr {
+	return node.Addr(fmt.Sprintf("rs%d.%d/%d", g, i, c.Machine(g, i)))
+}
+
+// ParseAddr returns the group and member of a replica address.
+func ParseAddr(a node.Addr) (g, i int, err error) {
+	role, _, ok := strings.Cut(string(a), "/")
+	rest, ok2 := strings.CutPrefix(role, "rs")
+	gs, is, ok3 := strings.Cut(rest, ".")
+	if ok && ok2 && ok3 {
+		g, err1 := strconv.Atoi(gs)
+		i, err2 := strconv.Atoi(is)
+		if err1 == nil && err2 == nil && g >= 0 && i >= 0 {
+			return g, i, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("rspaxos: bad replica address %q", a)
+}
+
+// Nodes builds every replica of the listed groups (all groups when groups
+// is nil), keyed by address, sharing one code.
+func Nodes(cfg Config, groups []int) (map[node.Addr]node.Node, error) {
+	code, err := cfg.NewCode()
+	if err != nil {
+		return nil, err
+	}
+	if groups == nil {
+		for g := 0; g < cfg.Groups(); g++ {
+			groups = append(groups, g)
+		}
+	}
+	out := map[node.Addr]node.Node{}
+	for _, g := range groups {
+		for i := 0; i < cfg.Members(); i++ {
+			out[cfg.Addr(g, i)] = NewReplica(cfg, code, g, i)
+		}
+	}
+	return out, nil
+}
