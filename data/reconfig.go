@@ -73,11 +73,12 @@ func (s *Server) forgetAcks(a node.Addr) {
 // re-sends pending_ops to it, in op_num order, before anything else
 // (3.3.2.2). Snapshots of the old configuration end (3.3.2.3).
 func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) {
-	if m.Config.Num != s.cfg.Num+1 {
+	fresh := m.Config.Num > s.cfg.Num && m.Config.Data[s.me] > s.rc.inc
+	if m.Config.Num != s.cfg.Num+1 && !fresh {
 		ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
 		return
 	}
-	if m.Config.Data[s.me] != s.rc.inc {
+	if fresh {
 		*s = *New(m.Config, s.me)
 		l := s.cfg.Layout
 		s.rc.degraded = make([]bool, l.Stripes)

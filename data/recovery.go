@@ -74,7 +74,7 @@ func (s *Server) needsRecovery(ctx node.Context, ops []msg.Op) bool {
 	need := false
 	for _, op := range ops {
 		st, _ := s.cfg.Layout.Locate(op.Block)
-		if s.isDegraded(st) {
+		if s.isDegraded(st) && Mutant != "serve-degraded" {
 			need = true
 			s.Recover(ctx, st)
 		}
@@ -177,7 +177,7 @@ func (s *Server) answerSnapshots(ctx node.Context) {
 		}
 	}
 	for _, a := range s.rc.answers {
-		if a.sent || open != 0 && open <= a.upto {
+		if a.sent || open != 0 && open <= a.upto && Mutant != "snapshot-answer-uncommitted" {
 			continue
 		}
 		a.sent = true

@@ -1,6 +1,7 @@
 package mc
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -27,9 +28,19 @@ type replaceRun struct {
 
 func (r replaceRun) run(t *testing.T) *State {
 	t.Helper()
-	code, err := erasure.NewCode(r.layout.G, r.layout.F)
+	final, err := r.try()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return final
+}
+
+// try runs the simulation and its oracles: no error means every client
+// finished, parity stayed consistent and the history is linearizable.
+func (r replaceRun) try() (*State, error) {
+	code, err := erasure.NewCode(r.layout.G, r.layout.F)
+	if err != nil {
+		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(r.seed, 11))
 	scripts := make([][][]msg.Op, r.clients)
@@ -51,32 +62,27 @@ func (r replaceRun) run(t *testing.T) *State {
 	if r.crash {
 		// Crash the servers to be replaced as the operator asks for it.
 		asked := func(s *State) bool { return s.Node(OperatorAddr).(*Operator).Sent() || ClientsDone(s) }
-		s, _, err = Simulate(s, opt, asked, check)
-		if err != nil {
-			t.Fatalf("seed %d: %v", r.seed, err)
+		if s, _, err = Simulate(s, opt, asked, check); err != nil {
+			return nil, fmt.Errorf("seed %d: %w", r.seed, err)
 		}
 		for _, rp := range r.replace {
 			if s, err = s.Apply(Event{Kind: Crash, Node: roleAddr(rp.Role, rp.Machine)}); err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 		}
 	}
 	final, steps, err := Simulate(s, opt, ClientsDone, check)
 	if err != nil {
-		t.Fatalf("seed %d: %v", r.seed, err)
+		return final, fmt.Errorf("seed %d: %w", r.seed, err)
 	}
 	if !ClientsDone(final) {
-		t.Fatalf("seed %d: clients not done after %d steps", r.seed, steps)
+		return final, fmt.Errorf("seed %d: clients not done after %d steps", r.seed, steps)
 	}
 	hist := rec.History()
 	if res := porcupine.CheckOperationsTimeout(workload.Model(r.layout), hist, 10*time.Second); res != porcupine.Ok {
-		for _, op := range hist {
-			t.Logf("client %d [%d,%d] %s -> %s", op.ClientId, op.Call, op.Return,
-				workload.DescribeTxn(op.Input.([]msg.Op)), workload.DescribeReply(op.Output.(msg.Reply)))
-		}
-		t.Fatalf("seed %d: history of %d operations is %s, not linearizable", r.seed, len(hist), res)
+		return final, fmt.Errorf("seed %d: history of %d operations is %s, not linearizable", r.seed, len(hist), res)
 	}
-	return final
+	return final, nil
 }
 
 func roleAddr(r erasure.Role, m int) node.Addr {
@@ -108,4 +114,36 @@ func TestRandomizedReplaceData(t *testing.T) {
 		t.Fatalf("only %d of %d runs replaced the data server: the test exercises too little", replaced, seeds)
 	}
 	t.Logf("%d seeds (half with the old data server crashed), %d with the replacement done before the clients finished", seeds, replaced)
+}
+
+// replaceSeed is the randomized replacement run of seed: odd seeds replace
+// one data server, even seeds two (one after the other, f=2), and every
+// fourth seed crashes the replaced servers first.
+func replaceSeed(seed int) replaceRun {
+	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 16}
+	rs := []msg.Replace{{Role: erasure.RoleData, Machine: seed % l.N, Inc: 1}}
+	if seed%2 == 0 {
+		rs = append(rs, msg.Replace{Role: erasure.RoleData, Machine: (seed + 1) % l.N, Inc: 1})
+	}
+	return replaceRun{layout: l, clients: 3, ops: 30, loss: 0.05, dup: 0.05, seed: uint64(seed),
+		replace: rs, crash: seed%4 == 0}
+}
+
+func TestRandomizedReplaceTwoDataServers(t *testing.T) {
+	seeds := 200
+	if testing.Short() {
+		seeds = 30
+	}
+	both := 0
+	for seed := 2; seed <= 2*seeds; seed += 2 {
+		final := replaceSeed(seed).run(t)
+		if final.Node(msg.ReconfigAddr).(*reconfig.Service).Config().Num == 2 {
+			both++
+		}
+	}
+	// Clients may finish before the operator asks; most runs must replace both.
+	if both < seeds/2 {
+		t.Fatalf("only %d of %d runs replaced both data servers: the test exercises too little", both, seeds)
+	}
+	t.Logf("%d seeds (a quarter with the servers crashed), %d with both replacements done before the clients finished", seeds, both)
 }

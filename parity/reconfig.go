@@ -119,7 +119,7 @@ func (s *Server) onStopShard(ctx node.Context, from node.Addr, m msg.StopShard) 
 	if m.Num != s.cfg.Num+1 || m.Shard < 0 || m.Shard >= s.cfg.Layout.N {
 		return
 	}
-	s.rc.stopped[m.Shard] = true
+	s.rc.stopped[m.Shard] = Mutant != "no-fence"
 	ok := msg.StopShardOK{Num: m.Num, Shard: m.Shard, OpNum: s.opNums[m.Shard]}
 	for _, h := range s.prepares.List() {
 		if h.P.Shard == m.Shard {
@@ -146,7 +146,8 @@ func shardRecords(all map[clientKey]msg.ClientRecord, shard int) []msg.ClientRec
 // degraded; one that replaced a data server installs the surviving chain
 // (thesis 3.3.2.1 step 3).
 func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) {
-	if m.Config.Num != s.cfg.Num+1 {
+	fresh := m.Config.Num > s.cfg.Num && m.Config.Parity[s.me] > s.rc.inc
+	if m.Config.Num != s.cfg.Num+1 && !fresh {
 		ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
 		return
 	}
@@ -156,7 +157,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 			s.Handle(ctx, e.From, e.Msg)
 		}
 	}()
-	if m.Config.Parity[s.me] != s.rc.inc {
+	if fresh {
 		*s = *New(m.Config, s.me, s.code)
 		s.rc.degraded = make([]bool, s.cfg.Layout.Stripes)
 		for _, st := range s.cfg.Layout.StripesAs(s.me, erasure.RoleParity) {
@@ -184,7 +185,7 @@ func (s *Server) install(in *msg.Install) {
 	todo := slices.Clone(in.Chain)
 	done := map[msg.PrepKey]bool{} // a held PREPARE may also come in the chain
 	for _, h := range s.prepares.List() {
-		if h.P.Shard == d && h.P.OpNum <= in.Upto {
+		if h.P.Shard == d && h.P.OpNum <= in.Upto && Mutant != "install-chain-only" {
 			todo = append(todo, h.P)
 		}
 	}
@@ -255,7 +256,7 @@ func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
 		s.rc.snaps = append(s.rc.snaps, sn)
 	}
 	sn.seen |= 1 << pos
-	if sn.seen == 1<<l.G-1 {
+	if sn.seen == 1<<l.G-1 || Mutant == "snapshot-first-marker" {
 		ctx.Send(m.Requester, msg.SnapshotParity{Num: m.Num, Stripe: m.Stripe, Nonce: m.Nonce, Index: idx, Block: slices.Clone(sn.copy)})
 	}
 }
@@ -277,7 +278,7 @@ func (s *Server) snapPrepare(p msg.Prepare) {
 	}
 	_, idx := s.cfg.Layout.RoleOf(p.Stripe, s.me)
 	for _, sn := range s.rc.snaps {
-		if sn.stripe == p.Stripe && sn.copy != nil && sn.seen&(1<<p.Pos) == 0 {
+		if sn.stripe == p.Stripe && sn.copy != nil && sn.seen&(1<<p.Pos) == 0 && Mutant != "snapshot-copy-frozen" {
 			s.code.ApplyDelta(sn.copy, idx, p.Pos, p.Delta)
 		}
 	}

@@ -61,7 +61,7 @@ func Chain(shard int, answers []msg.StopShardOK) msg.Install {
 	}
 	keep := map[uint64]bool{}
 	for n := range byOp {
-		if n <= tau {
+		if n <= tau || Mutant == "chain-keeps-gaps" {
 			keep[n] = true
 		}
 	}

@@ -32,7 +32,8 @@ func (s *Server) onStopShard(ctx node.Context, from node.Addr, m msg.StopShard) 
 // witness starts empty; a data server replacement drops the old data
 // server's PREPAREs, which the parity servers have installed.
 func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) {
-	if m.Config.Num != s.cfg.Num+1 {
+	fresh := m.Config.Num > s.cfg.Num && m.Config.Witness[s.me] > s.inc
+	if m.Config.Num != s.cfg.Num+1 && !fresh {
 		ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
 		return
 	}
@@ -42,7 +43,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 			s.Handle(ctx, e.From, e.Msg)
 		}
 	}()
-	if m.Config.Witness[s.me] != s.inc {
+	if fresh {
 		*s = *New(m.Config, s.me)
 	} else {
 		if in := m.Install; in != nil {
