@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -127,9 +128,17 @@ func (o *outStream) run() {
 		case <-h.ctx.Done():
 			return
 		}
-		backoff = min(2*backoff, time.Second)
+		backoff = min(2*backoff, maxStreamBackoff)
 	}
 }
+
+// handshakeTimeout bounds waiting for a connection and the receiver's
+// first acknowledgement; maxStreamBackoff bounds the pause between
+// sessions. (gRPC's own reconnection backoff is wire.ReconnectBackoff.)
+const (
+	handshakeTimeout = 2 * time.Second
+	maxStreamBackoff = 250 * time.Millisecond
+)
 
 // session carries the stream over one gRPC stream until it breaks. It
 // reports whether the receiver acknowledged anything.
@@ -145,7 +154,12 @@ func (o *outStream) session() (bool, error) {
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
-	st, err := wire.NewTransportClient(c).Stream(ctx)
+	// Opening the stream waits for the connection to become ready, so a
+	// peer that restarts is reached as soon as gRPC reconnects to it, but
+	// the handshake is bounded, so the address is resolved again now and
+	// then.
+	handshake := time.AfterFunc(handshakeTimeout, cancel)
+	st, err := wire.NewTransportClient(c).Stream(ctx, grpc.WaitForReady(true))
 	if err != nil {
 		return false, err
 	}
@@ -155,6 +169,9 @@ func (o *outStream) session() (bool, error) {
 	first, err := st.Recv()
 	if err != nil {
 		return false, err
+	}
+	if !handshake.Stop() {
+		return false, fmt.Errorf("stream handshake with %s took over %v", o.to, handshakeTimeout)
 	}
 	o.ackTo(first.GetAcked())
 	errc := make(chan error, 1)

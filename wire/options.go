@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/keepalive"
 )
 
@@ -32,6 +33,15 @@ const (
 	ServerKeepaliveTimeout = 10 * time.Second
 )
 
+// Reconnection backoff. gRPC's default starts at 1s and grows to 120s,
+// so a peer that restarts after a crash would wait seconds before anyone
+// reconnects to it; a cluster of a few machines can afford to retry a
+// refused connection every 50ms to 1s.
+var ReconnectBackoff = backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
+
+// MinConnectTimeout bounds one connection attempt (gRPC's default is 20s).
+const MinConnectTimeout = 5 * time.Second
+
 // ServerOptions are the options every Amalgam gRPC server uses.
 func ServerOptions(blockSize int) []grpc.ServerOption {
 	n := MaxMessageSize(blockSize)
@@ -50,5 +60,6 @@ func DialOptions(blockSize int) []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(n), grpc.MaxCallSendMsgSize(n)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: ClientKeepaliveTime, Timeout: ClientKeepaliveTimeout, PermitWithoutStream: true}),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: ReconnectBackoff, MinConnectTimeout: MinConnectTimeout}),
 	}
 }
