@@ -82,6 +82,7 @@ type Replica struct {
 	store    map[uint64]stored
 	storeAcc uint64 // XOR of the stored entries' hashes
 	clients  clientTable
+	shared   bool // store and clients are shared with a clone: copy before changing
 
 	role        role
 	bal         Ballot
@@ -551,6 +552,7 @@ func (r *Replica) advance(ctx node.Context) {
 }
 
 func (r *Replica) putStored(b uint64, st stored) {
+	r.own()
 	if old, ok := r.store[b]; ok {
 		r.storeAcc ^= old.hash(b)
 	}
@@ -576,6 +578,7 @@ func (r *Replica) execute(ctx node.Context, s uint64, v Value) bool {
 		}
 		r.putStored(v.Block, stored{version: s, piece: v.Piece, missing: v.Piece == nil})
 		reply := msg.Reply{Seq: v.Seq, Outcome: msg.Outcome{Results: []msg.Result{{}}}}
+		r.own()
 		r.clients.put(v.Client, clientEntry{seq: v.Seq, reply: reply})
 		if r.role == leader {
 			ctx.Send(v.From, reply)

@@ -87,15 +87,8 @@ func replicas(s *mc.State) []*rspaxos.Replica {
 	return out
 }
 
-func slots(s *mc.State) []simcheck.Slot {
-	var out []simcheck.Slot
-	for _, r := range replicas(s) {
-		for _, v := range r.Slots() {
-			out = append(out, simcheck.Slot{Group: r.Group(), Member: r.Member(), Slot: v.Slot,
-				Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
-		}
-	}
-	return out
+func slots(s *mc.State) []simcheck.Slot[rspaxos.Ballot, rspaxos.ID] {
+	return simcheck.RSPaxosSlots(s)
 }
 
 func invariants(s *mc.State, cfg rspaxos.Config) error {

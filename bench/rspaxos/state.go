@@ -52,9 +52,27 @@ func (e clientEntry) hash(c uint64) uint64 {
 	return h.Sum()
 }
 
+// own makes the replica's store and client table its own before it
+// changes them (copy on write: most events change neither).
+func (r *Replica) own() {
+	if !r.shared {
+		return
+	}
+	store := make(map[uint64]stored, len(r.store))
+	for k, v := range r.store {
+		store[k] = v
+	}
+	r.store = store
+	r.clients = r.clients.clone()
+	r.shared = false
+}
+
 // Clone implements node.Node. Values, pieces and the code are immutable
-// and shared; everything else is copied.
+// and shared; the store and client table are shared until one side
+// changes them; everything else is copied. Clone marks the original as
+// shared too (the model checker serialises Clone calls on one node).
 func (r *Replica) Clone() node.Node {
+	r.shared = true
 	c := *r
 	c.log = append([]entry(nil), r.log...)
 	c.p1 = make([][]report, len(r.p1))
@@ -63,11 +81,6 @@ func (r *Replica) Clone() node.Node {
 	}
 	c.peerApplied = append([]uint64(nil), r.peerApplied...)
 	c.reads = append([]read(nil), r.reads...) // pieces are copied on write
-	c.store = make(map[uint64]stored, len(r.store))
-	for k, v := range r.store {
-		c.store[k] = v
-	}
-	c.clients = r.clients.clone()
 	return &c
 }
 

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -59,8 +58,9 @@ type Replica struct {
 
 	// State machine (full replicas only).
 	applied uint64 // slots 1..applied are executed
-	blocks  *erasure.Blocks
+	blocks  blockMap
 	clients clientTable
+	shared  bool // blocks and clients are shared with a clone: copy before changing
 
 	// Leadership (full replicas only).
 	role        role
@@ -79,7 +79,7 @@ type Replica struct {
 func NewReplica(cfg Config, g, me int) *Replica {
 	r := &Replica{cfg: cfg, tm: cfg.timing(), group: g, me: me, full: cfg.IsFull(me)}
 	if r.full {
-		r.blocks = erasure.NewBlocks(cfg.Layout.BlockSize)
+		r.blocks = newBlockMap(cfg.Layout.BlockSize)
 		r.clients = newClientTable()
 	}
 	return r
@@ -455,18 +455,19 @@ func (r *Replica) execute(ctx node.Context, v Value) {
 	if e, ok := r.clients.get(v.Client); ok && e.seq >= v.Seq {
 		return
 	}
+	r.own()
 	var reply msg.Reply
 	if err := msg.ValidateTxn(v.Ops, r.cfg.Layout.BlockSize, r.owns); err != nil {
 		reply = msg.Reply{Seq: v.Seq, Err: err.Error()}
 	} else {
-		out, written := msg.Execute(v.Ops, r.blocks.Get)
+		out, written := msg.Execute(v.Ops, r.blocks.get)
 		ids := make([]uint64, 0, len(written))
 		for b := range written {
 			ids = append(ids, b)
 		}
 		slices.Sort(ids)
 		for _, b := range ids {
-			r.blocks.Put(b, written[b])
+			r.blocks.put(b, written[b])
 		}
 		reply = msg.Reply{Seq: v.Seq, Outcome: out}
 	}

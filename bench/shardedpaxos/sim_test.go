@@ -58,15 +58,8 @@ func replicas(s *mc.State) []*shardedpaxos.Replica {
 
 // slots collects every member's log for simcheck.OneValuePerSlot.
 // Crashed members count: their acceptances happened.
-func slots(s *mc.State) []simcheck.Slot {
-	var out []simcheck.Slot
-	for _, r := range replicas(s) {
-		for _, v := range r.Slots() {
-			out = append(out, simcheck.Slot{Group: r.Group(), Member: r.Member(), Slot: v.Slot,
-				Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
-		}
-	}
-	return out
+func slots(s *mc.State) []simcheck.Slot[shardedpaxos.Ballot, shardedpaxos.ID] {
+	return simcheck.ShardedPaxosSlots(s)
 }
 
 // invariants checks the Paxos and garbage-collection invariants of s.

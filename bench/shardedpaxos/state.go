@@ -1,6 +1,8 @@
 package shardedpaxos
 
 import (
+	"slices"
+
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -52,17 +54,77 @@ func (e clientEntry) hash(c uint64) uint64 {
 	return h.Sum()
 }
 
+// blockMap holds a full replica's blocks. Contents are immutable (a
+// change puts a new slice); acc is the XOR of the non-zero blocks' entry
+// hashes, kept up to date by put, so that hashing is O(1) and a block of
+// zeros hashes like a missing one.
+type blockMap struct {
+	m    map[uint64][]byte
+	zero []byte // read-only
+	acc  uint64
+}
+
+func newBlockMap(size int) blockMap {
+	return blockMap{m: map[uint64][]byte{}, zero: make([]byte, size)}
+}
+
+func (b *blockMap) get(id uint64) []byte {
+	if v, ok := b.m[id]; ok {
+		return v
+	}
+	return b.zero
+}
+
+func (b *blockMap) put(id uint64, v []byte) {
+	if old, ok := b.m[id]; ok {
+		b.acc ^= blockHash(id, old)
+	}
+	b.m[id] = v
+	b.acc ^= blockHash(id, v)
+}
+
+func blockHash(id uint64, v []byte) uint64 {
+	if !slices.ContainsFunc(v, func(x byte) bool { return x != 0 }) {
+		return 0
+	}
+	h := node.NewHasher()
+	h.Uint64(id)
+	h.Bytes(v)
+	return h.Sum()
+}
+
+func (b blockMap) clone() blockMap {
+	if b.m == nil {
+		return b
+	}
+	c := b
+	c.m = make(map[uint64][]byte, len(b.m))
+	for k, v := range b.m {
+		c.m[k] = v
+	}
+	return c
+}
+
+// own makes the replica's blocks and client table its own before it
+// changes them (copy on write: most events change neither).
+func (r *Replica) own() {
+	if r.shared {
+		r.blocks = r.blocks.clone()
+		r.clients = r.clients.clone()
+		r.shared = false
+	}
+}
+
 // Clone implements node.Node. Values and block contents are immutable and
-// shared; everything else is copied.
+// shared; blocks and the client table are shared until one side changes
+// them; everything else is copied. Clone marks the original as shared
+// too (the model checker serialises Clone calls on one node).
 func (r *Replica) Clone() node.Node {
+	r.shared = true
 	c := *r
 	c.log = append([]entry(nil), r.log...)
 	c.p1 = append([]entry(nil), r.p1...)
 	c.peerApplied = append([]uint64(nil), r.peerApplied...)
-	if r.blocks != nil {
-		c.blocks = r.blocks.Clone()
-	}
-	c.clients = r.clients.clone()
 	return &c
 }
 
@@ -91,9 +153,7 @@ func (r *Replica) Hash() uint64 {
 		r.log[i].hash(h)
 	}
 	h.Uint64(r.applied)
-	if r.blocks != nil {
-		h.Uint64(r.blocks.Hash())
-	}
+	h.Uint64(r.blocks.acc)
 	h.Uint64(r.clients.acc)
 	h.Int(int(r.role))
 	r.bal.hash(h)

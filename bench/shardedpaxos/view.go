@@ -66,16 +66,17 @@ func (r *Replica) Slots() []SlotView {
 // Block returns the replica's copy of block b (zeros if never written).
 // Callers must not modify it. Witnesses hold no blocks and return nil.
 func (r *Replica) Block(b uint64) []byte {
-	if r.blocks == nil {
+	if !r.full {
 		return nil
 	}
-	return r.blocks.Get(b)
+	return r.blocks.get(b)
 }
 
 // StoredBytes is the number of block bytes the replica stores.
 func (r *Replica) StoredBytes() int {
-	if r.blocks == nil {
-		return 0
+	n := 0
+	for _, v := range r.blocks.m {
+		n += len(v)
 	}
-	return r.blocks.Len() * r.blocks.Size()
+	return n
 }

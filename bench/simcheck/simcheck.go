@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 
@@ -220,16 +219,16 @@ func Linearizable(l erasure.Layout) mc.Predicate {
 }
 
 // Slot is one log slot as one member of a Paxos group holds it: the value
-// its acceptor accepted (at Ballot, compared with BallotLess), and the
-// value its learner knows is chosen. Values are compared with ==.
-type Slot struct {
+// its acceptor accepted (at Ballot), and the value its learner knows is
+// chosen.
+type Slot[B, V comparable] struct {
 	Group, Member int
 	Slot          uint64
 	Accepted      bool
-	Ballot        any
-	Acc           any
+	Ballot        B
+	Acc           V
 	Chosen        bool
-	Val           any
+	Val           V
 }
 
 // OneValuePerSlot checks the Paxos safety invariant on the slots of every
@@ -237,22 +236,32 @@ type Slot struct {
 // are chosen and the values a quorum of members accepted at one ballot are
 // all the same value. It returns an explanation of the first violation,
 // or "".
-func OneValuePerSlot(slots []Slot, quorum int) string {
+func OneValuePerSlot[B, V comparable](slots []Slot[B, V], quorum int) string {
 	type key struct {
 		g int
 		s uint64
 	}
 	type vote struct {
-		bal, val any
+		k   key
+		bal B
+		val V
 	}
-	chosen := map[key]any{}
-	where := map[key]string{}
-	votes := map[key]map[vote][]int{}
-	var keys []key
-	note := func(k key, v any, src string) string {
+	type source struct {
+		member int
+		vt     *vote
+	}
+	chosen := map[key]V{}
+	where := map[key]source{}
+	describe := func(src source) string {
+		if src.vt != nil {
+			return fmt.Sprintf("accepted at ballot %v by a quorum", src.vt.bal)
+		}
+		return fmt.Sprintf("learned by member %d", src.member)
+	}
+	note := func(k key, v V, src source) string {
 		if old, ok := chosen[k]; ok {
 			if old != v {
-				return fmt.Sprintf("group %d slot %d: %v is chosen (%s) and so is %v (%s)", k.g, k.s, old, where[k], v, src)
+				return fmt.Sprintf("group %d slot %d: %v is chosen (%s) and so is %v (%s)", k.g, k.s, old, describe(where[k]), v, describe(src))
 			}
 			return ""
 		}
@@ -260,45 +269,25 @@ func OneValuePerSlot(slots []Slot, quorum int) string {
 		return ""
 	}
 	for _, sl := range slots {
-		k := key{sl.Group, sl.Slot}
 		if sl.Chosen {
-			if why := note(k, sl.Val, fmt.Sprintf("learned by member %d", sl.Member)); why != "" {
+			if why := note(key{sl.Group, sl.Slot}, sl.Val, source{member: sl.Member}); why != "" {
 				return why
 			}
-		}
-		if sl.Accepted {
-			if votes[k] == nil {
-				votes[k] = map[vote][]int{}
-				keys = append(keys, k)
-			}
-			vt := vote{sl.Ballot, sl.Acc}
-			votes[k][vt] = append(votes[k][vt], sl.Member)
 		}
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if a.g != b.g {
-			return a.g - b.g
-		}
-		return int(a.s) - int(b.s)
-	})
-	for _, k := range keys {
-		type quorumVote struct {
-			vt  vote
-			ms  []int
-			key string
-		}
-		var qs []quorumVote
-		for vt, ms := range votes[k] {
-			if len(ms) >= quorum {
-				qs = append(qs, quorumVote{vt, ms, fmt.Sprint(vt.bal, vt.val)})
+	votes := map[vote]int{}
+	var order []vote
+	for _, sl := range slots {
+		if sl.Accepted {
+			vt := vote{key{sl.Group, sl.Slot}, sl.Ballot, sl.Acc}
+			if votes[vt]++; votes[vt] == quorum {
+				order = append(order, vt)
 			}
 		}
-		slices.SortFunc(qs, func(a, b quorumVote) int { return strings.Compare(a.key, b.key) })
-		for _, q := range qs {
-			src := fmt.Sprintf("accepted at ballot %v by members %v", q.vt.bal, q.ms)
-			if why := note(k, q.vt.val, src); why != "" {
-				return why
-			}
+	}
+	for i := range order {
+		if why := note(order[i].k, order[i].val, source{vt: &order[i]}); why != "" {
+			return why
 		}
 	}
 	return ""

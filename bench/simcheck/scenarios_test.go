@@ -1,0 +1,57 @@
+package simcheck
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/mc"
+)
+
+// TestScenarios searches every baseline scenario and requires no
+// violation: breadth-first to exhaustion for the small ones; for the
+// others breadth-first within DefaultTime, then random walks to the end
+// of the clients' scripts. Each is paired with a progress search (thesis
+// 4.3.3.1): without failures, a state where every client has all its
+// replies must be reachable, so the safety searches are not vacuous.
+func TestScenarios(t *testing.T) {
+	for _, sc := range Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			o := sc.Options(mc.BFS)
+			o.Settings = mc.Settings{}
+			o.MaxDepth = 0
+			o.Goals = []mc.Predicate{ClientsDonePred()}
+			o.MaxTime, o.Workers = DefaultTime, 2
+			p := mc.Search(sc.Init(), o)
+			if p.Outcome != mc.GoalFound {
+				t.Fatalf("progress: %s after %d states (%s: %s)", p.Outcome, p.States, p.Predicate, p.Explanation)
+			}
+			limit := DefaultTime
+			if sc.Exhaustive {
+				limit = 0
+			}
+			r := sc.Run(mc.BFS, mc.Options{Workers: 2, MaxTime: limit})
+			fail(t, sc, r)
+			if sc.Exhaustive && r.Outcome != mc.Exhausted {
+				t.Fatalf("BFS ended %s, want exhausted", r.Outcome)
+			}
+			t.Logf("%s: clients done in %d steps at best; BFS: %s, %d states, depth %d, %v (%.0f states/s)",
+				sc.Doc, len(p.Trace), r.Outcome, r.States, r.MaxDepth, r.Elapsed.Round(time.Millisecond), r.StatesPerSecond())
+			if sc.Exhaustive {
+				return
+			}
+			w := sc.Run(mc.Random, mc.Options{Workers: 2, Seed: 1, Walks: 3000, MaxDepth: 80, MaxTime: DefaultTime})
+			fail(t, sc, w)
+			t.Logf("random walks: %s, %d states, depth %d, %v", w.Outcome, w.States, w.MaxDepth, w.Elapsed.Round(time.Millisecond))
+		})
+	}
+}
+
+func fail(t *testing.T, sc *Scenario, r *mc.Result) {
+	t.Helper()
+	if r.Outcome == mc.Violation {
+		var b strings.Builder
+		mc.PrintTrace(&b, sc.Init(), r.Trace)
+		t.Fatalf("violation of %s: %s\n%s", r.Predicate, r.Explanation, b.String())
+	}
+}
