@@ -6,18 +6,24 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/recovery"
 )
 
 // reconfState is the data server's part in server replacement (thesis
 // 3.3.2) and data recovery (3.3.2.3).
 type reconfState struct {
 	inc      uint64
-	stopped  []node.Addr // backups fenced by StopBackup until the next configuration
-	degraded []bool      // per stripe: this shard's block not rebuilt (nil: none)
-	nonce    uint64      // last snapshot nonce used
-	recov    []*recovery // snapshots this server runs to rebuild its blocks
-	answers  []*answer   // snapshots of other servers this server answers
-	ticking  bool        // the recovery retry timer is set
+	stopped  []node.Addr         // backups fenced by StopBackup until the next configuration
+	degraded []bool              // per stripe: this shard's block not rebuilt (nil: none)
+	nonce    uint64              // last snapshot nonce used
+	recov    []*recovery.Rebuild // snapshots this server runs to rebuild its blocks
+	answers  []*answer           // snapshots of other servers this server answers
+	ticking  bool                // the retry timer is set
+	// resend lists replaced backups whose new incarnation has not yet
+	// acknowledged every pending operation: the PREPAREs streamed to it
+	// may have reached the old incarnation, or nobody, so the retry timer
+	// streams them again.
+	resend []node.Addr
 }
 
 func newReconfState(cfg msg.Config, me int) reconfState {
@@ -33,6 +39,26 @@ func (s *Server) backupInc(i, m int) uint64 {
 }
 
 func (s *Server) isStopped(a node.Addr) bool { return slices.Contains(s.rc.stopped, a) }
+
+// resendPending streams to backup a, in op_num order, the PREPAREs of
+// pending operations that a has not acknowledged, and reports whether
+// there were any (thesis 3.3.2.2: a new parity server gets pending_ops
+// first).
+func (s *Server) resendPending(ctx node.Context, a node.Addr) bool {
+	l := s.cfg.Layout
+	any := false
+	for _, p := range s.pending {
+		for _, pt := range p.parts {
+			for bi, bm := range l.Backups(pt.stripe) {
+				if backupAddr(l, bi, bm) == a && pt.acks&(1<<bi) == 0 {
+					ctx.Stream(a, pt.prep)
+					any = true
+				}
+			}
+		}
+	}
+	return any
+}
 
 // onStopBackup stops counting a parity server's or witness's
 // acknowledgements, cached ones included, before it is replaced (thesis
@@ -91,29 +117,27 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 			}
 		}
 		ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
+		s.rebuildNext(ctx)
 		return
 	}
 	s.cfg = m.Config
 	s.cfgHash = node.HashOf(s.cfg)
 	s.rc.stopped = nil
 	l := s.cfg.Layout
-	if role, mach, err := msg.ParseAddr(m.Config.Changed); err == nil && role != "data" {
+	if role, _, err := msg.ParseAddr(m.Config.Changed); err == nil && role != "data" {
 		s.forgetAcks(m.Config.Changed)
-		for _, p := range s.pending {
-			for _, pt := range p.parts {
-				for bi, bm := range l.Backups(pt.stripe) {
-					if bm == mach && backupAddr(l, bi, bm) == m.Config.Changed {
-						ctx.Stream(m.Config.Changed, pt.prep)
-					}
-				}
-			}
+		s.resendPending(ctx, m.Config.Changed)
+		if !slices.Contains(s.rc.resend, m.Config.Changed) {
+			s.rc.resend = append(s.rc.resend, m.Config.Changed)
 		}
+		s.setTimer(ctx)
 	}
 	s.rc.answers = nil
-	for _, r := range s.rc.recov {
+	for i, r := range s.rc.recov {
 		s.rc.nonce++
-		*r = recovery{stripe: r.stripe, nonce: s.rc.nonce}
-		s.askSnapshot(ctx, r)
+		_, me := l.RoleOf(r.Stripe, s.me)
+		s.rc.recov[i] = recovery.New(l, r.Stripe, s.rc.nonce, me)
+		s.askSnapshot(ctx, s.rc.recov[i])
 	}
 	ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
 	s.advance(ctx)
@@ -122,13 +146,11 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 func (r reconfState) clone() reconfState {
 	c := r
 	c.stopped = slices.Clone(r.stopped)
+	c.resend = slices.Clone(r.resend)
 	c.degraded = slices.Clone(r.degraded)
-	c.recov = make([]*recovery, len(r.recov))
+	c.recov = make([]*recovery.Rebuild, len(r.recov))
 	for i, x := range r.recov {
-		cp := *x
-		cp.data = slices.Clone(x.data)
-		cp.parity = slices.Clone(x.parity)
-		c.recov[i] = &cp
+		c.recov[i] = x.Clone()
 	}
 	c.answers = make([]*answer, len(r.answers))
 	for i, a := range r.answers {
@@ -150,14 +172,11 @@ func (r reconfState) hash(h *node.Hasher) {
 	}
 	h.Uint64(r.nonce)
 	h.Bool(r.ticking)
+	for _, a := range r.resend {
+		h.String(string(a))
+	}
 	for _, x := range r.recov {
-		h.Int(x.stripe)
-		h.Uint64(x.nonce)
-		h.Uint64(x.dgot)
-		for _, b := range append(slices.Clone(x.data), x.parity...) {
-			h.Bool(b != nil)
-			h.Bytes(b)
-		}
+		x.Hash(h)
 	}
 	for _, a := range r.answers {
 		h.String(string(a.requester))

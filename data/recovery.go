@@ -7,20 +7,12 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/recovery"
 )
 
 // The stripe snapshot protocol (thesis 3.3.2.3), data server side: as the
 // recovering server rebuilding a degraded block, and as a participant
 // answering another server's snapshot.
-
-// recovery is a snapshot this server runs to rebuild its block of stripe.
-type recovery struct {
-	stripe int
-	nonce  uint64
-	data   [][]byte // per data position; nil until answered or when degraded
-	dgot   uint64   // data positions that answered
-	parity [][]byte // per parity index
-}
 
 // answer is this server's part in another server's snapshot: the block as
 // it was when the snapshot arrived, sent once every operation executed
@@ -85,37 +77,22 @@ func (s *Server) needsRecovery(ctx node.Context, ops []msg.Op) bool {
 // Recover starts rebuilding this shard's block of stripe st, unless it is
 // not degraded or already being rebuilt.
 func (s *Server) Recover(ctx node.Context, st int) {
-	if !s.isDegraded(st) || slices.ContainsFunc(s.rc.recov, func(r *recovery) bool { return r.stripe == st }) {
+	if !s.isDegraded(st) || slices.ContainsFunc(s.rc.recov, func(r *recovery.Rebuild) bool { return r.Stripe == st }) {
 		return
 	}
 	s.rc.nonce++
-	r := &recovery{stripe: st, nonce: s.rc.nonce}
+	_, me := s.cfg.Layout.RoleOf(st, s.me)
+	r := recovery.New(s.cfg.Layout, st, s.rc.nonce, me)
 	s.rc.recov = append(s.rc.recov, r)
 	s.askSnapshot(ctx, r)
-	if !s.rc.ticking {
-		s.rc.ticking = true
-		ctx.SetTimer(retryRecovery{}, retryMin, retryMax)
-	}
+	s.setTimer(ctx)
 }
 
 // askSnapshot sends STRIPE-SNAPSHOT to the data servers that have not
 // answered, and this server's own marker to the stripe's parity servers.
-func (s *Server) askSnapshot(ctx node.Context, r *recovery) {
-	l := s.cfg.Layout
-	if r.data == nil {
-		r.data = make([][]byte, l.G)
-		r.parity = make([][]byte, l.F)
-		_, me := l.RoleOf(r.stripe, s.me)
-		r.dgot = 1 << me // this server's own block is degraded: a null answer
-	}
-	self := msg.DataAddr(s.me)
-	for pos := 0; pos < l.G; pos++ {
-		if r.dgot&(1<<pos) == 0 {
-			ctx.Send(msg.DataAddr(l.DataMachine(r.stripe, pos)),
-				msg.StripeSnapshot{Num: s.cfg.Num, Stripe: r.stripe, Nonce: r.nonce, Requester: self})
-		}
-	}
-	s.mark(ctx, r.stripe, r.nonce, self)
+func (s *Server) askSnapshot(ctx node.Context, r *recovery.Rebuild) {
+	r.Ask(ctx, s.cfg.Layout, s.cfg.Num)
+	s.mark(ctx, r.Stripe, r.Nonce, msg.DataAddr(s.me))
 }
 
 // mark sends this server's snapshot marker down its streams to the
@@ -128,12 +105,21 @@ func (s *Server) mark(ctx node.Context, st int, nonce uint64, requester node.Add
 	}
 }
 
-func (s *Server) retryRecovery(ctx node.Context) {
+// retry re-asks for unanswered snapshot parts and re-sends pending
+// PREPAREs to replaced backups that have not acknowledged them.
+func (s *Server) retry(ctx node.Context) {
+	s.rc.ticking = false
 	for _, r := range s.rc.recov {
 		s.askSnapshot(ctx, r)
 	}
-	s.rc.ticking = len(s.rc.recov) > 0
-	if s.rc.ticking {
+	s.rc.resend = slices.DeleteFunc(s.rc.resend, func(a node.Addr) bool { return !s.resendPending(ctx, a) })
+	s.setTimer(ctx)
+}
+
+// setTimer sets the retry timer if there is something to retry.
+func (s *Server) setTimer(ctx node.Context) {
+	if !s.rc.ticking && (len(s.rc.recov) > 0 || len(s.rc.resend) > 0) {
+		s.rc.ticking = true
 		ctx.SetTimer(retryRecovery{}, retryMin, retryMax)
 	}
 }
@@ -182,16 +168,16 @@ func (s *Server) answerSnapshots(ctx node.Context) {
 		}
 		a.sent = true
 		ctx.Send(a.requester, msg.SnapshotData{Num: s.cfg.Num, Stripe: a.stripe, Nonce: a.nonce, Shard: s.me,
-			Block: a.block, OpNum: a.opNum})
+			Block: a.block, OpNum: a.opNum, Primary: s.primary()})
 	}
 }
 
-func (s *Server) findRecovery(num uint64, st int, nonce uint64) *recovery {
+func (s *Server) findRecovery(num uint64, st int, nonce uint64) *recovery.Rebuild {
 	if num != s.cfg.Num {
 		return nil
 	}
 	for _, r := range s.rc.recov {
-		if r.stripe == st && r.nonce == nonce {
+		if r.Stripe == st && r.Nonce == nonce {
 			return r
 		}
 	}
@@ -199,53 +185,40 @@ func (s *Server) findRecovery(num uint64, st int, nonce uint64) *recovery {
 }
 
 func (s *Server) onSnapshotData(ctx node.Context, m msg.SnapshotData) {
-	r := s.findRecovery(m.Num, m.Stripe, m.Nonce)
-	if r == nil || m.Shard < 0 || m.Shard >= s.cfg.Layout.N {
-		return
+	if r := s.findRecovery(m.Num, m.Stripe, m.Nonce); r != nil {
+		r.OnData(s.cfg.Layout, m)
+		s.tryDecode(ctx, r)
 	}
-	role, pos := s.cfg.Layout.RoleOf(m.Stripe, m.Shard)
-	if role != erasure.RoleData {
-		return
-	}
-	r.dgot |= 1 << pos
-	r.data[pos] = m.Block
-	s.tryDecode(r)
 }
 
 func (s *Server) onSnapshotParity(ctx node.Context, m msg.SnapshotParity) {
-	r := s.findRecovery(m.Num, m.Stripe, m.Nonce)
-	if r == nil || m.Index < 0 || m.Index >= s.cfg.Layout.F {
-		return
+	if r := s.findRecovery(m.Num, m.Stripe, m.Nonce); r != nil {
+		r.OnParity(s.cfg.Layout, m)
+		s.tryDecode(ctx, r)
 	}
-	r.parity[m.Index] = m.Block
-	s.tryDecode(r)
 }
 
-// tryDecode rebuilds the block once every data server answered and g
-// blocks are known (3.3.2.3 step 4).
-func (s *Server) tryDecode(r *recovery) {
+// tryDecode rebuilds the block once the snapshot can be decoded (3.3.2.3
+// step 4).
+func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
+	data, _, ok := r.Decode(s.cfg.Layout)
+	if !ok {
+		return
+	}
 	l := s.cfg.Layout
-	if r.dgot != 1<<l.G-1 {
-		return
-	}
-	shards := make([][]byte, 0, l.G+l.F)
-	have := 0
-	for _, b := range append(slices.Clone(r.data), r.parity...) {
-		if b != nil {
-			have++
-			b = slices.Clone(b)
+	_, pos := l.RoleOf(r.Stripe, s.me)
+	s.blocks.Put(l.Block(r.Stripe, pos), data[pos])
+	s.rc.degraded[r.Stripe] = false
+	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery.Rebuild) bool { return o == r })
+	s.rebuildNext(ctx)
+}
+
+// rebuildNext rebuilds degraded blocks in the background, one stripe at a
+// time, besides the blocks requests need at once.
+func (s *Server) rebuildNext(ctx node.Context) {
+	if len(s.rc.recov) == 0 {
+		if st := slices.Index(s.rc.degraded, true); st >= 0 {
+			s.Recover(ctx, st)
 		}
-		shards = append(shards, b)
 	}
-	if have < l.G {
-		return
-	}
-	code, err := erasure.NewCode(l.G, l.F)
-	if err != nil || code.ReconstructData(shards) != nil {
-		return
-	}
-	_, pos := l.RoleOf(r.stripe, s.me)
-	s.blocks.Put(l.Block(r.stripe, pos), shards[pos])
-	s.rc.degraded[r.stripe] = false
-	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery) bool { return o == r })
 }

@@ -55,8 +55,9 @@ func New(cfg msg.Config, me int) *Server {
 // Init implements node.Node.
 func (s *Server) Init(node.Context) {}
 
-// Timer implements node.Node: the only timer retries data recovery.
-func (s *Server) Timer(ctx node.Context, _ node.Timer) { s.retryRecovery(ctx) }
+// Timer implements node.Node: the only timer retries data recovery and
+// PREPAREs to replaced backups.
+func (s *Server) Timer(ctx node.Context, _ node.Timer) { s.retry(ctx) }
 
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {

@@ -110,3 +110,27 @@ func (b *builder) startIncarnation(i int, m node.Message) {
 		return false
 	})
 }
+
+// Settled reports whether reconfiguration and rebuilding are over: the
+// reconfiguration service has nothing to do, every server has its newest
+// configuration, and no data or parity server has a block to rebuild.
+func Settled(s *State) bool {
+	rc, ok := s.Node(msg.ReconfigAddr).(*reconfig.Service)
+	if !ok {
+		return true
+	}
+	if rc.Busy() {
+		return false
+	}
+	latest := rc.Config().Num
+	for _, a := range s.Addrs() {
+		n := s.Node(a)
+		if c, ok := n.(interface{ ConfigNum() uint64 }); ok && (c.ConfigNum() != latest || s.Crashed(a)) {
+			return false
+		}
+		if d, ok := n.(interface{ DegradedBlocks() int }); ok && d.DegradedBlocks() > 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -78,6 +78,19 @@ func (r replaceRun) try() (*State, error) {
 	if !ClientsDone(final) {
 		return final, fmt.Errorf("seed %d: clients not done after %d steps", r.seed, steps)
 	}
+	// Let the replacements finish rebuilding in the background; then every
+	// stripe must be quiescent and its parity must encode its data.
+	quiet := func(s *State) bool {
+		for st := 0; st < r.layout.Stripes; st++ {
+			if !Quiescent(s, r.layout, st) {
+				return false
+			}
+		}
+		return Settled(s)
+	}
+	if final, _, err = Simulate(final, opt, quiet, check); err != nil {
+		return final, fmt.Errorf("seed %d: settling (every stripe rebuilt and quiescent): %w", r.seed, err)
+	}
 	hist := rec.History()
 	if res := porcupine.CheckOperationsTimeout(workload.Model(r.layout), hist, 10*time.Second); res != porcupine.Ok {
 		return final, fmt.Errorf("seed %d: history of %d operations is %s, not linearizable", r.seed, len(hist), res)
@@ -93,6 +106,38 @@ func roleAddr(r erasure.Role, m int) node.Addr {
 		return msg.ParityAddr(m)
 	}
 	return msg.WitnessAddr(m)
+}
+
+func TestRandomizedReplaceParity(t *testing.T) {
+	seeds := 150
+	if testing.Short() {
+		seeds = 20
+	}
+	for seed := 1; seed <= seeds; seed++ {
+		l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 16}
+		rs := []msg.Replace{{Role: erasure.RoleParity, Machine: seed % l.N, Inc: 1}}
+		if seed%3 == 0 { // and a data server at once: it pre-empts the parity replacement if that is still stopping
+			rs = append(rs, msg.Replace{Role: erasure.RoleData, Machine: (seed + 2) % l.N, Inc: 1})
+		}
+		replaceRun{layout: l, clients: 3, ops: 30, loss: 0.05, dup: 0.05, seed: uint64(seed), replace: rs,
+			crash: seed%2 == 0}.run(t)
+	}
+}
+
+func TestRandomizedReplaceWitness(t *testing.T) {
+	seeds := 100
+	if testing.Short() {
+		seeds = 15
+	}
+	for seed := 1; seed <= seeds; seed++ {
+		l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 6, BlockSize: 16}
+		rs := []msg.Replace{{Role: erasure.RoleWitness, Machine: seed % l.N, Inc: 1}}
+		if seed%2 == 0 {
+			rs = append(rs, msg.Replace{Role: erasure.RoleData, Machine: (seed + 1) % l.N, Inc: 1})
+		}
+		replaceRun{layout: l, clients: 3, ops: 30, loss: 0.05, dup: 0.05, seed: uint64(seed), replace: rs,
+			crash: seed%3 == 0}.run(t)
+	}
 }
 
 func TestRandomizedReplaceData(t *testing.T) {

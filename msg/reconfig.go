@@ -209,15 +209,17 @@ type SnapshotMarker struct {
 	Shard     int
 }
 
-// SnapshotData is a data server's answer: its block (nil if degraded) and
-// its op_num.
+// SnapshotData is a data server's answer: its block (nil if degraded), its
+// op_num (the block reflects exactly its operations numbered below) and its
+// primary_num.
 type SnapshotData struct {
-	Num    uint64
-	Stripe int
-	Nonce  uint64
-	Shard  int
-	Block  []byte
-	OpNum  uint64
+	Num     uint64
+	Stripe  int
+	Nonce   uint64
+	Shard   int
+	Block   []byte
+	OpNum   uint64
+	Primary uint64
 }
 
 // SnapshotParity is a parity server's answer: its parity block as of every
@@ -259,6 +261,7 @@ func (m SnapshotData) Hash(h *node.Hasher) {
 	h.Bool(m.Block != nil)
 	h.Bytes(m.Block)
 	h.Uint64(m.OpNum)
+	h.Uint64(m.Primary)
 }
 
 // Hash implements node.Message.

@@ -7,6 +7,7 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/recovery"
 )
 
 // reconfState is the parity server's part in server replacement (thesis
@@ -18,6 +19,10 @@ type reconfState struct {
 	degraded []bool      // per stripe: parity block not rebuilt (new incarnation)
 	snaps    []*snapshot // snapshots of the current configuration
 	early    Early       // stream messages from a newer configuration
+	rebuild  *recovery.Rebuild
+	nonce    uint64
+	kept     []msg.Prepare // committed deltas for stripes not rebuilt yet
+	ticking  bool          // the rebuild retry timer is set
 }
 
 type clientKey struct {
@@ -44,6 +49,10 @@ func (r reconfState) clone() reconfState {
 	c.clients = maps.Clone(r.clients)
 	c.degraded = slices.Clone(r.degraded)
 	c.early = slices.Clone(r.early)
+	c.kept = slices.Clone(r.kept)
+	if r.rebuild != nil {
+		c.rebuild = r.rebuild.Clone()
+	}
 	c.snaps = make([]*snapshot, len(r.snaps))
 	for i, sn := range r.snaps {
 		cp := *sn
@@ -84,6 +93,15 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.Uint64(sn.seen)
 	}
 	r.early.Hash(h)
+	h.Bool(r.rebuild != nil)
+	if r.rebuild != nil {
+		r.rebuild.Hash(h)
+	}
+	h.Uint64(r.nonce)
+	for _, p := range r.kept {
+		p.Hash(h)
+	}
+	h.Bool(r.ticking)
 }
 
 func cmpU64(a, b uint64) int {
@@ -164,6 +182,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 			s.rc.degraded[st] = true
 		}
 		ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
+		s.rebuildNext(ctx)
 		return
 	}
 	if in := m.Install; in != nil {
@@ -173,6 +192,9 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	s.cfgHash = node.HashOf(s.cfg)
 	clear(s.rc.stopped)
 	s.rc.snaps = nil // 3.3.2.3: snapshots end with their configuration
+	if s.rc.rebuild != nil {
+		defer s.rebuildNext(ctx) // start over in the new configuration
+	}
 	ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
 }
 
@@ -256,6 +278,9 @@ func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
 		s.rc.snaps = append(s.rc.snaps, sn)
 	}
 	sn.seen |= 1 << pos
+	if m.Requester == msg.ParityAddr(s.me) {
+		return // this server's own rebuild: it waits for the markers, answers nothing
+	}
 	if sn.seen == 1<<l.G-1 || Mutant == "snapshot-first-marker" {
 		ctx.Send(m.Requester, msg.SnapshotParity{Num: m.Num, Stripe: m.Stripe, Nonce: m.Nonce, Index: idx, Block: slices.Clone(sn.copy)})
 	}
@@ -353,3 +378,14 @@ func (s *Server) ConfigNum() uint64 { return s.cfg.Num }
 
 // PrimaryOf is the incarnation of shard's data server this server accepts.
 func (s *Server) PrimaryOf(shard int) uint64 { return s.cfg.Data[shard] }
+
+// DegradedBlocks is the number of parity blocks not yet rebuilt.
+func (s *Server) DegradedBlocks() int {
+	n := 0
+	for _, d := range s.rc.degraded {
+		if d {
+			n++
+		}
+	}
+	return n
+}

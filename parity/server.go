@@ -37,9 +37,6 @@ func New(cfg msg.Config, me int, code *erasure.Code) *Server {
 // Init implements node.Node.
 func (s *Server) Init(node.Context) {}
 
-// Timer implements node.Node; the parity server sets no timers.
-func (s *Server) Timer(node.Context, node.Timer) {}
-
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 	if Ahead(s.cfg, m) || s.rc.early.Holds(from) {
@@ -73,6 +70,13 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 		s.onNewConfig(ctx, from, m)
 	case msg.SnapshotMarker:
 		s.onMarker(ctx, m)
+		s.tryRebuild(ctx)
+	case msg.SnapshotData:
+		s.onSnapshotData(m)
+		s.tryRebuild(ctx)
+	case msg.SnapshotParity:
+		s.onSnapshotParity(m)
+		s.tryRebuild(ctx)
 	}
 }
 
@@ -83,7 +87,11 @@ func (s *Server) apply(k msg.PrepKey) {
 		return
 	}
 	s.record(e.P)
-	if e.P.Delta != nil && !s.isDegraded(k.Stripe) {
+	switch {
+	case e.P.Delta == nil:
+	case s.isDegraded(k.Stripe):
+		s.rc.kept = append(s.rc.kept, e.P) // applied once the block is rebuilt
+	default:
 		_, idx := s.cfg.Layout.RoleOf(k.Stripe, s.me)
 		s.code.ApplyDelta(s.blocks.Mutable(uint64(k.Stripe)), idx, mutantPos(e.P.Pos), e.P.Delta)
 	}

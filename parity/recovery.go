@@ -1,0 +1,112 @@
+package parity
+
+import (
+	"slices"
+	"time"
+
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/recovery"
+)
+
+// A replacement parity server starts degraded (thesis 3.3.2.2): it takes
+// part in commits at once, holding PREPAREs and keeping the deltas of
+// operations that commit on stripes it has not rebuilt, and rebuilds its
+// blocks one stripe at a time with the stripe snapshot protocol. A rebuilt
+// block reflects exactly the operations numbered below each data server's
+// snapshot op_num; held and kept deltas below it are not applied again
+// (the snapshot op_nums are the block's version numbers, 3.3.2.3).
+
+// How often a rebuilding parity server re-asks for unanswered parts.
+const (
+	retryMin = 50 * time.Millisecond
+	retryMax = 100 * time.Millisecond
+)
+
+type retryRebuild struct{}
+
+// Hash implements node.Timer.
+func (retryRebuild) Hash(h *node.Hasher) { h.Uint64(51) }
+
+// Timer implements node.Node: the only timer retries a rebuild.
+func (s *Server) Timer(ctx node.Context, _ node.Timer) {
+	s.rc.ticking = false
+	if s.rc.rebuild != nil {
+		s.rc.rebuild.Ask(ctx, s.cfg.Layout, s.cfg.Num)
+		s.tick(ctx)
+	}
+}
+
+func (s *Server) tick(ctx node.Context) {
+	if !s.rc.ticking {
+		s.rc.ticking = true
+		ctx.SetTimer(retryRebuild{}, retryMin, retryMax)
+	}
+}
+
+// rebuildNext starts rebuilding the first degraded stripe, if any.
+func (s *Server) rebuildNext(ctx node.Context) {
+	s.rc.rebuild = nil
+	st := slices.Index(s.rc.degraded, true)
+	if st < 0 {
+		return
+	}
+	s.rc.nonce++
+	s.rc.rebuild = recovery.New(s.cfg.Layout, st, s.rc.nonce, -1)
+	s.rc.rebuild.Ask(ctx, s.cfg.Layout, s.cfg.Num)
+	s.tick(ctx)
+}
+
+func (s *Server) onSnapshotData(m msg.SnapshotData) {
+	if r := s.rc.rebuild; r != nil && m.Num == s.cfg.Num {
+		r.OnData(s.cfg.Layout, m)
+	}
+}
+
+func (s *Server) onSnapshotParity(m msg.SnapshotParity) {
+	if r := s.rc.rebuild; r != nil && m.Num == s.cfg.Num {
+		r.OnParity(s.cfg.Layout, m)
+	}
+}
+
+// tryRebuild finishes the rebuild once the stripe decodes and this server
+// has itself seen every data server's marker, so that every PREPARE the
+// snapshot reflects has reached it.
+func (s *Server) tryRebuild(ctx node.Context) {
+	r := s.rc.rebuild
+	if r == nil {
+		return
+	}
+	l := s.cfg.Layout
+	sn := s.findSnapshot(msg.ParityAddr(s.me), r.Stripe, r.Nonce)
+	if sn == nil || sn.seen != 1<<l.G-1 {
+		return
+	}
+	_, par, ok := r.Decode(l)
+	if !ok {
+		return
+	}
+	_, idx := l.RoleOf(r.Stripe, s.me)
+	s.blocks.Put(uint64(r.Stripe), par[idx])
+	s.rc.degraded[r.Stripe] = false
+	reflected := func(p msg.Prepare) bool {
+		_, pos := l.RoleOf(p.Stripe, p.Shard)
+		return p.Primary < r.Prims[pos] || p.Primary == r.Prims[pos] && p.OpNum < r.OpNums[pos]
+	}
+	keep := s.rc.kept[:0:0]
+	for _, p := range s.rc.kept {
+		switch {
+		case p.Stripe != r.Stripe:
+			keep = append(keep, p)
+		case !reflected(p):
+			s.code.ApplyDelta(s.blocks.Mutable(uint64(p.Stripe)), idx, p.Pos, p.Delta)
+		}
+	}
+	s.rc.kept = keep
+	for _, h := range s.prepares.List() {
+		if h.P.Stripe == r.Stripe && !h.Applied && reflected(h.P) {
+			s.prepares.MarkApplied(h.P.Key())
+		}
+	}
+	s.rebuildNext(ctx)
+}

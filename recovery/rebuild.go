@@ -1,0 +1,124 @@
+// Package recovery is the recovering side of the stripe snapshot protocol
+// (thesis 3.3.2.3), shared by data and parity servers: ask every data
+// server of the stripe for a snapshot, collect their blocks (with their
+// op_nums and primaries) and the parity servers' copies, and decode the
+// stripe once every data server answered and g blocks are known.
+package recovery
+
+import (
+	"slices"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Rebuild is one snapshot in progress. Its fields are exported for the
+// owning server's Clone and Hash; only this package changes them.
+type Rebuild struct {
+	Stripe int
+	Nonce  uint64
+	Data   [][]byte // per data position (nil: not answered or degraded)
+	DGot   uint64   // data positions that answered
+	Parity [][]byte // per parity index
+	OpNums []uint64 // per data position: the op_num the block reflects ops below
+	Prims  []uint64 // per data position: the answering data server's primary_num
+}
+
+// New starts a rebuild of stripe st. self is the requester's own data
+// position (or -1 for a parity server): its block is degraded, a null
+// answer.
+func New(l erasure.Layout, st int, nonce uint64, self int) *Rebuild {
+	r := &Rebuild{Stripe: st, Nonce: nonce, Data: make([][]byte, l.G), Parity: make([][]byte, l.F),
+		OpNums: make([]uint64, l.G), Prims: make([]uint64, l.G)}
+	if self >= 0 {
+		r.DGot = 1 << self
+	}
+	return r
+}
+
+// Ask sends STRIPE-SNAPSHOT to every data server that has not answered,
+// or to all of them when they all have but parity answers are missing
+// (each data server then forwards its marker again, and the parity
+// servers answer again).
+func (r *Rebuild) Ask(ctx node.Context, l erasure.Layout, num uint64) {
+	all := r.DGot == 1<<l.G-1
+	for pos := 0; pos < l.G; pos++ {
+		if all || r.DGot&(1<<pos) == 0 {
+			ctx.Send(msg.DataAddr(l.DataMachine(r.Stripe, pos)),
+				msg.StripeSnapshot{Num: num, Stripe: r.Stripe, Nonce: r.Nonce, Requester: ctx.Self()})
+		}
+	}
+}
+
+// OnData records a data server's answer.
+func (r *Rebuild) OnData(l erasure.Layout, m msg.SnapshotData) {
+	if m.Stripe != r.Stripe || m.Nonce != r.Nonce || m.Shard < 0 || m.Shard >= l.N {
+		return
+	}
+	role, pos := l.RoleOf(m.Stripe, m.Shard)
+	if role != erasure.RoleData {
+		return
+	}
+	r.DGot |= 1 << pos
+	r.Data[pos], r.OpNums[pos], r.Prims[pos] = m.Block, m.OpNum, m.Primary
+}
+
+// OnParity records a parity server's answer.
+func (r *Rebuild) OnParity(l erasure.Layout, m msg.SnapshotParity) {
+	if m.Stripe == r.Stripe && m.Nonce == r.Nonce && m.Index >= 0 && m.Index < l.F {
+		r.Parity[m.Index] = m.Block
+	}
+}
+
+// Decode returns the stripe's data and parity blocks once every data
+// server answered and at least g blocks are known; ok is false before.
+func (r *Rebuild) Decode(l erasure.Layout) (data, parity [][]byte, ok bool) {
+	if r.DGot != 1<<l.G-1 {
+		return nil, nil, false
+	}
+	shards := make([][]byte, 0, l.G+l.F)
+	have := 0
+	for _, b := range append(slices.Clone(r.Data), r.Parity...) {
+		if b != nil {
+			have++
+			b = slices.Clone(b)
+		}
+		shards = append(shards, b)
+	}
+	if have < l.G {
+		return nil, nil, false
+	}
+	code, err := erasure.NewCode(l.G, l.F)
+	if err != nil || code.ReconstructData(shards) != nil {
+		return nil, nil, false
+	}
+	par, err := code.Encode(shards[:l.G])
+	if err != nil {
+		return nil, nil, false
+	}
+	return shards[:l.G], par, true
+}
+
+// Clone returns an independent copy (blocks are never modified in place).
+func (r *Rebuild) Clone() *Rebuild {
+	c := *r
+	c.Data, c.Parity = slices.Clone(r.Data), slices.Clone(r.Parity)
+	c.OpNums, c.Prims = slices.Clone(r.OpNums), slices.Clone(r.Prims)
+	return &c
+}
+
+// Hash adds the rebuild's state to h.
+func (r *Rebuild) Hash(h *node.Hasher) {
+	h.Int(r.Stripe)
+	h.Uint64(r.Nonce)
+	h.Uint64(r.DGot)
+	for _, b := range append(slices.Clone(r.Data), r.Parity...) {
+		h.Bool(b != nil)
+		h.Bytes(b)
+	}
+	for i := range r.OpNums {
+		h.Uint64(r.OpNums[i])
+		h.Uint64(r.Prims[i])
+	}
+}

@@ -1,0 +1,93 @@
+package recovery
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+type sent struct {
+	to node.Addr
+	m  node.Message
+}
+
+type ctx struct{ out []sent }
+
+func (c *ctx) Self() node.Addr                                   { return "parity/0" }
+func (c *ctx) Send(to node.Addr, m node.Message)                 { c.out = append(c.out, sent{to, m}) }
+func (c *ctx) Stream(node.Addr, node.Message)                    {}
+func (c *ctx) SetTimer(node.Timer, time.Duration, time.Duration) {}
+
+var l = erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 4}
+
+func TestRebuildDecodesOnceEveryDataServerAnswered(t *testing.T) {
+	code, _ := erasure.NewCode(3, 2)
+	data := [][]byte{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 9, 9, 9}}
+	par, _ := code.Encode(data)
+	const st = 2
+	r := New(l, st, 7, -1)
+	c := &ctx{}
+	r.Ask(c, l, 3)
+	if len(c.out) != 3 {
+		t.Fatalf("asked %d data servers, want 3", len(c.out))
+	}
+	for _, e := range c.out {
+		if q := e.m.(msg.StripeSnapshot); q.Num != 3 || q.Stripe != st || q.Nonce != 7 || q.Requester != "parity/0" {
+			t.Fatalf("bad request %+v", q)
+		}
+	}
+	answer := func(pos int, b []byte) {
+		r.OnData(l, msg.SnapshotData{Num: 3, Stripe: st, Nonce: 7, Shard: l.DataMachine(st, pos), Block: b, OpNum: 4, Primary: 1})
+	}
+	answer(0, data[0])
+	answer(1, nil) // degraded
+	r.OnParity(l, msg.SnapshotParity{Num: 3, Stripe: st, Nonce: 7, Index: 1, Block: par[1]})
+	r.OnData(l, msg.SnapshotData{Stripe: st, Nonce: 6, Shard: l.DataMachine(st, 2), Block: data[2]}) // old nonce
+	if _, _, ok := r.Decode(l); ok {
+		t.Fatal("decoded before every data server answered")
+	}
+	c.out = nil
+	r.Ask(c, l, 3)
+	if len(c.out) != 1 || c.out[0].to != msg.DataAddr(l.DataMachine(st, 2)) {
+		t.Fatalf("re-asked %v, want only the silent data server", c.out)
+	}
+	answer(2, data[2])
+	gotData, gotPar, ok := r.Decode(l)
+	if !ok {
+		t.Fatal("not decoded with 3 of 5 blocks")
+	}
+	for i := range data {
+		if !bytes.Equal(gotData[i], data[i]) {
+			t.Fatalf("data %d: %x, want %x", i, gotData[i], data[i])
+		}
+	}
+	if !bytes.Equal(gotPar[0], par[0]) {
+		t.Fatalf("parity 0: %x, want %x", gotPar[0], par[0])
+	}
+	// A clone is independent and hashes alike.
+	c2 := r.Clone()
+	h1, h2 := node.NewHasher(), node.NewHasher()
+	r.Hash(h1)
+	c2.Hash(h2)
+	if h1.Sum() != h2.Sum() {
+		t.Fatal("clone hashes differently")
+	}
+}
+
+func TestRebuildNeedsGBlocks(t *testing.T) {
+	r := New(l, 0, 1, 0) // a data server rebuilding its own position 0
+	r.OnData(l, msg.SnapshotData{Stripe: 0, Nonce: 1, Shard: l.DataMachine(0, 1), Block: []byte{1, 1, 1, 1}})
+	r.OnData(l, msg.SnapshotData{Stripe: 0, Nonce: 1, Shard: l.DataMachine(0, 2), Block: nil})
+	if _, _, ok := r.Decode(l); ok {
+		t.Fatal("decoded from one block")
+	}
+	c := &ctx{}
+	r.Ask(c, l, 0)
+	if len(c.out) != 3 {
+		t.Fatalf("with every data server answered but too few blocks, re-asked %d, want all 3", len(c.out))
+	}
+}
