@@ -130,7 +130,7 @@ func (c *Client) Refresh(ctx context.Context) error {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("cluster %s unreachable: %w", c.entry, ctx.Err())
+			return fmt.Errorf("cluster %s unreachable: %w (last error: %s)", c.entry, ctx.Err(), describe(err))
 		}
 		return fmt.Errorf("cluster %s: %s", c.entry, status.Convert(err).Message())
 	}

@@ -20,8 +20,16 @@ import (
 // is sent, so bad input applies nothing.
 
 func connect(cmd *cobra.Command, gl *globalFlags) (context.Context, context.CancelFunc, *client.Client, error) {
+	var opts client.Options
+	if gl.tlsCert != "" || gl.tlsKey != "" || gl.tlsCA != "" {
+		tlsOpt, err := client.TLS(gl.tlsCert, gl.tlsKey, gl.tlsCA)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		opts.DialOptions = append(opts.DialOptions, tlsOpt)
+	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), gl.timeout)
-	c, err := client.Dial(ctx, gl.cluster, client.Options{})
+	c, err := client.Dial(ctx, gl.cluster, opts)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err

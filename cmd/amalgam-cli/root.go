@@ -19,6 +19,9 @@ type globalFlags struct {
 	cluster string
 	output  string
 	timeout time.Duration
+	// Mutual TLS: the client's certificate and key, and the CA bundle
+	// the servers' certificates chain to.
+	tlsCert, tlsKey, tlsCA string
 }
 
 func newRootCmd() *cobra.Command {
@@ -31,6 +34,8 @@ func newRootCmd() *cobra.Command {
 It finds the cluster through --cluster (default ` + defaultCluster + `, or the
 AMALGAM_CLUSTER environment variable), prints text by default and JSON with
 --output json, and exits with status 1 and a one-line reason on any error.
+For a cluster running mutual TLS, give --tls-cert, --tls-key and --tls-ca
+(or AMALGAM_TLS_CERT, AMALGAM_TLS_KEY and AMALGAM_TLS_CA).
 
 Talking to a cluster: status, read, write, rmw, txn. Offline: layout, mc,
 version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
@@ -60,6 +65,9 @@ version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 	pf.StringVar(&gl.cluster, "cluster", cluster, "cluster entry address (env AMALGAM_CLUSTER)")
 	pf.StringVar(&gl.output, "output", "text", "output format: text or json")
 	pf.DurationVar(&gl.timeout, "timeout", 10*time.Second, "give up on a request after this long")
+	pf.StringVar(&gl.tlsCert, "tls-cert", os.Getenv("AMALGAM_TLS_CERT"), "PEM client certificate for mutual TLS (env AMALGAM_TLS_CERT)")
+	pf.StringVar(&gl.tlsKey, "tls-key", os.Getenv("AMALGAM_TLS_KEY"), "PEM private key of --tls-cert (env AMALGAM_TLS_KEY)")
+	pf.StringVar(&gl.tlsCA, "tls-ca", os.Getenv("AMALGAM_TLS_CA"), "PEM CA bundle the servers' certificates chain to; turns TLS on (env AMALGAM_TLS_CA)")
 
 	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl), newMCCmd(gl),
 		newStatusCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl))

@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/wire"
+)
+
+// testCA is a certificate authority made up for a test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	file string // PEM of cert
+}
+
+var serial int64
+
+func newKey(t *testing.T) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newCA(t *testing.T, dir, name string) *testCA {
+	t.Helper()
+	serial++
+	key := newKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(serial),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := &testCA{cert: cert, key: key, file: filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".pem")}
+	writePEM(t, ca.file, "CERTIFICATE", der)
+	return ca
+}
+
+// issue writes name.pem and name-key.pem signed by the CA and returns
+// their paths. A server certificate is valid for 127.0.0.1 and serves
+// both ends, since servers also dial each other.
+func (ca *testCA) issue(t *testing.T, dir, name string, server bool) (certFile, keyFile string) {
+	t.Helper()
+	serial++
+	key := newKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if server {
+		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		tmpl.DNSNames = []string{"localhost"}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "PRIVATE KEY", kder)
+	return certFile, keyFile
+}
+
+// TestTLS runs a dev cluster with mutual TLS. A client with a certificate
+// from the cluster's CA works; a client with no TLS, with TLS but no
+// certificate, or with a certificate from another CA is refused, by the
+// entry address and by every machine, and applies nothing.
+func TestTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := newCA(t, dir, "amalgam test CA")
+	other := newCA(t, dir, "other CA")
+	srvCert, srvKey := ca.issue(t, dir, "server", true)
+	cliCert, cliKey := ca.issue(t, dir, "client", false)
+	rogueCert, rogueKey := other.issue(t, dir, "rogue", false)
+
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	s := startDev(t, addr, filepath.Join(dir, "data"), "--durability", "memory",
+		"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-ca", ca.file)
+
+	good := []string{"--tls-cert", cliCert, "--tls-key", cliKey, "--tls-ca", ca.file}
+	var st struct {
+		Machines []struct{ Addr string } `json:"machines"`
+		Nodes    []struct{ Addr string } `json:"nodes"`
+	}
+	cli(t, addr, &st, append(good, "status")...)
+	if len(st.Machines) != 5 || len(st.Nodes) != 10 {
+		t.Fatalf("status over TLS: %+v", st)
+	}
+	var r txn
+	// A write commits only once parity servers acknowledge it: the
+	// machines talk to each other over mutual TLS too.
+	cli(t, addr, &r, append(good, "write", "5", "--data", "secret")...)
+	want := hex.EncodeToString([]byte("secret"))
+	cli(t, addr, &r, append(good, "read", "5", "--length", "6")...)
+	if len(r.Results) != 1 || r.Results[0].DataHex == nil || *r.Results[0].DataHex != want {
+		t.Fatalf("read over TLS: %+v", r)
+	}
+
+	// Refused clients, each with the reason it should print (a client
+	// without TLS only sees the connection close).
+	refused := []struct {
+		name  string
+		flags []string
+		why   string
+	}{
+		{"no TLS", nil, ""},
+		{"TLS without a client certificate", []string{"--tls-ca", ca.file}, "certificate required"},
+		{"a certificate from another CA", []string{"--tls-cert", rogueCert, "--tls-key", rogueKey, "--tls-ca", ca.file}, "unknown certificate authority"},
+		{"a valid certificate, distrusting the servers", []string{"--tls-cert", cliCert, "--tls-key", cliKey, "--tls-ca", other.file}, "signed by unknown authority"},
+	}
+	var wg sync.WaitGroup
+	for _, tc := range refused {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, errOut, err := cliRaw(addr, append(tc.flags, "--timeout", "2s", "write", "5", "--data", "forged")...)
+			switch {
+			case err == nil:
+				t.Errorf("%s: write succeeded: %s", tc.name, out)
+			case strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.HasPrefix(errOut, "amalgam-cli: "):
+				t.Errorf("%s: error is not one line: %q", tc.name, errOut)
+			case !strings.Contains(errOut, tc.why):
+				t.Errorf("%s: error does not say %q: %s", tc.name, tc.why, errOut)
+			default:
+				t.Logf("%s: refused: %s", tc.name, strings.TrimSpace(errOut))
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Every machine refuses too, not only the entry address.
+	noCert, err := client.TLS("", "", ca.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rogue, err := client.TLS(rogueCert, rogueKey, ca.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range st.Machines {
+		for name, opt := range map[string]grpc.DialOption{"no TLS": grpc.WithTransportCredentials(insecure.NewCredentials()),
+			"no certificate": noCert, "another CA": rogue} {
+			cc, err := grpc.NewClient(m.Addr, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err = wire.NewClientClient(cc).Execute(ctx, &wire.ExecuteRequest{ClientId: 99, Seq: 1,
+				Ops: []*wire.Op{{Kind: wire.OpKind_OP_KIND_WRITE, Block: 5, Data: []byte("forged")}}})
+			cancel()
+			_ = cc.Close()
+			if status.Code(err) != codes.Unavailable {
+				t.Errorf("machine %s, %s: got %v, want Unavailable", m.Addr, name, err)
+			}
+		}
+	}
+
+	// Nothing the refused clients sent was applied.
+	cli(t, addr, &r, append(good, "read", "5", "--length", "6")...)
+	if *r.Results[0].DataHex != want {
+		t.Fatalf("block 5 changed by a refused client: %s", *r.Results[0].DataHex)
+	}
+	s.interrupt(t)
+}
