@@ -1,0 +1,86 @@
+package reconfig
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// TestSnapshotRestore drives the service through random replacements and
+// answers, and checks at every step that a restored snapshot hashes equal
+// and behaves the same on the next input.
+func TestSnapshotRestore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	s := New(msg.InitialConfig(layout))
+	ctx := &fakeCtx{}
+	s.Init(ctx)
+	var last []sent
+	steps, replaced := 0, 0
+	for steps < 3000 {
+		steps++
+		var from node.Addr
+		var m node.Message
+		cfg := s.Config()
+		switch k := rng.IntN(10); {
+		case k == 0:
+			r := erasure.Role(1 + rng.IntN(3))
+			mach := rng.IntN(layout.N)
+			inc := map[erasure.Role][]uint64{erasure.RoleData: cfg.Data, erasure.RoleParity: cfg.Parity, erasure.RoleWitness: cfg.Witness}[r][mach]
+			from, m = "operator", msg.Replace{Role: r, Machine: mach, Inc: inc}
+		case len(last) > 0:
+			e := last[rng.IntN(len(last))]
+			from = e.to
+			switch q := e.m.(type) {
+			case msg.StopShard:
+				ok := msg.StopShardOK{Num: q.Num, Shard: q.Shard, OpNum: uint64(rng.IntN(3))}
+				if rng.IntN(2) == 0 {
+					rep := msg.Reply{Seq: 1 + uint64(rng.IntN(5))}
+					ok.Prepares = []msg.Prepare{{Shard: q.Shard, Primary: q.Primary, OpNum: ok.OpNum + 1, Stripe: 0,
+						Stripes: []int{0}, Client: 4, Seq: rep.Seq, Reply: &rep, Delta: []byte{1}}}
+					ok.Clients = []msg.ClientRecord{{Client: 4, Seq: rep.Seq, Reply: rep}}
+				}
+				m = ok
+			case msg.StopBackup:
+				m = msg.StopBackupOK{Num: q.Num, Role: q.Role, Machine: q.Machine}
+			case msg.NewConfig:
+				m = msg.ConfigOK{Num: q.Config.Num}
+			default:
+				continue
+			}
+		default:
+			s.Timer(ctx, tick{})
+			last = ctx.take()
+			continue
+		}
+		b := s.Snapshot()
+		r, err := Restore(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Hash() != s.Hash() {
+			t.Fatalf("step %d: restored snapshot hashes differently", steps)
+		}
+		rctx := &fakeCtx{}
+		s.Handle(ctx, from, m)
+		r.Handle(rctx, from, m)
+		if r.Hash() != s.Hash() || len(rctx.out) != len(ctx.out) {
+			t.Fatalf("step %d: restored service diverged on %T", steps, m)
+		}
+		for i := range ctx.out {
+			if node.HashOf(ctx.out[i].m) != node.HashOf(rctx.out[i].m) || ctx.out[i].to != rctx.out[i].to {
+				t.Fatalf("step %d: restored service sent %+v, original %+v", steps, rctx.out[i], ctx.out[i])
+			}
+		}
+		if out := ctx.take(); len(out) > 0 {
+			last = out
+		}
+		replaced = int(s.Config().Num)
+	}
+	if replaced < 5 {
+		t.Fatalf("only %d replacements in %d steps: the test exercised too little", replaced, steps)
+	}
+	t.Logf("%d steps, %d configurations", steps, replaced)
+}
