@@ -184,26 +184,53 @@ func (mc *Machine) Status(ctx context.Context, _ *wire.StatusRequest) (*wire.Sta
 	r := mc.cl.StatusProto()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	for _, s := range mc.NodeStats(ctx) {
+		r.Nodes = append(r.Nodes, &wire.NodeStatus{Addr: string(s.Addr), NextOpNum: s.NextOpNum,
+			PendingOps: int64(s.PendingOps), BlocksStored: int64(s.BlocksStored)})
+	}
+	return r, nil
+}
+
+// NodeStat is the state of one node a machine hosts.
+type NodeStat struct {
+	Addr node.Addr
+	// NextOpNum is a data server's next op_num (0 for other nodes).
+	NextOpNum uint64
+	// PendingOps counts a data server's operations in pending_ops (not
+	// yet acknowledged by every backup), or the PREPAREs a parity server
+	// or witness holds.
+	PendingOps int
+	// BlocksStored counts the data or parity blocks the node stores;
+	// BytesStored is their size.
+	BlocksStored int
+	BytesStored  int64
+}
+
+// NodeStats inspects the machine's nodes, in the order data, parity,
+// witness, skipping those that do not answer before ctx ends.
+func (mc *Machine) NodeStats(ctx context.Context) []NodeStat {
+	var out []NodeStat
 	for _, a := range []node.Addr{msg.DataAddr(mc.me), msg.ParityAddr(mc.me), msg.WitnessAddr(mc.me)} {
-		ns := &wire.NodeStatus{Addr: string(a)}
+		s := NodeStat{Addr: a}
 		err := mc.Inspect(ctx, a, func(n node.Node) {
 			switch n := n.(type) {
 			case *data.Server:
-				ns.NextOpNum = n.NextOpNum()
-				ns.PendingOps = int64(n.PendingOps())
-				ns.BlocksStored = int64(n.Stored())
+				s.NextOpNum = n.NextOpNum()
+				s.PendingOps = n.PendingOps()
+				s.BlocksStored = n.Stored()
 			case *parity.Server:
-				ns.PendingOps = int64(len(n.Prepares()))
-				ns.BlocksStored = int64(n.Stored())
+				s.PendingOps = len(n.Prepares())
+				s.BlocksStored = n.Stored()
 			case *witness.Server:
-				ns.PendingOps = int64(len(n.Prepares()))
+				s.PendingOps = len(n.Prepares())
 			}
 		})
 		if err == nil {
-			r.Nodes = append(r.Nodes, ns)
+			s.BytesStored = int64(s.BlocksStored) * int64(mc.cl.Config.Layout.BlockSize)
+			out = append(out, s)
 		}
 	}
-	return r, nil
+	return out
 }
 
 // StatusServer serves the cluster description at the entry address (the

@@ -128,6 +128,8 @@ type promMetrics struct {
 	latency    *prometheus.HistogramVec
 	reconnects prometheus.Counter
 	batches    prometheus.Histogram
+	inFlight   prometheus.Gauge
+	nodes      *nodeCollector
 }
 
 func newPromMetrics() *promMetrics {
@@ -140,7 +142,10 @@ func newPromMetrics() *promMetrics {
 		Help: "Ordered-stream sessions that broke and were resumed."})
 	m.batches = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "amalgam_batch_events",
 		Help: "Events per event-loop batch (one group commit each).", Buckets: prometheus.ExponentialBuckets(1, 2, 10)})
-	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.batches, collectors.NewGoCollector())
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "amalgam_client_requests_in_flight",
+		Help: "Client transactions received and not yet answered (waiting to commit)."})
+	m.nodes = newNodeCollector()
+	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.batches, m.inFlight, m.nodes, collectors.NewGoCollector())
 	return m
 }
 
@@ -159,7 +164,9 @@ func (m *promMetrics) interceptor(ctx context.Context, req any, info *grpc.Unary
 		kind = strings.ToLower(strings.TrimPrefix(r.GetOps()[0].GetKind().String(), "OP_KIND_"))
 	}
 	start := time.Now()
+	m.inFlight.Inc()
 	resp, err := handler(ctx, req)
+	m.inFlight.Dec()
 	m.latency.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 	m.ops.WithLabelValues(kind, status.Code(err).String()).Inc()
 	return resp, err

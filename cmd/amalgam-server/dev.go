@@ -153,6 +153,7 @@ func runDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
 	if err != nil {
 		return err
 	}
+	env.metrics.nodes.watch(lc.Machines...)
 	out := cmd.OutOrStdout()
 	printDevPlan(out, fl, l)
 	for m, a := range lc.Cluster.Machines {

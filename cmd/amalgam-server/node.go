@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -70,7 +72,7 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 		return err
 	}
 	defer env.close()
-	st, err := fetchStatus(ctx, reconfig, env.dialOpts)
+	st, err := fetchStatus(ctx, env.log, reconfig, env.dialOpts)
 	if err != nil {
 		return err
 	}
@@ -88,6 +90,10 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 	for _, m := range st.GetMachines() {
 		cl.Machines = append(cl.Machines, m.GetAddr())
 	}
+	if _, cport, _ := net.SplitHostPort(cl.Machines[me]); !strings.HasSuffix(addr, ":"+cport) {
+		env.log.Warn("--addr differs from the address the configuration gives this machine; peers and clients use the configured one",
+			"addr", addr, "configured", cl.Machines[me])
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -102,6 +108,10 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 		_ = ln.Close()
 		return err
 	}
+	env.metrics.nodes.watch(mc)
+	if env.metricsAddr != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "metrics at http://%s/metrics\n", env.metricsAddr)
+	}
 	fmt.Fprintf(cmd.OutOrStdout(), "machine %d (data/%d parity/%d witness/%d) serving at %s, durability %s\n", me, me, me, me, ln.Addr(), durability)
 	<-ctx.Done()
 	mc.Close()
@@ -110,19 +120,22 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 
 // fetchStatus asks the reconfiguration service for the configuration,
 // retrying until it answers or ctx ends.
-func fetchStatus(ctx context.Context, addr string, dialOpts []grpc.DialOption) (*wire.StatusResponse, error) {
+func fetchStatus(ctx context.Context, log *slog.Logger, addr string, dialOpts []grpc.DialOption) (*wire.StatusResponse, error) {
 	opts := append(wire.DialOptions(1<<20), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	cc, err := grpc.NewClient(addr, append(opts, dialOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("--reconfig %s: %w", addr, err)
 	}
 	defer cc.Close()
-	for {
+	for try := 0; ; try++ {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		st, err := wire.NewClientClient(cc).Status(actx, &wire.StatusRequest{}, grpc.WaitForReady(true))
 		cancel()
 		if err == nil {
 			return st, nil
+		}
+		if try == 0 {
+			log.Info("waiting for the reconfiguration service", "reconfig", addr, "err", err)
 		}
 		select {
 		case <-ctx.Done():
