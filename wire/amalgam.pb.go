@@ -572,13 +572,16 @@ func (x *Machine) GetWitnessIncarnation() uint64 {
 }
 
 type NodeStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Addr          string                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`                                // node address, e.g. "data/2"
-	NextOpNum     uint64                 `protobuf:"varint,2,opt,name=next_op_num,json=nextOpNum,proto3" json:"next_op_num,omitempty"`  // data servers
-	PendingOps    int64                  `protobuf:"varint,3,opt,name=pending_ops,json=pendingOps,proto3" json:"pending_ops,omitempty"` // data servers: pending_ops; parity/witness: held prepares
-	BlocksStored  int64                  `protobuf:"varint,4,opt,name=blocks_stored,json=blocksStored,proto3" json:"blocks_stored,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Addr           string                 `protobuf:"bytes,1,opt,name=addr,proto3" json:"addr,omitempty"`                                // node address, e.g. "data/2"
+	NextOpNum      uint64                 `protobuf:"varint,2,opt,name=next_op_num,json=nextOpNum,proto3" json:"next_op_num,omitempty"`  // data servers
+	PendingOps     int64                  `protobuf:"varint,3,opt,name=pending_ops,json=pendingOps,proto3" json:"pending_ops,omitempty"` // data servers: pending_ops; parity/witness: held prepares
+	BlocksStored   int64                  `protobuf:"varint,4,opt,name=blocks_stored,json=blocksStored,proto3" json:"blocks_stored,omitempty"`
+	Incarnation    uint64                 `protobuf:"varint,5,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	ConfigNum      uint64                 `protobuf:"varint,6,opt,name=config_num,json=configNum,proto3" json:"config_num,omitempty"`                // the configuration the server is in
+	DegradedBlocks int64                  `protobuf:"varint,7,opt,name=degraded_blocks,json=degradedBlocks,proto3" json:"degraded_blocks,omitempty"` // data/parity servers: blocks not rebuilt yet
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -639,6 +642,27 @@ func (x *NodeStatus) GetBlocksStored() int64 {
 	return 0
 }
 
+func (x *NodeStatus) GetIncarnation() uint64 {
+	if x != nil {
+		return x.Incarnation
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetConfigNum() uint64 {
+	if x != nil {
+		return x.ConfigNum
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetDegradedBlocks() int64 {
+	if x != nil {
+		return x.DegradedBlocks
+	}
+	return 0
+}
+
 type StatusResponse struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	ConfigNum  uint64                 `protobuf:"varint,1,opt,name=config_num,json=configNum,proto3" json:"config_num,omitempty"`
@@ -646,7 +670,9 @@ type StatusResponse struct {
 	Machines   []*Machine             `protobuf:"bytes,3,rep,name=machines,proto3" json:"machines,omitempty"`
 	Durability string                 `protobuf:"bytes,4,opt,name=durability,proto3" json:"durability,omitempty"`
 	// Filled by machines answering about themselves.
-	Nodes         []*NodeStatus `protobuf:"bytes,5,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Nodes []*NodeStatus `protobuf:"bytes,5,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// Registered spare machines (host:port), from the reconfiguration service.
+	Spares        []string `protobuf:"bytes,6,rep,name=spares,proto3" json:"spares,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -712,6 +738,13 @@ func (x *StatusResponse) GetDurability() string {
 func (x *StatusResponse) GetNodes() []*NodeStatus {
 	if x != nil {
 		return x.Nodes
+	}
+	return nil
+}
+
+func (x *StatusResponse) GetSpares() []string {
+	if x != nil {
+		return x.Spares
 	}
 	return nil
 }
@@ -1048,6 +1081,969 @@ func (x *PrepRef) GetInc() uint64 {
 	return 0
 }
 
+type Replace struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Role          int32                  `protobuf:"varint,1,opt,name=role,proto3" json:"role,omitempty"`
+	Machine       int32                  `protobuf:"varint,2,opt,name=machine,proto3" json:"machine,omitempty"`
+	Inc           uint64                 `protobuf:"varint,3,opt,name=inc,proto3" json:"inc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Replace) Reset() {
+	*x = Replace{}
+	mi := &file_amalgam_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Replace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Replace) ProtoMessage() {}
+
+func (x *Replace) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Replace.ProtoReflect.Descriptor instead.
+func (*Replace) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Replace) GetRole() int32 {
+	if x != nil {
+		return x.Role
+	}
+	return 0
+}
+
+func (x *Replace) GetMachine() int32 {
+	if x != nil {
+		return x.Machine
+	}
+	return 0
+}
+
+func (x *Replace) GetInc() uint64 {
+	if x != nil {
+		return x.Inc
+	}
+	return 0
+}
+
+type StopShard struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
+	Shard         int32                  `protobuf:"varint,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Primary       uint64                 `protobuf:"varint,3,opt,name=primary,proto3" json:"primary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopShard) Reset() {
+	*x = StopShard{}
+	mi := &file_amalgam_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopShard) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopShard) ProtoMessage() {}
+
+func (x *StopShard) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopShard.ProtoReflect.Descriptor instead.
+func (*StopShard) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *StopShard) GetNum() uint64 {
+	if x != nil {
+		return x.Num
+	}
+	return 0
+}
+
+func (x *StopShard) GetShard() int32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *StopShard) GetPrimary() uint64 {
+	if x != nil {
+		return x.Primary
+	}
+	return 0
+}
+
+type ClientRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        uint64                 `protobuf:"varint,1,opt,name=client,proto3" json:"client,omitempty"`
+	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Reply         *Reply                 `protobuf:"bytes,3,opt,name=reply,proto3" json:"reply,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClientRecord) Reset() {
+	*x = ClientRecord{}
+	mi := &file_amalgam_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientRecord) ProtoMessage() {}
+
+func (x *ClientRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientRecord.ProtoReflect.Descriptor instead.
+func (*ClientRecord) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ClientRecord) GetClient() uint64 {
+	if x != nil {
+		return x.Client
+	}
+	return 0
+}
+
+func (x *ClientRecord) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ClientRecord) GetReply() *Reply {
+	if x != nil {
+		return x.Reply
+	}
+	return nil
+}
+
+type StopShardOK struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
+	Shard         int32                  `protobuf:"varint,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	OpNum         uint64                 `protobuf:"varint,3,opt,name=op_num,json=opNum,proto3" json:"op_num,omitempty"`
+	Prepares      []*Prepare             `protobuf:"bytes,4,rep,name=prepares,proto3" json:"prepares,omitempty"`
+	Clients       []*ClientRecord        `protobuf:"bytes,5,rep,name=clients,proto3" json:"clients,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopShardOK) Reset() {
+	*x = StopShardOK{}
+	mi := &file_amalgam_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopShardOK) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopShardOK) ProtoMessage() {}
+
+func (x *StopShardOK) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopShardOK.ProtoReflect.Descriptor instead.
+func (*StopShardOK) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *StopShardOK) GetNum() uint64 {
+	if x != nil {
+		return x.Num
+	}
+	return 0
+}
+
+func (x *StopShardOK) GetShard() int32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *StopShardOK) GetOpNum() uint64 {
+	if x != nil {
+		return x.OpNum
+	}
+	return 0
+}
+
+func (x *StopShardOK) GetPrepares() []*Prepare {
+	if x != nil {
+		return x.Prepares
+	}
+	return nil
+}
+
+func (x *StopShardOK) GetClients() []*ClientRecord {
+	if x != nil {
+		return x.Clients
+	}
+	return nil
+}
+
+type StopBackup struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
+	Role          int32                  `protobuf:"varint,2,opt,name=role,proto3" json:"role,omitempty"`
+	Machine       int32                  `protobuf:"varint,3,opt,name=machine,proto3" json:"machine,omitempty"`
+	Inc           uint64                 `protobuf:"varint,4,opt,name=inc,proto3" json:"inc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopBackup) Reset() {
+	*x = StopBackup{}
+	mi := &file_amalgam_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopBackup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopBackup) ProtoMessage() {}
+
+func (x *StopBackup) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopBackup.ProtoReflect.Descriptor instead.
+func (*StopBackup) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *StopBackup) GetNum() uint64 {
+	if x != nil {
+		return x.Num
+	}
+	return 0
+}
+
+func (x *StopBackup) GetRole() int32 {
+	if x != nil {
+		return x.Role
+	}
+	return 0
+}
+
+func (x *StopBackup) GetMachine() int32 {
+	if x != nil {
+		return x.Machine
+	}
+	return 0
+}
+
+func (x *StopBackup) GetInc() uint64 {
+	if x != nil {
+		return x.Inc
+	}
+	return 0
+}
+
+type StopBackupOK struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
+	Role          int32                  `protobuf:"varint,2,opt,name=role,proto3" json:"role,omitempty"`
+	Machine       int32                  `protobuf:"varint,3,opt,name=machine,proto3" json:"machine,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopBackupOK) Reset() {
+	*x = StopBackupOK{}
+	mi := &file_amalgam_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopBackupOK) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopBackupOK) ProtoMessage() {}
+
+func (x *StopBackupOK) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopBackupOK.ProtoReflect.Descriptor instead.
+func (*StopBackupOK) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *StopBackupOK) GetNum() uint64 {
+	if x != nil {
+		return x.Num
+	}
+	return 0
+}
+
+func (x *StopBackupOK) GetRole() int32 {
+	if x != nil {
+		return x.Role
+	}
+	return 0
+}
+
+func (x *StopBackupOK) GetMachine() int32 {
+	if x != nil {
+		return x.Machine
+	}
+	return 0
+}
+
+// Config is msg.Config: a numbered configuration. It names no hosts: the
+// address book (Directory) is kept beside it by the reconfiguration
+// service (docs/reconfiguration.md).
+type Config struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
+	Layout        *Layout                `protobuf:"bytes,2,opt,name=layout,proto3" json:"layout,omitempty"`
+	Data          []uint64               `protobuf:"varint,3,rep,packed,name=data,proto3" json:"data,omitempty"`
+	Parity        []uint64               `protobuf:"varint,4,rep,packed,name=parity,proto3" json:"parity,omitempty"`
+	Witness       []uint64               `protobuf:"varint,5,rep,packed,name=witness,proto3" json:"witness,omitempty"`
+	Changed       string                 `protobuf:"bytes,6,opt,name=changed,proto3" json:"changed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Config) Reset() {
+	*x = Config{}
+	mi := &file_amalgam_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Config) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Config) ProtoMessage() {}
+
+func (x *Config) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Config.ProtoReflect.Descriptor instead.
+func (*Config) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Config) GetNum() uint64 {
+	if x != nil {
+		return x.Num
+	}
+	return 0
+}
+
+func (x *Config) GetLayout() *Layout {
+	if x != nil {
+		return x.Layout
+	}
+	return nil
+}
+
+func (x *Config) GetData() []uint64 {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *Config) GetParity() []uint64 {
+	if x != nil {
+		return x.Parity
+	}
+	return nil
+}
+
+func (x *Config) GetWitness() []uint64 {
+	if x != nil {
+		return x.Witness
+	}
+	return nil
+}
+
+func (x *Config) GetChanged() string {
+	if x != nil {
+		return x.Changed
+	}
+	return ""
+}
+
+type Install struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shard         int32                  `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Upto          uint64                 `protobuf:"varint,2,opt,name=upto,proto3" json:"upto,omitempty"`
+	Chain         []*Prepare             `protobuf:"bytes,3,rep,name=chain,proto3" json:"chain,omitempty"`
+	Clients       []*ClientRecord        `protobuf:"bytes,4,rep,name=clients,proto3" json:"clients,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Install) Reset() {
+	*x = Install{}
+	mi := &file_amalgam_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Install) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Install) ProtoMessage() {}
+
+func (x *Install) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Install.ProtoReflect.Descriptor instead.
+func (*Install) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Install) GetShard() int32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *Install) GetUpto() uint64 {
+	if x != nil {
+		return x.Upto
+	}
+	return 0
+}
+
+func (x *Install) GetChain() []*Prepare {
+	if x != nil {
+		return x.Chain
+	}
+	return nil
+}
+
+func (x *Install) GetClients() []*ClientRecord {
+	if x != nil {
+		return x.Clients
+	}
+	return nil
+}
+
+type NewConfig struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        *Config                `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Install       *Install               `protobuf:"bytes,2,opt,name=install,proto3" json:"install,omitempty"` // absent unless the configuration replaced a data server
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NewConfig) Reset() {
+	*x = NewConfig{}
+	mi := &file_amalgam_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NewConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NewConfig) ProtoMessage() {}
+
+func (x *NewConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NewConfig.ProtoReflect.Descriptor instead.
+func (*NewConfig) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *NewConfig) GetConfig() *Config {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *NewConfig) GetInstall() *Install {
+	if x != nil {
+		return x.Install
+	}
+	return nil
+}
+
+type ConfigOK struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigOK) Reset() {
+	*x = ConfigOK{}
+	mi := &file_amalgam_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigOK) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigOK) ProtoMessage() {}
+
+func (x *ConfigOK) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigOK.ProtoReflect.Descriptor instead.
+func (*ConfigOK) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ConfigOK) GetNum() uint64 {
+	if x != nil {
+		return x.Num
+	}
+	return 0
+}
+
+type StripeSnapshot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
+	Stripe        int32                  `protobuf:"varint,2,opt,name=stripe,proto3" json:"stripe,omitempty"`
+	Nonce         uint64                 `protobuf:"varint,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	Requester     string                 `protobuf:"bytes,4,opt,name=requester,proto3" json:"requester,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StripeSnapshot) Reset() {
+	*x = StripeSnapshot{}
+	mi := &file_amalgam_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StripeSnapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StripeSnapshot) ProtoMessage() {}
+
+func (x *StripeSnapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StripeSnapshot.ProtoReflect.Descriptor instead.
+func (*StripeSnapshot) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *StripeSnapshot) GetNum() uint64 {
+	if x != nil {
+		return x.Num
+	}
+	return 0
+}
+
+func (x *StripeSnapshot) GetStripe() int32 {
+	if x != nil {
+		return x.Stripe
+	}
+	return 0
+}
+
+func (x *StripeSnapshot) GetNonce() uint64 {
+	if x != nil {
+		return x.Nonce
+	}
+	return 0
+}
+
+func (x *StripeSnapshot) GetRequester() string {
+	if x != nil {
+		return x.Requester
+	}
+	return ""
+}
+
+type SnapshotMarker struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
+	Stripe        int32                  `protobuf:"varint,2,opt,name=stripe,proto3" json:"stripe,omitempty"`
+	Nonce         uint64                 `protobuf:"varint,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	Requester     string                 `protobuf:"bytes,4,opt,name=requester,proto3" json:"requester,omitempty"`
+	Shard         int32                  `protobuf:"varint,5,opt,name=shard,proto3" json:"shard,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotMarker) Reset() {
+	*x = SnapshotMarker{}
+	mi := &file_amalgam_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotMarker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotMarker) ProtoMessage() {}
+
+func (x *SnapshotMarker) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotMarker.ProtoReflect.Descriptor instead.
+func (*SnapshotMarker) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SnapshotMarker) GetNum() uint64 {
+	if x != nil {
+		return x.Num
+	}
+	return 0
+}
+
+func (x *SnapshotMarker) GetStripe() int32 {
+	if x != nil {
+		return x.Stripe
+	}
+	return 0
+}
+
+func (x *SnapshotMarker) GetNonce() uint64 {
+	if x != nil {
+		return x.Nonce
+	}
+	return 0
+}
+
+func (x *SnapshotMarker) GetRequester() string {
+	if x != nil {
+		return x.Requester
+	}
+	return ""
+}
+
+func (x *SnapshotMarker) GetShard() int32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+type SnapshotData struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
+	Stripe        int32                  `protobuf:"varint,2,opt,name=stripe,proto3" json:"stripe,omitempty"`
+	Nonce         uint64                 `protobuf:"varint,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	Shard         int32                  `protobuf:"varint,4,opt,name=shard,proto3" json:"shard,omitempty"`
+	Block         []byte                 `protobuf:"bytes,5,opt,name=block,proto3" json:"block,omitempty"`
+	HasBlock      bool                   `protobuf:"varint,6,opt,name=has_block,json=hasBlock,proto3" json:"has_block,omitempty"` // a degraded server answers without a block
+	OpNum         uint64                 `protobuf:"varint,7,opt,name=op_num,json=opNum,proto3" json:"op_num,omitempty"`
+	Primary       uint64                 `protobuf:"varint,8,opt,name=primary,proto3" json:"primary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotData) Reset() {
+	*x = SnapshotData{}
+	mi := &file_amalgam_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotData) ProtoMessage() {}
+
+func (x *SnapshotData) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotData.ProtoReflect.Descriptor instead.
+func (*SnapshotData) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SnapshotData) GetNum() uint64 {
+	if x != nil {
+		return x.Num
+	}
+	return 0
+}
+
+func (x *SnapshotData) GetStripe() int32 {
+	if x != nil {
+		return x.Stripe
+	}
+	return 0
+}
+
+func (x *SnapshotData) GetNonce() uint64 {
+	if x != nil {
+		return x.Nonce
+	}
+	return 0
+}
+
+func (x *SnapshotData) GetShard() int32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *SnapshotData) GetBlock() []byte {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *SnapshotData) GetHasBlock() bool {
+	if x != nil {
+		return x.HasBlock
+	}
+	return false
+}
+
+func (x *SnapshotData) GetOpNum() uint64 {
+	if x != nil {
+		return x.OpNum
+	}
+	return 0
+}
+
+func (x *SnapshotData) GetPrimary() uint64 {
+	if x != nil {
+		return x.Primary
+	}
+	return 0
+}
+
+type SnapshotParity struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
+	Stripe        int32                  `protobuf:"varint,2,opt,name=stripe,proto3" json:"stripe,omitempty"`
+	Nonce         uint64                 `protobuf:"varint,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	Index         int32                  `protobuf:"varint,4,opt,name=index,proto3" json:"index,omitempty"`
+	Block         []byte                 `protobuf:"bytes,5,opt,name=block,proto3" json:"block,omitempty"`
+	HasBlock      bool                   `protobuf:"varint,6,opt,name=has_block,json=hasBlock,proto3" json:"has_block,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotParity) Reset() {
+	*x = SnapshotParity{}
+	mi := &file_amalgam_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotParity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotParity) ProtoMessage() {}
+
+func (x *SnapshotParity) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotParity.ProtoReflect.Descriptor instead.
+func (*SnapshotParity) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SnapshotParity) GetNum() uint64 {
+	if x != nil {
+		return x.Num
+	}
+	return 0
+}
+
+func (x *SnapshotParity) GetStripe() int32 {
+	if x != nil {
+		return x.Stripe
+	}
+	return 0
+}
+
+func (x *SnapshotParity) GetNonce() uint64 {
+	if x != nil {
+		return x.Nonce
+	}
+	return 0
+}
+
+func (x *SnapshotParity) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *SnapshotParity) GetBlock() []byte {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *SnapshotParity) GetHasBlock() bool {
+	if x != nil {
+		return x.HasBlock
+	}
+	return false
+}
+
 type Message struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Body:
@@ -1058,6 +2054,17 @@ type Message struct {
 	//	*Message_PrepareOk
 	//	*Message_Commit
 	//	*Message_PrepareDrop
+	//	*Message_Replace
+	//	*Message_StopShard
+	//	*Message_StopShardOk
+	//	*Message_StopBackup
+	//	*Message_StopBackupOk
+	//	*Message_NewConfig
+	//	*Message_ConfigOk
+	//	*Message_StripeSnapshot
+	//	*Message_SnapshotMarker
+	//	*Message_SnapshotData
+	//	*Message_SnapshotParity
 	Body          isMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1065,7 +2072,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_amalgam_proto_msgTypes[13]
+	mi := &file_amalgam_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +2084,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[13]
+	mi := &file_amalgam_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +2097,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{13}
+	return file_amalgam_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Message) GetBody() isMessage_Body {
@@ -1154,6 +2161,105 @@ func (x *Message) GetPrepareDrop() *PrepRef {
 	return nil
 }
 
+func (x *Message) GetReplace() *Replace {
+	if x != nil {
+		if x, ok := x.Body.(*Message_Replace); ok {
+			return x.Replace
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetStopShard() *StopShard {
+	if x != nil {
+		if x, ok := x.Body.(*Message_StopShard); ok {
+			return x.StopShard
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetStopShardOk() *StopShardOK {
+	if x != nil {
+		if x, ok := x.Body.(*Message_StopShardOk); ok {
+			return x.StopShardOk
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetStopBackup() *StopBackup {
+	if x != nil {
+		if x, ok := x.Body.(*Message_StopBackup); ok {
+			return x.StopBackup
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetStopBackupOk() *StopBackupOK {
+	if x != nil {
+		if x, ok := x.Body.(*Message_StopBackupOk); ok {
+			return x.StopBackupOk
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetNewConfig() *NewConfig {
+	if x != nil {
+		if x, ok := x.Body.(*Message_NewConfig); ok {
+			return x.NewConfig
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetConfigOk() *ConfigOK {
+	if x != nil {
+		if x, ok := x.Body.(*Message_ConfigOk); ok {
+			return x.ConfigOk
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetStripeSnapshot() *StripeSnapshot {
+	if x != nil {
+		if x, ok := x.Body.(*Message_StripeSnapshot); ok {
+			return x.StripeSnapshot
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetSnapshotMarker() *SnapshotMarker {
+	if x != nil {
+		if x, ok := x.Body.(*Message_SnapshotMarker); ok {
+			return x.SnapshotMarker
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetSnapshotData() *SnapshotData {
+	if x != nil {
+		if x, ok := x.Body.(*Message_SnapshotData); ok {
+			return x.SnapshotData
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetSnapshotParity() *SnapshotParity {
+	if x != nil {
+		if x, ok := x.Body.(*Message_SnapshotParity); ok {
+			return x.SnapshotParity
+		}
+	}
+	return nil
+}
+
 type isMessage_Body interface {
 	isMessage_Body()
 }
@@ -1182,6 +2288,50 @@ type Message_PrepareDrop struct {
 	PrepareDrop *PrepRef `protobuf:"bytes,6,opt,name=prepare_drop,json=prepareDrop,proto3,oneof"`
 }
 
+type Message_Replace struct {
+	Replace *Replace `protobuf:"bytes,7,opt,name=replace,proto3,oneof"`
+}
+
+type Message_StopShard struct {
+	StopShard *StopShard `protobuf:"bytes,8,opt,name=stop_shard,json=stopShard,proto3,oneof"`
+}
+
+type Message_StopShardOk struct {
+	StopShardOk *StopShardOK `protobuf:"bytes,9,opt,name=stop_shard_ok,json=stopShardOk,proto3,oneof"`
+}
+
+type Message_StopBackup struct {
+	StopBackup *StopBackup `protobuf:"bytes,10,opt,name=stop_backup,json=stopBackup,proto3,oneof"`
+}
+
+type Message_StopBackupOk struct {
+	StopBackupOk *StopBackupOK `protobuf:"bytes,11,opt,name=stop_backup_ok,json=stopBackupOk,proto3,oneof"`
+}
+
+type Message_NewConfig struct {
+	NewConfig *NewConfig `protobuf:"bytes,12,opt,name=new_config,json=newConfig,proto3,oneof"`
+}
+
+type Message_ConfigOk struct {
+	ConfigOk *ConfigOK `protobuf:"bytes,13,opt,name=config_ok,json=configOk,proto3,oneof"`
+}
+
+type Message_StripeSnapshot struct {
+	StripeSnapshot *StripeSnapshot `protobuf:"bytes,14,opt,name=stripe_snapshot,json=stripeSnapshot,proto3,oneof"`
+}
+
+type Message_SnapshotMarker struct {
+	SnapshotMarker *SnapshotMarker `protobuf:"bytes,15,opt,name=snapshot_marker,json=snapshotMarker,proto3,oneof"`
+}
+
+type Message_SnapshotData struct {
+	SnapshotData *SnapshotData `protobuf:"bytes,16,opt,name=snapshot_data,json=snapshotData,proto3,oneof"`
+}
+
+type Message_SnapshotParity struct {
+	SnapshotParity *SnapshotParity `protobuf:"bytes,17,opt,name=snapshot_parity,json=snapshotParity,proto3,oneof"`
+}
+
 func (*Message_Request) isMessage_Body() {}
 
 func (*Message_Reply) isMessage_Body() {}
@@ -1193,6 +2343,28 @@ func (*Message_PrepareOk) isMessage_Body() {}
 func (*Message_Commit) isMessage_Body() {}
 
 func (*Message_PrepareDrop) isMessage_Body() {}
+
+func (*Message_Replace) isMessage_Body() {}
+
+func (*Message_StopShard) isMessage_Body() {}
+
+func (*Message_StopShardOk) isMessage_Body() {}
+
+func (*Message_StopBackup) isMessage_Body() {}
+
+func (*Message_StopBackupOk) isMessage_Body() {}
+
+func (*Message_NewConfig) isMessage_Body() {}
+
+func (*Message_ConfigOk) isMessage_Body() {}
+
+func (*Message_StripeSnapshot) isMessage_Body() {}
+
+func (*Message_SnapshotMarker) isMessage_Body() {}
+
+func (*Message_SnapshotData) isMessage_Body() {}
+
+func (*Message_SnapshotParity) isMessage_Body() {}
 
 // Envelope is one unordered message.
 type Envelope struct {
@@ -1206,7 +2378,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_amalgam_proto_msgTypes[14]
+	mi := &file_amalgam_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +2390,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[14]
+	mi := &file_amalgam_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +2403,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{14}
+	return file_amalgam_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Envelope) GetFrom() string {
@@ -1264,7 +2436,7 @@ type SendRequest struct {
 
 func (x *SendRequest) Reset() {
 	*x = SendRequest{}
-	mi := &file_amalgam_proto_msgTypes[15]
+	mi := &file_amalgam_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +2448,7 @@ func (x *SendRequest) String() string {
 func (*SendRequest) ProtoMessage() {}
 
 func (x *SendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[15]
+	mi := &file_amalgam_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +2461,7 @@ func (x *SendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
 func (*SendRequest) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{15}
+	return file_amalgam_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SendRequest) GetEnvelopes() []*Envelope {
@@ -1307,7 +2479,7 @@ type SendResponse struct {
 
 func (x *SendResponse) Reset() {
 	*x = SendResponse{}
-	mi := &file_amalgam_proto_msgTypes[16]
+	mi := &file_amalgam_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1319,7 +2491,7 @@ func (x *SendResponse) String() string {
 func (*SendResponse) ProtoMessage() {}
 
 func (x *SendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[16]
+	mi := &file_amalgam_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1332,24 +2504,30 @@ func (x *SendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendResponse.ProtoReflect.Descriptor instead.
 func (*SendResponse) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{16}
+	return file_amalgam_proto_rawDescGZIP(), []int{30}
 }
 
 // StreamHello opens (or resumes) the ordered stream from -> to. stream_id
 // names the sender's incarnation of the stream: a receiver that sees a new
 // id starts the stream over at sequence number 1.
 type StreamHello struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	To            string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
-	StreamId      uint64                 `protobuf:"varint,3,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	From     string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To       string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	StreamId uint64                 `protobuf:"varint,3,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// The sender's incarnation, and the receiver's as the sender knows it
+	// (0: unknown). A stream links two incarnations: the receiver refuses a
+	// hello from an older incarnation of the sender than it knows, or for
+	// another incarnation of itself (docs/reconfiguration.md).
+	FromInc       uint64 `protobuf:"varint,4,opt,name=from_inc,json=fromInc,proto3" json:"from_inc,omitempty"`
+	ToInc         uint64 `protobuf:"varint,5,opt,name=to_inc,json=toInc,proto3" json:"to_inc,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamHello) Reset() {
 	*x = StreamHello{}
-	mi := &file_amalgam_proto_msgTypes[17]
+	mi := &file_amalgam_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +2539,7 @@ func (x *StreamHello) String() string {
 func (*StreamHello) ProtoMessage() {}
 
 func (x *StreamHello) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[17]
+	mi := &file_amalgam_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +2552,7 @@ func (x *StreamHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamHello.ProtoReflect.Descriptor instead.
 func (*StreamHello) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{17}
+	return file_amalgam_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *StreamHello) GetFrom() string {
@@ -1398,6 +2576,20 @@ func (x *StreamHello) GetStreamId() uint64 {
 	return 0
 }
 
+func (x *StreamHello) GetFromInc() uint64 {
+	if x != nil {
+		return x.FromInc
+	}
+	return 0
+}
+
+func (x *StreamHello) GetToInc() uint64 {
+	if x != nil {
+		return x.ToInc
+	}
+	return 0
+}
+
 // StreamFrame is what a stream sender writes: first a hello, then
 // messages numbered 1, 2, 3, ... (resent from the last acknowledged one
 // after a reconnect; the receiver drops duplicates).
@@ -1412,7 +2604,7 @@ type StreamFrame struct {
 
 func (x *StreamFrame) Reset() {
 	*x = StreamFrame{}
-	mi := &file_amalgam_proto_msgTypes[18]
+	mi := &file_amalgam_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +2616,7 @@ func (x *StreamFrame) String() string {
 func (*StreamFrame) ProtoMessage() {}
 
 func (x *StreamFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[18]
+	mi := &file_amalgam_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +2629,7 @@ func (x *StreamFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamFrame.ProtoReflect.Descriptor instead.
 func (*StreamFrame) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{18}
+	return file_amalgam_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StreamFrame) GetHello() *StreamHello {
@@ -1474,7 +2666,7 @@ type StreamAck struct {
 
 func (x *StreamAck) Reset() {
 	*x = StreamAck{}
-	mi := &file_amalgam_proto_msgTypes[19]
+	mi := &file_amalgam_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +2678,7 @@ func (x *StreamAck) String() string {
 func (*StreamAck) ProtoMessage() {}
 
 func (x *StreamAck) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[19]
+	mi := &file_amalgam_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +2691,7 @@ func (x *StreamAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamAck.ProtoReflect.Descriptor instead.
 func (*StreamAck) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{19}
+	return file_amalgam_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StreamAck) GetStreamId() uint64 {
@@ -1558,14 +2750,18 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12)\n" +
 	"\x10data_incarnation\x18\x03 \x01(\x04R\x0fdataIncarnation\x12-\n" +
 	"\x12parity_incarnation\x18\x04 \x01(\x04R\x11parityIncarnation\x12/\n" +
-	"\x13witness_incarnation\x18\x05 \x01(\x04R\x12witnessIncarnation\"\x86\x01\n" +
+	"\x13witness_incarnation\x18\x05 \x01(\x04R\x12witnessIncarnation\"\xf0\x01\n" +
 	"\n" +
 	"NodeStatus\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1e\n" +
 	"\vnext_op_num\x18\x02 \x01(\x04R\tnextOpNum\x12\x1f\n" +
 	"\vpending_ops\x18\x03 \x01(\x03R\n" +
 	"pendingOps\x12#\n" +
-	"\rblocks_stored\x18\x04 \x01(\x03R\fblocksStored\"\xda\x01\n" +
+	"\rblocks_stored\x18\x04 \x01(\x03R\fblocksStored\x12 \n" +
+	"\vincarnation\x18\x05 \x01(\x04R\vincarnation\x12\x1d\n" +
+	"\n" +
+	"config_num\x18\x06 \x01(\x04R\tconfigNum\x12'\n" +
+	"\x0fdegraded_blocks\x18\a \x01(\x03R\x0edegradedBlocks\"\xf2\x01\n" +
 	"\x0eStatusResponse\x12\x1d\n" +
 	"\n" +
 	"config_num\x18\x01 \x01(\x04R\tconfigNum\x12*\n" +
@@ -1574,7 +2770,8 @@ const file_amalgam_proto_rawDesc = "" +
 	"\n" +
 	"durability\x18\x04 \x01(\tR\n" +
 	"durability\x12,\n" +
-	"\x05nodes\x18\x05 \x03(\v2\x16.amalgam.v1.NodeStatusR\x05nodes\"U\n" +
+	"\x05nodes\x18\x05 \x03(\v2\x16.amalgam.v1.NodeStatusR\x05nodes\x12\x16\n" +
+	"\x06spares\x18\x06 \x03(\tR\x06spares\"U\n" +
 	"\aRequest\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\x04R\x06client\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12 \n" +
@@ -1602,7 +2799,79 @@ const file_amalgam_proto_rawDesc = "" +
 	"\aprimary\x18\x02 \x01(\x04R\aprimary\x12\x15\n" +
 	"\x06op_num\x18\x03 \x01(\x04R\x05opNum\x12\x16\n" +
 	"\x06stripe\x18\x04 \x01(\x05R\x06stripe\x12\x10\n" +
-	"\x03inc\x18\x05 \x01(\x04R\x03inc\"\xbd\x02\n" +
+	"\x03inc\x18\x05 \x01(\x04R\x03inc\"I\n" +
+	"\aReplace\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\x05R\x04role\x12\x18\n" +
+	"\amachine\x18\x02 \x01(\x05R\amachine\x12\x10\n" +
+	"\x03inc\x18\x03 \x01(\x04R\x03inc\"M\n" +
+	"\tStopShard\x12\x10\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\x05R\x05shard\x12\x18\n" +
+	"\aprimary\x18\x03 \x01(\x04R\aprimary\"a\n" +
+	"\fClientRecord\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\x04R\x06client\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12'\n" +
+	"\x05reply\x18\x03 \x01(\v2\x11.amalgam.v1.ReplyR\x05reply\"\xb1\x01\n" +
+	"\vStopShardOK\x12\x10\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\x05R\x05shard\x12\x15\n" +
+	"\x06op_num\x18\x03 \x01(\x04R\x05opNum\x12/\n" +
+	"\bprepares\x18\x04 \x03(\v2\x13.amalgam.v1.PrepareR\bprepares\x122\n" +
+	"\aclients\x18\x05 \x03(\v2\x18.amalgam.v1.ClientRecordR\aclients\"^\n" +
+	"\n" +
+	"StopBackup\x12\x10\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\x05R\x04role\x12\x18\n" +
+	"\amachine\x18\x03 \x01(\x05R\amachine\x12\x10\n" +
+	"\x03inc\x18\x04 \x01(\x04R\x03inc\"N\n" +
+	"\fStopBackupOK\x12\x10\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\x05R\x04role\x12\x18\n" +
+	"\amachine\x18\x03 \x01(\x05R\amachine\"\xa6\x01\n" +
+	"\x06Config\x12\x10\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\x12*\n" +
+	"\x06layout\x18\x02 \x01(\v2\x12.amalgam.v1.LayoutR\x06layout\x12\x12\n" +
+	"\x04data\x18\x03 \x03(\x04R\x04data\x12\x16\n" +
+	"\x06parity\x18\x04 \x03(\x04R\x06parity\x12\x18\n" +
+	"\awitness\x18\x05 \x03(\x04R\awitness\x12\x18\n" +
+	"\achanged\x18\x06 \x01(\tR\achanged\"\x92\x01\n" +
+	"\aInstall\x12\x14\n" +
+	"\x05shard\x18\x01 \x01(\x05R\x05shard\x12\x12\n" +
+	"\x04upto\x18\x02 \x01(\x04R\x04upto\x12)\n" +
+	"\x05chain\x18\x03 \x03(\v2\x13.amalgam.v1.PrepareR\x05chain\x122\n" +
+	"\aclients\x18\x04 \x03(\v2\x18.amalgam.v1.ClientRecordR\aclients\"f\n" +
+	"\tNewConfig\x12*\n" +
+	"\x06config\x18\x01 \x01(\v2\x12.amalgam.v1.ConfigR\x06config\x12-\n" +
+	"\ainstall\x18\x02 \x01(\v2\x13.amalgam.v1.InstallR\ainstall\"\x1c\n" +
+	"\bConfigOK\x12\x10\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\"n\n" +
+	"\x0eStripeSnapshot\x12\x10\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x16\n" +
+	"\x06stripe\x18\x02 \x01(\x05R\x06stripe\x12\x14\n" +
+	"\x05nonce\x18\x03 \x01(\x04R\x05nonce\x12\x1c\n" +
+	"\trequester\x18\x04 \x01(\tR\trequester\"\x84\x01\n" +
+	"\x0eSnapshotMarker\x12\x10\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x16\n" +
+	"\x06stripe\x18\x02 \x01(\x05R\x06stripe\x12\x14\n" +
+	"\x05nonce\x18\x03 \x01(\x04R\x05nonce\x12\x1c\n" +
+	"\trequester\x18\x04 \x01(\tR\trequester\x12\x14\n" +
+	"\x05shard\x18\x05 \x01(\x05R\x05shard\"\xc8\x01\n" +
+	"\fSnapshotData\x12\x10\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x16\n" +
+	"\x06stripe\x18\x02 \x01(\x05R\x06stripe\x12\x14\n" +
+	"\x05nonce\x18\x03 \x01(\x04R\x05nonce\x12\x14\n" +
+	"\x05shard\x18\x04 \x01(\x05R\x05shard\x12\x14\n" +
+	"\x05block\x18\x05 \x01(\fR\x05block\x12\x1b\n" +
+	"\thas_block\x18\x06 \x01(\bR\bhasBlock\x12\x15\n" +
+	"\x06op_num\x18\a \x01(\x04R\x05opNum\x12\x18\n" +
+	"\aprimary\x18\b \x01(\x04R\aprimary\"\x99\x01\n" +
+	"\x0eSnapshotParity\x12\x10\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x16\n" +
+	"\x06stripe\x18\x02 \x01(\x05R\x06stripe\x12\x14\n" +
+	"\x05nonce\x18\x03 \x01(\x04R\x05nonce\x12\x14\n" +
+	"\x05index\x18\x04 \x01(\x05R\x05index\x12\x14\n" +
+	"\x05block\x18\x05 \x01(\fR\x05block\x12\x1b\n" +
+	"\thas_block\x18\x06 \x01(\bR\bhasBlock\"\xe5\a\n" +
 	"\aMessage\x12/\n" +
 	"\arequest\x18\x01 \x01(\v2\x13.amalgam.v1.RequestH\x00R\arequest\x12)\n" +
 	"\x05reply\x18\x02 \x01(\v2\x11.amalgam.v1.ReplyH\x00R\x05reply\x12/\n" +
@@ -1610,7 +2879,22 @@ const file_amalgam_proto_rawDesc = "" +
 	"\n" +
 	"prepare_ok\x18\x04 \x01(\v2\x13.amalgam.v1.PrepRefH\x00R\tprepareOk\x12-\n" +
 	"\x06commit\x18\x05 \x01(\v2\x13.amalgam.v1.PrepRefH\x00R\x06commit\x128\n" +
-	"\fprepare_drop\x18\x06 \x01(\v2\x13.amalgam.v1.PrepRefH\x00R\vprepareDropB\x06\n" +
+	"\fprepare_drop\x18\x06 \x01(\v2\x13.amalgam.v1.PrepRefH\x00R\vprepareDrop\x12/\n" +
+	"\areplace\x18\a \x01(\v2\x13.amalgam.v1.ReplaceH\x00R\areplace\x126\n" +
+	"\n" +
+	"stop_shard\x18\b \x01(\v2\x15.amalgam.v1.StopShardH\x00R\tstopShard\x12=\n" +
+	"\rstop_shard_ok\x18\t \x01(\v2\x17.amalgam.v1.StopShardOKH\x00R\vstopShardOk\x129\n" +
+	"\vstop_backup\x18\n" +
+	" \x01(\v2\x16.amalgam.v1.StopBackupH\x00R\n" +
+	"stopBackup\x12@\n" +
+	"\x0estop_backup_ok\x18\v \x01(\v2\x18.amalgam.v1.StopBackupOKH\x00R\fstopBackupOk\x126\n" +
+	"\n" +
+	"new_config\x18\f \x01(\v2\x15.amalgam.v1.NewConfigH\x00R\tnewConfig\x123\n" +
+	"\tconfig_ok\x18\r \x01(\v2\x14.amalgam.v1.ConfigOKH\x00R\bconfigOk\x12E\n" +
+	"\x0fstripe_snapshot\x18\x0e \x01(\v2\x1a.amalgam.v1.StripeSnapshotH\x00R\x0estripeSnapshot\x12E\n" +
+	"\x0fsnapshot_marker\x18\x0f \x01(\v2\x1a.amalgam.v1.SnapshotMarkerH\x00R\x0esnapshotMarker\x12?\n" +
+	"\rsnapshot_data\x18\x10 \x01(\v2\x18.amalgam.v1.SnapshotDataH\x00R\fsnapshotData\x12E\n" +
+	"\x0fsnapshot_parity\x18\x11 \x01(\v2\x1a.amalgam.v1.SnapshotParityH\x00R\x0esnapshotParityB\x06\n" +
 	"\x04body\"U\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
@@ -1618,11 +2902,13 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x03msg\x18\x03 \x01(\v2\x13.amalgam.v1.MessageR\x03msg\"A\n" +
 	"\vSendRequest\x122\n" +
 	"\tenvelopes\x18\x01 \x03(\v2\x14.amalgam.v1.EnvelopeR\tenvelopes\"\x0e\n" +
-	"\fSendResponse\"N\n" +
+	"\fSendResponse\"\x80\x01\n" +
 	"\vStreamHello\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12\x1b\n" +
-	"\tstream_id\x18\x03 \x01(\x04R\bstreamId\"u\n" +
+	"\tstream_id\x18\x03 \x01(\x04R\bstreamId\x12\x19\n" +
+	"\bfrom_inc\x18\x04 \x01(\x04R\afromInc\x12\x15\n" +
+	"\x06to_inc\x18\x05 \x01(\x04R\x05toInc\"u\n" +
 	"\vStreamFrame\x12-\n" +
 	"\x05hello\x18\x01 \x01(\v2\x17.amalgam.v1.StreamHelloR\x05hello\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12%\n" +
@@ -1658,7 +2944,7 @@ func file_amalgam_proto_rawDescGZIP() []byte {
 }
 
 var file_amalgam_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_amalgam_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_amalgam_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_amalgam_proto_goTypes = []any{
 	(OpKind)(0),             // 0: amalgam.v1.OpKind
 	(*Op)(nil),              // 1: amalgam.v1.Op
@@ -1674,13 +2960,27 @@ var file_amalgam_proto_goTypes = []any{
 	(*Reply)(nil),           // 11: amalgam.v1.Reply
 	(*Prepare)(nil),         // 12: amalgam.v1.Prepare
 	(*PrepRef)(nil),         // 13: amalgam.v1.PrepRef
-	(*Message)(nil),         // 14: amalgam.v1.Message
-	(*Envelope)(nil),        // 15: amalgam.v1.Envelope
-	(*SendRequest)(nil),     // 16: amalgam.v1.SendRequest
-	(*SendResponse)(nil),    // 17: amalgam.v1.SendResponse
-	(*StreamHello)(nil),     // 18: amalgam.v1.StreamHello
-	(*StreamFrame)(nil),     // 19: amalgam.v1.StreamFrame
-	(*StreamAck)(nil),       // 20: amalgam.v1.StreamAck
+	(*Replace)(nil),         // 14: amalgam.v1.Replace
+	(*StopShard)(nil),       // 15: amalgam.v1.StopShard
+	(*ClientRecord)(nil),    // 16: amalgam.v1.ClientRecord
+	(*StopShardOK)(nil),     // 17: amalgam.v1.StopShardOK
+	(*StopBackup)(nil),      // 18: amalgam.v1.StopBackup
+	(*StopBackupOK)(nil),    // 19: amalgam.v1.StopBackupOK
+	(*Config)(nil),          // 20: amalgam.v1.Config
+	(*Install)(nil),         // 21: amalgam.v1.Install
+	(*NewConfig)(nil),       // 22: amalgam.v1.NewConfig
+	(*ConfigOK)(nil),        // 23: amalgam.v1.ConfigOK
+	(*StripeSnapshot)(nil),  // 24: amalgam.v1.StripeSnapshot
+	(*SnapshotMarker)(nil),  // 25: amalgam.v1.SnapshotMarker
+	(*SnapshotData)(nil),    // 26: amalgam.v1.SnapshotData
+	(*SnapshotParity)(nil),  // 27: amalgam.v1.SnapshotParity
+	(*Message)(nil),         // 28: amalgam.v1.Message
+	(*Envelope)(nil),        // 29: amalgam.v1.Envelope
+	(*SendRequest)(nil),     // 30: amalgam.v1.SendRequest
+	(*SendResponse)(nil),    // 31: amalgam.v1.SendResponse
+	(*StreamHello)(nil),     // 32: amalgam.v1.StreamHello
+	(*StreamFrame)(nil),     // 33: amalgam.v1.StreamFrame
+	(*StreamAck)(nil),       // 34: amalgam.v1.StreamAck
 }
 var file_amalgam_proto_depIdxs = []int32{
 	0,  // 0: amalgam.v1.Op.kind:type_name -> amalgam.v1.OpKind
@@ -1692,29 +2992,48 @@ var file_amalgam_proto_depIdxs = []int32{
 	1,  // 6: amalgam.v1.Request.ops:type_name -> amalgam.v1.Op
 	2,  // 7: amalgam.v1.Reply.results:type_name -> amalgam.v1.Result
 	11, // 8: amalgam.v1.Prepare.reply:type_name -> amalgam.v1.Reply
-	10, // 9: amalgam.v1.Message.request:type_name -> amalgam.v1.Request
-	11, // 10: amalgam.v1.Message.reply:type_name -> amalgam.v1.Reply
-	12, // 11: amalgam.v1.Message.prepare:type_name -> amalgam.v1.Prepare
-	13, // 12: amalgam.v1.Message.prepare_ok:type_name -> amalgam.v1.PrepRef
-	13, // 13: amalgam.v1.Message.commit:type_name -> amalgam.v1.PrepRef
-	13, // 14: amalgam.v1.Message.prepare_drop:type_name -> amalgam.v1.PrepRef
-	14, // 15: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
-	15, // 16: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
-	18, // 17: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
-	14, // 18: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
-	3,  // 19: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
-	5,  // 20: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
-	16, // 21: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
-	19, // 22: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
-	4,  // 23: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
-	9,  // 24: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
-	17, // 25: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
-	20, // 26: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
-	23, // [23:27] is the sub-list for method output_type
-	19, // [19:23] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	11, // 9: amalgam.v1.ClientRecord.reply:type_name -> amalgam.v1.Reply
+	12, // 10: amalgam.v1.StopShardOK.prepares:type_name -> amalgam.v1.Prepare
+	16, // 11: amalgam.v1.StopShardOK.clients:type_name -> amalgam.v1.ClientRecord
+	6,  // 12: amalgam.v1.Config.layout:type_name -> amalgam.v1.Layout
+	12, // 13: amalgam.v1.Install.chain:type_name -> amalgam.v1.Prepare
+	16, // 14: amalgam.v1.Install.clients:type_name -> amalgam.v1.ClientRecord
+	20, // 15: amalgam.v1.NewConfig.config:type_name -> amalgam.v1.Config
+	21, // 16: amalgam.v1.NewConfig.install:type_name -> amalgam.v1.Install
+	10, // 17: amalgam.v1.Message.request:type_name -> amalgam.v1.Request
+	11, // 18: amalgam.v1.Message.reply:type_name -> amalgam.v1.Reply
+	12, // 19: amalgam.v1.Message.prepare:type_name -> amalgam.v1.Prepare
+	13, // 20: amalgam.v1.Message.prepare_ok:type_name -> amalgam.v1.PrepRef
+	13, // 21: amalgam.v1.Message.commit:type_name -> amalgam.v1.PrepRef
+	13, // 22: amalgam.v1.Message.prepare_drop:type_name -> amalgam.v1.PrepRef
+	14, // 23: amalgam.v1.Message.replace:type_name -> amalgam.v1.Replace
+	15, // 24: amalgam.v1.Message.stop_shard:type_name -> amalgam.v1.StopShard
+	17, // 25: amalgam.v1.Message.stop_shard_ok:type_name -> amalgam.v1.StopShardOK
+	18, // 26: amalgam.v1.Message.stop_backup:type_name -> amalgam.v1.StopBackup
+	19, // 27: amalgam.v1.Message.stop_backup_ok:type_name -> amalgam.v1.StopBackupOK
+	22, // 28: amalgam.v1.Message.new_config:type_name -> amalgam.v1.NewConfig
+	23, // 29: amalgam.v1.Message.config_ok:type_name -> amalgam.v1.ConfigOK
+	24, // 30: amalgam.v1.Message.stripe_snapshot:type_name -> amalgam.v1.StripeSnapshot
+	25, // 31: amalgam.v1.Message.snapshot_marker:type_name -> amalgam.v1.SnapshotMarker
+	26, // 32: amalgam.v1.Message.snapshot_data:type_name -> amalgam.v1.SnapshotData
+	27, // 33: amalgam.v1.Message.snapshot_parity:type_name -> amalgam.v1.SnapshotParity
+	28, // 34: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
+	29, // 35: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
+	32, // 36: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
+	28, // 37: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
+	3,  // 38: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
+	5,  // 39: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
+	30, // 40: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
+	33, // 41: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
+	4,  // 42: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
+	9,  // 43: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
+	31, // 44: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
+	34, // 45: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
+	42, // [42:46] is the sub-list for method output_type
+	38, // [38:42] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_amalgam_proto_init() }
@@ -1722,13 +3041,24 @@ func file_amalgam_proto_init() {
 	if File_amalgam_proto != nil {
 		return
 	}
-	file_amalgam_proto_msgTypes[13].OneofWrappers = []any{
+	file_amalgam_proto_msgTypes[27].OneofWrappers = []any{
 		(*Message_Request)(nil),
 		(*Message_Reply)(nil),
 		(*Message_Prepare)(nil),
 		(*Message_PrepareOk)(nil),
 		(*Message_Commit)(nil),
 		(*Message_PrepareDrop)(nil),
+		(*Message_Replace)(nil),
+		(*Message_StopShard)(nil),
+		(*Message_StopShardOk)(nil),
+		(*Message_StopBackup)(nil),
+		(*Message_StopBackupOk)(nil),
+		(*Message_NewConfig)(nil),
+		(*Message_ConfigOk)(nil),
+		(*Message_StripeSnapshot)(nil),
+		(*Message_SnapshotMarker)(nil),
+		(*Message_SnapshotData)(nil),
+		(*Message_SnapshotParity)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1736,7 +3066,7 @@ func file_amalgam_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_amalgam_proto_rawDesc), len(file_amalgam_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

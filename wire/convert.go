@@ -129,13 +129,7 @@ func MessageToProto(m node.Message) (*Message, error) {
 	case msg.Reply:
 		return &Message{Body: &Message_Reply{Reply: replyToProto(m)}}, nil
 	case msg.Prepare:
-		p := &Prepare{Shard: int32(m.Shard), Primary: m.Primary, OpNum: m.OpNum,
-			Stripe: int32(m.Stripe), Pos: int32(m.Pos), Delta: m.Delta, HasDelta: m.Delta != nil,
-			Stripes: ints32(m.Stripes), Client: m.Client, Seq: m.Seq}
-		if m.Reply != nil {
-			p.Reply = replyToProto(*m.Reply)
-		}
-		return &Message{Body: &Message_Prepare{Prepare: p}}, nil
+		return &Message{Body: &Message_Prepare{Prepare: prepareToProto(m)}}, nil
 	case msg.PrepareOK:
 		r := ref(m.Shard, m.Primary, m.OpNum, m.Stripe)
 		r.Inc = m.Inc
@@ -145,7 +139,37 @@ func MessageToProto(m node.Message) (*Message, error) {
 	case msg.PrepareDrop:
 		return &Message{Body: &Message_PrepareDrop{PrepareDrop: ref(m.Shard, m.Primary, m.OpNum, m.Stripe)}}, nil
 	}
+	if p, ok := reconfigToProto(m); ok {
+		return p, nil
+	}
 	return nil, fmt.Errorf("wire: no encoding for message type %T", m)
+}
+
+func prepareToProto(m msg.Prepare) *Prepare {
+	p := &Prepare{Shard: int32(m.Shard), Primary: m.Primary, OpNum: m.OpNum,
+		Stripe: int32(m.Stripe), Pos: int32(m.Pos), Delta: m.Delta, HasDelta: m.Delta != nil,
+		Stripes: ints32(m.Stripes), Client: m.Client, Seq: m.Seq}
+	if m.Reply != nil {
+		p.Reply = replyToProto(*m.Reply)
+	}
+	return p
+}
+
+func prepareFromProto(q *Prepare) msg.Prepare {
+	var delta []byte
+	if q.GetHasDelta() {
+		delta = q.GetDelta()
+		if delta == nil {
+			delta = []byte{}
+		}
+	}
+	p := msg.Prepare{Shard: int(q.GetShard()), Primary: q.GetPrimary(), OpNum: q.GetOpNum(), Stripe: int(q.GetStripe()),
+		Pos: int(q.GetPos()), Delta: delta, Stripes: intsFrom32(q.GetStripes()), Client: q.GetClient(), Seq: q.GetSeq()}
+	if q.Reply != nil {
+		r := replyFromProto(q.Reply)
+		p.Reply = &r
+	}
+	return p
 }
 
 func replyToProto(m msg.Reply) *Reply {
@@ -176,21 +200,7 @@ func MessageFromProto(p *Message) (node.Message, error) {
 	case *Message_Reply:
 		return replyFromProto(b.Reply), nil
 	case *Message_Prepare:
-		q := b.Prepare
-		var delta []byte
-		if q.GetHasDelta() {
-			delta = q.GetDelta()
-			if delta == nil {
-				delta = []byte{}
-			}
-		}
-		p := msg.Prepare{Shard: int(q.GetShard()), Primary: q.GetPrimary(), OpNum: q.GetOpNum(), Stripe: int(q.GetStripe()),
-			Pos: int(q.GetPos()), Delta: delta, Stripes: intsFrom32(q.GetStripes()), Client: q.GetClient(), Seq: q.GetSeq()}
-		if q.Reply != nil {
-			r := replyFromProto(q.Reply)
-			p.Reply = &r
-		}
-		return p, nil
+		return prepareFromProto(b.Prepare), nil
 	case *Message_PrepareOk:
 		r := b.PrepareOk
 		return msg.PrepareOK{Shard: int(r.GetShard()), Primary: r.GetPrimary(), OpNum: r.GetOpNum(), Stripe: int(r.GetStripe()), Inc: r.GetInc()}, nil
@@ -200,6 +210,9 @@ func MessageFromProto(p *Message) (node.Message, error) {
 	case *Message_PrepareDrop:
 		r := b.PrepareDrop
 		return msg.PrepareDrop{Shard: int(r.GetShard()), Primary: r.GetPrimary(), OpNum: r.GetOpNum(), Stripe: int(r.GetStripe())}, nil
+	}
+	if m, ok, err := reconfigFromProto(p); ok {
+		return m, err
 	}
 	return nil, fieldErr("msg.body", "missing or unknown message type")
 }

@@ -17,4 +17,4 @@ fi
 protoc --proto_path=. \
 	--go_out=. --go_opt=paths=source_relative \
 	--go-grpc_out=. --go-grpc_opt=paths=source_relative \
-	amalgam.proto
+	amalgam.proto reconfig.proto
