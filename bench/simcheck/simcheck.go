@@ -247,14 +247,15 @@ func OneValuePerSlot[B, V comparable](slots []Slot[B, V], quorum int) string {
 		val V
 	}
 	type source struct {
-		member int
-		vt     *vote
+		member  int
+		vt      *vote
+		members []int
 	}
 	chosen := map[key]V{}
 	where := map[key]source{}
 	describe := func(src source) string {
 		if src.vt != nil {
-			return fmt.Sprintf("accepted at ballot %v by a quorum", src.vt.bal)
+			return fmt.Sprintf("accepted at ballot %v by members %v", src.vt.bal, src.members)
 		}
 		return fmt.Sprintf("learned by member %d", src.member)
 	}
@@ -275,18 +276,18 @@ func OneValuePerSlot[B, V comparable](slots []Slot[B, V], quorum int) string {
 			}
 		}
 	}
-	votes := map[vote]int{}
+	votes := map[vote][]int{}
 	var order []vote
 	for _, sl := range slots {
 		if sl.Accepted {
 			vt := vote{key{sl.Group, sl.Slot}, sl.Ballot, sl.Acc}
-			if votes[vt]++; votes[vt] == quorum {
+			if votes[vt] = append(votes[vt], sl.Member); len(votes[vt]) == quorum {
 				order = append(order, vt)
 			}
 		}
 	}
 	for i := range order {
-		if why := note(order[i].k, order[i].val, source{vt: &order[i]}); why != "" {
+		if why := note(order[i].k, order[i].val, source{vt: &order[i], members: votes[order[i]]}); why != "" {
 			return why
 		}
 	}
