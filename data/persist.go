@@ -12,15 +12,19 @@ import (
 )
 
 // Durable state of a data server (node.Persistent), under the keys
-// (the reconfiguration state rc is not persisted yet: the runtime serves a
-// static configuration)
 //
 //	meta             gob of dataMeta: configuration hash, op_num, pending_ops
+//	cfg              gob of the configuration the server is in
+//	rc               gob of dataRC: incarnation, fences, degraded blocks,
+//	                 snapshot nonce and answers, backups to re-send to
 //	b/<block, hex>   the block's contents
 //	c/<client, hex>  gob of the client's clientEntry
 //
-// Blocks and client entries are written when they change; the metadata
-// (small: pending_ops holds only operations in flight) on every Persist.
+// Blocks and client entries are written when they change, cfg and rc when
+// their hash changes; the metadata (small: pending_ops holds only
+// operations in flight) on every Persist. Snapshots this server runs to
+// rebuild its own blocks are not kept: after a restart, Init starts them
+// again with fresh nonces.
 
 type dataMeta struct {
 	CfgHash uint64
@@ -44,10 +48,34 @@ type clientRec struct {
 	Reply msg.Reply
 }
 
+// dataRC is the durable part of reconfState.
+type dataRC struct {
+	Inc      uint64
+	Stopped  []node.Addr
+	Degraded []bool
+	Nonce    uint64
+	Answers  []answerRec
+	Resend   []node.Addr
+}
+
+type answerRec struct {
+	Requester   node.Addr
+	Stripe      int
+	Nonce       uint64
+	HasBlock    bool
+	Block       []byte
+	Upto, OpNum uint64
+	Sent        bool
+}
+
+// persistMemo remembers the hashes of what Persist last wrote.
+type persistMemo struct{ cfg, rc uint64 }
+
 var _ node.Persistent = (*Server)(nil)
 
 // TrackChanges implements node.Persistent.
 func (s *Server) TrackChanges() {
+	s.saved = persistMemo{}
 	s.blocks.Track()
 	s.clients.changed = make(map[uint64]bool, len(s.clients.m))
 	for c := range s.clients.m {
@@ -63,6 +91,21 @@ func (s *Server) Persist(w node.Writer) {
 		w.Put(fmt.Sprintf("c/%016x", c), gobBytes(clientRec{Seq: e.seq, Done: e.done, Reply: e.reply}))
 	}
 	clear(s.clients.changed)
+	if s.saved.cfg != s.cfgHash {
+		w.Put("cfg", gobBytes(s.cfg))
+		s.saved.cfg = s.cfgHash
+	}
+	h := node.NewHasher()
+	s.rc.hash(h)
+	if rh := h.Sum(); s.saved.rc != rh {
+		rc := dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend}
+		for _, a := range s.rc.answers {
+			rc.Answers = append(rc.Answers, answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce,
+				HasBlock: a.block != nil, Block: a.block, Upto: a.upto, OpNum: a.opNum, Sent: a.sent})
+		}
+		w.Put("rc", gobBytes(rc))
+		s.saved.rc = rh
+	}
 	m := dataMeta{CfgHash: s.cfgHash, OpNum: s.opNum}
 	for _, p := range s.pending {
 		r := pendingRec{OpNum: p.opNum, Client: p.client, Seq: p.seq, ReplyTo: string(p.replyTo), Reply: p.reply, Committed: p.committed}
@@ -77,7 +120,8 @@ func (s *Server) Persist(w node.Writer) {
 }
 
 // Restore implements node.Persistent. It expects the server as New made
-// it, in the configuration it ran in before.
+// it, with the layout it ran with before; it takes the configuration it
+// was in from the store.
 func (s *Server) Restore(r node.Reader) error {
 	v, ok, err := r.Get("meta")
 	if err != nil || !ok {
@@ -87,8 +131,8 @@ func (s *Server) Restore(r node.Reader) error {
 	if err := gobDecode(v, &m); err != nil {
 		return fmt.Errorf("data/%d: meta: %w", s.me, err)
 	}
-	if m.CfgHash != s.cfgHash {
-		return fmt.Errorf("data/%d: stored state is for another configuration (layout or incarnations changed)", s.me)
+	if err := s.restoreConfig(r, m.CfgHash); err != nil {
+		return err
 	}
 	s.opNum = m.OpNum
 	s.pending = nil
@@ -133,6 +177,51 @@ func (s *Server) Restore(r node.Reader) error {
 	s.blocks.TakeChanged(func(uint64, []byte) {})
 	if s.clients.changed != nil {
 		clear(s.clients.changed)
+	}
+	return nil
+}
+
+// restoreConfig reads back the configuration and the reconfiguration
+// state. A store without them (written before they were kept) must be for
+// the configuration the server was made with.
+func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
+	v, ok, err := r.Get("cfg")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if cfgHash != s.cfgHash {
+			return fmt.Errorf("data/%d: stored state is for another configuration (layout or incarnations changed)", s.me)
+		}
+		return nil
+	}
+	var cfg msg.Config
+	if err := gobDecode(v, &cfg); err != nil {
+		return fmt.Errorf("data/%d: cfg: %w", s.me, err)
+	}
+	if cfg.Layout != s.cfg.Layout || node.HashOf(cfg) != cfgHash || s.me >= len(cfg.Data) {
+		return fmt.Errorf("data/%d: stored state is for another layout (or torn)", s.me)
+	}
+	s.cfg, s.cfgHash = cfg, cfgHash
+	s.rc = newReconfState(cfg, s.me)
+	v, ok, err = r.Get("rc")
+	if err != nil || !ok {
+		return err
+	}
+	var rc dataRC
+	if err := gobDecode(v, &rc); err != nil {
+		return fmt.Errorf("data/%d: rc: %w", s.me, err)
+	}
+	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.resend = rc.Inc, rc.Stopped, rc.Nonce, rc.Resend
+	if len(rc.Degraded) > 0 {
+		s.rc.degraded = rc.Degraded
+	}
+	for _, a := range rc.Answers {
+		x := &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto, opNum: a.OpNum, sent: a.Sent}
+		if a.HasBlock {
+			x.block = a.Block
+		}
+		s.rc.answers = append(s.rc.answers, x)
 	}
 	return nil
 }

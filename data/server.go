@@ -22,6 +22,7 @@ type Server struct {
 	clients clientTable
 	cfgHash uint64
 	rc      reconfState
+	saved   persistMemo // what Persist last wrote (persist.go); not state
 }
 
 // pendingOp is an executed operation not yet acknowledged by every parity
@@ -53,7 +54,12 @@ func New(cfg msg.Config, me int) *Server {
 }
 
 // Init implements node.Node.
-func (s *Server) Init(node.Context) {}
+// After a restart it resumes rebuilding degraded blocks and re-sending to
+// replaced backups (a fresh server has neither).
+func (s *Server) Init(ctx node.Context) {
+	s.rebuildNext(ctx)
+	s.setTimer(ctx)
+}
 
 // Timer implements node.Node: the only timer retries data recovery and
 // PREPAREs to replaced backups.

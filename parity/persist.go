@@ -14,20 +14,56 @@ import (
 // Durable state of a parity server (node.Persistent), under the keys
 //
 //	meta                          gob of parityMeta: configuration hash, op numbers
+//	cfg                           gob of the configuration the server is in
+//	rc                            gob of parityRC: incarnation, fences, client
+//	                              records, degraded blocks, snapshot copies, early
+//	                              stream messages, kept deltas, rebuild nonce
 //	b/<stripe, hex>               the stripe's parity block
 //	p/<shard>/<op_num>/<stripe>   gob of a held PREPARE (hex fields)
 //
-// Blocks and PREPAREs are written when they change; meta on every Persist.
+// Blocks and PREPAREs are written when they change, cfg and rc when their
+// hash changes; meta on every Persist. The rebuild in progress is not
+// kept: after a restart, Init starts it again with a fresh nonce.
 
 type parityMeta struct {
 	CfgHash uint64
 	OpNums  []uint64
 }
 
+// parityRC is the durable part of reconfState.
+type parityRC struct {
+	Inc      uint64
+	Stopped  []bool
+	Clients  []clientRec
+	Degraded []bool
+	Snaps    []snapRec
+	Early    []EarlyRecord
+	Nonce    uint64
+	Kept     []msg.Prepare
+}
+
+type clientRec struct {
+	Shard int
+	Rec   msg.ClientRecord
+}
+
+type snapRec struct {
+	Requester node.Addr
+	Stripe    int
+	Nonce     uint64
+	HasCopy   bool
+	Copy      []byte
+	Seen      uint64
+}
+
+// persistMemo remembers the hashes of what Persist last wrote.
+type persistMemo struct{ cfg, rc uint64 }
+
 var _ node.Persistent = (*Server)(nil)
 
 // TrackChanges implements node.Persistent.
 func (s *Server) TrackChanges() {
+	s.saved = persistMemo{}
 	s.blocks.Track()
 	s.prepares.Track()
 }
@@ -36,6 +72,25 @@ func (s *Server) TrackChanges() {
 func (s *Server) Persist(w node.Writer) {
 	s.blocks.TakeChanged(func(id uint64, v []byte) { w.Put(fmt.Sprintf("b/%016x", id), v) })
 	PersistPrepares(&s.prepares, w)
+	if s.saved.cfg != s.cfgHash {
+		w.Put("cfg", GobBytes(s.cfg))
+		s.saved.cfg = s.cfgHash
+	}
+	h := node.NewHasher()
+	s.rc.hash(h)
+	if rh := h.Sum(); s.saved.rc != rh {
+		rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Early: EarlyToRecords(s.rc.early),
+			Nonce: s.rc.nonce, Kept: s.rc.kept}
+		for k, r := range s.rc.clients {
+			rc.Clients = append(rc.Clients, clientRec{Shard: k.shard, Rec: r})
+		}
+		for _, sn := range s.rc.snaps {
+			rc.Snaps = append(rc.Snaps, snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce,
+				HasCopy: sn.copy != nil, Copy: sn.copy, Seen: sn.seen})
+		}
+		w.Put("rc", GobBytes(rc))
+		s.saved.rc = rh
+	}
 	w.Put("meta", GobBytes(parityMeta{CfgHash: s.cfgHash, OpNums: s.opNums}))
 }
 
@@ -49,8 +104,11 @@ func (s *Server) Restore(r node.Reader) error {
 	if err := GobDecode(v, &m); err != nil {
 		return fmt.Errorf("parity/%d: meta: %w", s.me, err)
 	}
-	if m.CfgHash != s.cfgHash || len(m.OpNums) != len(s.opNums) {
-		return fmt.Errorf("parity/%d: stored state is for another configuration (layout or incarnations changed)", s.me)
+	if err := s.restoreConfig(r, m.CfgHash); err != nil {
+		return err
+	}
+	if len(m.OpNums) != len(s.opNums) {
+		return fmt.Errorf("parity/%d: stored state is for another layout", s.me)
 	}
 	copy(s.opNums, m.OpNums)
 	err = r.Scan("b/", func(k string, v []byte) error {
@@ -69,6 +127,113 @@ func (s *Server) Restore(r node.Reader) error {
 	}
 	s.blocks.TakeChanged(func(uint64, []byte) {})
 	return nil
+}
+
+// restoreConfig reads back the configuration and the reconfiguration
+// state. A store without them (written before they were kept) must be for
+// the configuration the server was made with.
+func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
+	v, ok, err := r.Get("cfg")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if cfgHash != s.cfgHash {
+			return fmt.Errorf("parity/%d: stored state is for another configuration (layout or incarnations changed)", s.me)
+		}
+		return nil
+	}
+	var cfg msg.Config
+	if err := GobDecode(v, &cfg); err != nil {
+		return fmt.Errorf("parity/%d: cfg: %w", s.me, err)
+	}
+	if cfg.Layout != s.cfg.Layout || node.HashOf(cfg) != cfgHash || s.me >= len(cfg.Parity) {
+		return fmt.Errorf("parity/%d: stored state is for another layout (or torn)", s.me)
+	}
+	s.cfg, s.cfgHash = cfg, cfgHash
+	s.rc = newReconfState(cfg, s.me)
+	v, ok, err = r.Get("rc")
+	if err != nil || !ok {
+		return err
+	}
+	var rc parityRC
+	if err := GobDecode(v, &rc); err != nil {
+		return fmt.Errorf("parity/%d: rc: %w", s.me, err)
+	}
+	if len(rc.Stopped) != len(s.rc.stopped) {
+		return fmt.Errorf("parity/%d: rc: %d fences for %d shards", s.me, len(rc.Stopped), len(s.rc.stopped))
+	}
+	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.kept = rc.Inc, rc.Stopped, rc.Nonce, rc.Kept
+	if len(rc.Degraded) > 0 {
+		s.rc.degraded = rc.Degraded
+	}
+	for _, c := range rc.Clients {
+		s.rc.clients[clientKey{c.Shard, c.Rec.Client}] = c.Rec
+	}
+	for _, sn := range rc.Snaps {
+		x := &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen}
+		if sn.HasCopy {
+			x.copy = sn.Copy
+		}
+		s.rc.snaps = append(s.rc.snaps, x)
+	}
+	if s.rc.early, err = EarlyFromRecords(rc.Early); err != nil {
+		return fmt.Errorf("parity/%d: rc: %w", s.me, err)
+	}
+	return nil
+}
+
+// EarlyRecord is a held stream message (Early) as gob stores it.
+type EarlyRecord struct {
+	From    node.Addr
+	Kind    int // 1 Prepare, 2 Commit, 3 PrepareDrop, 4 SnapshotMarker
+	Prepare msg.Prepare
+	Ref     msg.Commit // Commit and PrepareDrop have the same fields
+	Marker  msg.SnapshotMarker
+}
+
+// EarlyToRecords converts held stream messages for storage.
+func EarlyToRecords(e Early) []EarlyRecord {
+	var out []EarlyRecord
+	for _, x := range e {
+		r := EarlyRecord{From: x.From}
+		switch m := x.Msg.(type) {
+		case msg.Prepare:
+			r.Kind, r.Prepare = 1, m
+		case msg.Commit:
+			r.Kind, r.Ref = 2, m
+		case msg.PrepareDrop:
+			r.Kind, r.Ref = 3, msg.Commit(m)
+		case msg.SnapshotMarker:
+			r.Kind, r.Marker = 4, m
+		default:
+			panic(fmt.Sprintf("parity: cannot store an early %T", x.Msg)) // Ahead admits no other type
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// EarlyFromRecords converts stored held messages back.
+func EarlyFromRecords(rs []EarlyRecord) (Early, error) {
+	var out Early
+	for _, r := range rs {
+		var m node.Message
+		switch r.Kind {
+		case 1:
+			m = r.Prepare
+		case 2:
+			m = r.Ref
+		case 3:
+			m = msg.PrepareDrop(r.Ref)
+		case 4:
+			m = r.Marker
+		default:
+			return nil, fmt.Errorf("early message of kind %d", r.Kind)
+		}
+		out = append(out, Envelope{From: r.From, Msg: m})
+	}
+	return out, nil
 }
 
 func prepKey(k msg.PrepKey) string {

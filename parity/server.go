@@ -22,6 +22,7 @@ type Server struct {
 	blocks   *erasure.Blocks // parity blocks by stripe number
 	cfgHash  uint64
 	rc       reconfState
+	saved    persistMemo // what Persist last wrote (persist.go); not state
 }
 
 // New returns the parity server of machine me. The code must match the
@@ -35,7 +36,9 @@ func New(cfg msg.Config, me int, code *erasure.Code) *Server {
 }
 
 // Init implements node.Node.
-func (s *Server) Init(node.Context) {}
+// After a restart it resumes rebuilding degraded blocks (a fresh server
+// has none).
+func (s *Server) Init(ctx node.Context) { s.rebuildNext(ctx) }
 
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {

@@ -13,8 +13,10 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -48,6 +50,18 @@ type Options struct {
 	Register func(*grpc.Server)
 	// Metrics receives counters; nil ignores them.
 	Metrics Metrics
+	// Multicast, if set, lists the hosts that get a copy of an unordered
+	// message to the address (the replicas of the reconfiguration
+	// service); an empty list falls back to Resolve.
+	Multicast func(node.Addr) []string
+	// NewNode, if set, is asked for a node when a message arrives for an
+	// address with no node here (a spare starting the incarnation a
+	// NewConfig gives it). A non-nil node is added, restored from the
+	// store if it persisted anything, started, and then gets the message.
+	NewNode func(a node.Addr, m node.Message) node.Node
+	// Inbound, if set, receives unordered messages for addresses with no
+	// node here and no NewNode (the reconfiguration service's host).
+	Inbound func(from, to node.Addr, m node.Message)
 }
 
 // Metrics is what the host reports. All methods must be safe for
@@ -110,32 +124,72 @@ func (h *Host) AddNode(a node.Addr, n node.Node) error {
 	if h.started {
 		return errors.New("runtime: AddNode after Start")
 	}
+	_, err := h.addLocked(a, n)
+	return err
+}
+
+// addLocked creates the loop of node a, restoring it from the store. The
+// caller holds h.mu and starts the loop if the host runs.
+func (h *Host) addLocked(a node.Addr, n node.Node) (*loop, error) {
 	if _, ok := h.loops[a]; ok {
-		return fmt.Errorf("runtime: node %s added twice", a)
+		return nil, fmt.Errorf("runtime: node %s added twice", a)
 	}
 	l := &loop{h: h, addr: a, n: n, inbox: make(chan event, 1024),
-		in: map[node.Addr]*inStream{}, out: map[node.Addr]*outStream{}}
+		in: map[node.Addr]*inStream{}, out: map[node.Addr]*outStream{}, peerInc: map[node.Addr]uint64{}}
 	if s := h.opts.Store; s != nil {
 		if p, ok := n.(node.Persistent); ok {
 			l.pers = p
 			p.TrackChanges()
 			has, err := s.hasNode(a)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if has {
 				if err := p.Restore(nodeReader{s, a}); err != nil {
-					return fmt.Errorf("restoring %s: %w", a, err)
+					return nil, fmt.Errorf("restoring %s: %w", a, err)
 				}
 			}
 		}
 		if err := l.restoreStreams(); err != nil {
-			return fmt.Errorf("restoring streams of %s: %w", a, err)
+			return nil, fmt.Errorf("restoring streams of %s: %w", a, err)
+		}
+		if err := l.restorePeers(); err != nil {
+			return nil, fmt.Errorf("restoring peers of %s: %w", a, err)
 		}
 	}
+	l.noteIncarnation()
 	h.loops[a] = l
-	return nil
+	return l, nil
 }
+
+// addLive adds node n at a to a running host (see Options.NewNode).
+func (h *Host) addLive(a node.Addr, n node.Node) (*loop, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l, ok := h.loops[a]; ok {
+		return l, nil
+	}
+	if h.stopped {
+		return nil, errors.New("host stopped")
+	}
+	l, err := h.addLocked(a, n)
+	if err != nil {
+		return nil, err
+	}
+	if h.started {
+		for _, o := range l.out {
+			o.start()
+		}
+		h.wg.Add(1)
+		go l.run()
+	}
+	h.log.Info("node added", "addr", a)
+	return l, nil
+}
+
+// Send sends an unordered message from address from (which need not be a
+// node of this host) to to.
+func (h *Host) Send(from, to node.Addr, m node.Message) { h.send(from, to, m) }
 
 // SetClientServer installs the implementation of the client API.
 func (h *Host) SetClientServer(c wire.ClientServer) { h.client = c }
@@ -310,6 +364,7 @@ type event struct {
 	from     node.Addr
 	m        node.Message
 	t        node.Timer
+	epoch    uint64 // for timers: the incarnation epoch that set it
 	fn       func(node.Context, node.Node)
 	sid, seq uint64 // for stream messages: the stream and sequence number
 }
@@ -324,6 +379,14 @@ type loop struct {
 	mu  sync.Mutex
 	in  map[node.Addr]*inStream
 	out map[node.Addr]*outStream // written by the loop only
+	// peerInc is the newest incarnation of each peer that this node's
+	// configurations name (see incarnation.go); guarded by mu.
+	peerInc map[node.Addr]uint64
+	// inc is the node's incarnation (node.Incarnated; 0 if it has none).
+	inc atomic.Uint64
+	// epoch counts the incarnations started here; timers set by an older
+	// one are dropped. Loop goroutine only.
+	epoch uint64
 }
 
 func (l *loop) post(ctx context.Context, ev event) error {
@@ -368,7 +431,7 @@ func (l *loop) run() {
 	defer l.h.wg.Done()
 	batch := []event{{fn: func(ctx node.Context, n node.Node) { n.Init(ctx) }}}
 	for {
-		l.process(batch)
+		l.processAll(batch)
 		batch = batch[:0]
 		select {
 		case ev := <-l.inbox:
@@ -391,24 +454,45 @@ func (l *loop) run() {
 type delivered struct{ sid, seq uint64 }
 
 // process runs a batch of events, makes their effects durable, then
-// releases them.
-func (l *loop) process(batch []event) {
+// releases them. With restart, the batch is one message that starts a new
+// incarnation here: the old incarnation's streams, timers and stored state
+// end first (incarnation.go).
+func (l *loop) process(batch []event, restart bool) {
 	start := time.Now()
 	ctx := &hctx{self: l.addr}
 	in := map[node.Addr]delivered{}
+	var inc incChanges
+	if restart {
+		inc = l.endIncarnation()
+	}
 	for _, ev := range batch {
 		switch {
 		case ev.fn != nil:
 			ev.fn(ctx, l.n)
 		case ev.t != nil:
+			if ev.epoch != l.epoch {
+				continue // set by an incarnation that ended
+			}
 			l.n.Timer(ctx, ev.t)
 		default:
+			if ev.seq > 0 && !l.current(ev.from, ev.sid) {
+				continue // a stream that ended with its sender's incarnation
+			}
+			mark := len(ctx.streams)
+			before := configNum(l.n)
 			l.n.Handle(ctx, ev.from, ev.m)
+			l.learn(ctx, mark, before, ev.m, &inc, in)
 			if ev.seq > 0 {
 				in[ev.from] = delivered{ev.sid, ev.seq}
 			}
 		}
 	}
+	if restart {
+		if l.pers != nil {
+			l.pers.TrackChanges() // the new state is written whole
+		}
+	}
+	l.noteIncarnation()
 	// Number the stream messages.
 	type queued struct {
 		o *outStream
@@ -417,6 +501,14 @@ func (l *loop) process(batch []event) {
 	var qs []queued
 	touched := map[*outStream]bool{}
 	for _, s := range ctx.streams {
+		if s.m == nil { // the peer's incarnation changed: a new stream
+			if o := l.dropOut(s.to); o != nil {
+				inc.ended = append(inc.ended, o)
+				delete(touched, o)
+				qs = slices.DeleteFunc(qs, func(q queued) bool { return q.o == o })
+			}
+			continue
+		}
 		o := l.outStream(s.to)
 		p, err := wire.MessageToProto(s.m)
 		if err != nil {
@@ -428,6 +520,7 @@ func (l *loop) process(batch []event) {
 	}
 	if st := l.h.opts.Store; st != nil {
 		b := st.db.NewBatch()
+		inc.write(b, l.addr)
 		if l.pers != nil {
 			l.pers.Persist(nodeWriter{b, l.addr})
 		}
@@ -454,6 +547,9 @@ func (l *loop) process(batch []event) {
 		_ = b.Close()
 	}
 	// Release.
+	for _, o := range inc.ended {
+		o.stop()
+	}
 	for _, q := range qs {
 		q.o.push(q.e)
 	}
@@ -474,6 +570,7 @@ func (l *loop) setTimer(t timerEffect) {
 	if t.max > t.min {
 		d += time.Duration(mrand.Int64N(int64(t.max - t.min + 1)))
 	}
+	epoch := l.epoch
 	l.h.wg.Add(1)
 	go func() {
 		defer l.h.wg.Done()
@@ -481,7 +578,7 @@ func (l *loop) setTimer(t timerEffect) {
 		defer tm.Stop()
 		select {
 		case <-tm.C:
-			_ = l.post(l.h.ctx, event{t: t.t})
+			_ = l.post(l.h.ctx, event{t: t.t, epoch: epoch})
 		case <-l.h.ctx.Done():
 		}
 	}()
@@ -518,16 +615,29 @@ func (h *Host) send(from, to node.Addr, m node.Message) {
 		}
 		return
 	}
-	addr, ok := h.opts.Resolve(to)
-	if !ok {
-		h.log.Debug("dropping message to unknown address", "to", to)
-		return
-	}
 	p, err := wire.MessageToProto(m)
 	if err != nil {
 		h.log.Error("dropping unencodable message", "to", to, "err", err)
 		return
 	}
+	if h.opts.Multicast != nil {
+		if hosts := h.opts.Multicast(to); len(hosts) > 0 {
+			for _, a := range hosts {
+				h.sendTo(a, from, to, p)
+			}
+			return
+		}
+	}
+	addr, ok := h.opts.Resolve(to)
+	if !ok {
+		h.log.Debug("dropping message to unknown address", "to", to)
+		return
+	}
+	h.sendTo(addr, from, to, p)
+}
+
+// sendTo queues an encoded unordered message for the host at addr.
+func (h *Host) sendTo(addr string, from, to node.Addr, p *wire.Message) {
 	h.mu.Lock()
 	s, ok := h.senders[addr]
 	if !ok && !h.stopped {
@@ -591,12 +701,16 @@ type transport struct {
 
 func (t *transport) Send(ctx context.Context, req *wire.SendRequest) (*wire.SendResponse, error) {
 	for _, e := range req.GetEnvelopes() {
-		l := t.h.loop(node.Addr(e.GetTo()))
-		if l == nil {
-			continue
-		}
+		to := node.Addr(e.GetTo())
 		m, err := wire.MessageFromProto(e.GetMsg())
 		if err != nil {
+			continue
+		}
+		l := t.h.loop(to)
+		if l == nil {
+			l = t.h.missing(node.Addr(e.GetFrom()), to, m)
+		}
+		if l == nil {
 			continue
 		}
 		select {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -22,18 +24,27 @@ import (
 	"github.com/amalgam-store/amalgam/witness"
 )
 
-// Cluster is a static cluster description: the configuration and the
-// address of every machine. (The reconfiguration service will make it
-// dynamic.)
+// Cluster is a machine's view of the cluster: the layout (in Config) and
+// the address book, which host serves each machine slot. With a
+// reconfiguration service (Reconfig), the address book follows the
+// service's (directory.go); without one it is static.
 type Cluster struct {
 	Config     msg.Config
 	Machines   []string // host:port of machine m
 	Durability string   // "durable" or "memory"
+	// Reconfig lists the reconfiguration service's replicas (host:port).
+	Reconfig []string
+
+	mu      sync.RWMutex // guards Machines, spares and version once machines run
+	spares  []string
+	version uint64
 }
 
 // Resolve maps "data/m", "parity/m" and "witness/m" to machine m.
 func (c *Cluster) Resolve(a node.Addr) (string, bool) {
 	role, m, err := msg.ParseAddr(a)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err != nil || m >= len(c.Machines) {
 		return "", false
 	}
@@ -46,6 +57,8 @@ func (c *Cluster) Resolve(a node.Addr) (string, bool) {
 
 // StatusProto describes the cluster on the wire.
 func (c *Cluster) StatusProto() *wire.StatusResponse {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	l := c.Config.Layout
 	r := &wire.StatusResponse{ConfigNum: c.Config.Num, Durability: c.Durability,
 		Layout: &wire.Layout{N: int32(l.N), G: int32(l.G), F: int32(l.F), W: int32(l.W), Stripes: int32(l.Stripes), BlockSize: int32(l.BlockSize)}}
@@ -74,6 +87,24 @@ type MachineOptions struct {
 	DialOptions   []grpc.DialOption
 	Register      func(*grpc.Server)
 	Metrics       Metrics
+	// The rest matters with a reconfiguration service (Cluster.Reconfig);
+	// see directory.go.
+	//
+	// Joining: this host takes over the machine slot from another (a
+	// spare): it runs only the servers it stored or that a NewConfig
+	// starts, never a fresh copy of an old incarnation.
+	Joining bool
+	// Self is the host:port peers reach this machine at (default: the
+	// listener's address).
+	Self string
+	// HeartbeatEvery is how often the machine tells the reconfiguration
+	// service it is alive (default 200ms).
+	HeartbeatEvery time.Duration
+	// OnEvicted is called once if the address book gives this machine's
+	// slot to another host (it was replaced); the machine stops serving.
+	OnEvicted func(machine int, host string)
+	// OnAssigned is called when a spare is given a machine slot.
+	OnAssigned func(machine int)
 }
 
 // Machine is one running machine: data, parity and witness servers.
@@ -81,13 +112,23 @@ type Machine struct {
 	*Host
 	wire.UnimplementedClientServer
 	cl    *Cluster
-	me    int
+	me    atomic.Int64 // the machine slot served; -1 for a spare not yet assigned
 	store *Store
+	code  *erasure.Code
+	o     MachineOptions
+	self  string
+	hb    chan struct{} // closed to stop heartbeats
+	hbWG  sync.WaitGroup
 }
 
-// StartMachine starts machine me of cl.
+// StartMachine starts machine me of cl; me -1 starts a spare, which serves
+// no slot until the reconfiguration service assigns it one.
 func StartMachine(cl *Cluster, me int, code *erasure.Code, o MachineOptions) (*Machine, error) {
-	mc := &Machine{cl: cl, me: me}
+	mc := &Machine{cl: cl, code: code, o: o, self: o.Self, hb: make(chan struct{})}
+	mc.me.Store(int64(me))
+	if mc.self == "" {
+		mc.self = o.Listener.Addr().String()
+	}
 	if cl.Durability != "memory" {
 		st, err := OpenStore(filepath.Clean(o.Dir), true)
 		if err != nil {
@@ -99,15 +140,18 @@ func StartMachine(cl *Cluster, me int, code *erasure.Code, o MachineOptions) (*M
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	mc.Host = NewHost(Options{Listener: o.Listener, Resolve: cl.Resolve, BlockSize: cl.Config.Layout.BlockSize,
+	hopts := Options{Listener: o.Listener, Resolve: cl.Resolve, BlockSize: cl.Config.Layout.BlockSize,
 		Store: mc.store, Logger: log.With("machine", me), ServerOptions: o.ServerOptions, DialOptions: o.DialOptions,
-		Register: o.Register, Metrics: o.Metrics})
-	nodes := map[node.Addr]node.Node{
-		msg.DataAddr(me):   data.New(cl.Config, me),
-		msg.ParityAddr(me): parity.New(cl.Config, me, code),
+		Register: o.Register, Metrics: o.Metrics}
+	if len(cl.Reconfig) > 0 {
+		hopts.Multicast = cl.multicast
+		hopts.NewNode = mc.newNode
 	}
-	if cl.Config.Layout.W > 0 {
-		nodes[msg.WitnessAddr(me)] = witness.New(cl.Config, me)
+	mc.Host = NewHost(hopts)
+	nodes, err := mc.initialNodes(me)
+	if err != nil {
+		mc.closeStore()
+		return nil, err
 	}
 	for a, n := range nodes {
 		if err := mc.AddNode(a, n); err != nil {
@@ -117,11 +161,21 @@ func StartMachine(cl *Cluster, me int, code *erasure.Code, o MachineOptions) (*M
 	}
 	mc.SetClientServer(mc)
 	mc.Start()
+	if len(cl.Reconfig) > 0 {
+		mc.hbWG.Add(1)
+		go mc.heartbeat()
+	}
 	return mc, nil
 }
 
 // Close stops the machine and closes its store.
 func (mc *Machine) Close() {
+	select {
+	case <-mc.hb:
+	default:
+		close(mc.hb)
+	}
+	mc.hbWG.Wait()
 	mc.Stop()
 	mc.closeStore()
 }
@@ -144,16 +198,16 @@ func (mc *Machine) Execute(ctx context.Context, req *wire.ExecuteRequest) (*wire
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	if req.GetConfigNum() != 0 && req.GetConfigNum() != cfg.Num {
-		return nil, status.Errorf(codes.FailedPrecondition, "config_num: %d is not the current configuration %d; refresh the layout", req.GetConfigNum(), cfg.Num)
-	}
-	if shard != mc.me {
-		return nil, status.Errorf(codes.FailedPrecondition, "ops[0].block: block %d is on machine %d, not machine %d; refresh the layout", ops[0].Block, shard, mc.me)
+	// config_num is not checked: routing follows the address book, which
+	// configurations do not change (directory.go).
+	me := mc.Slot()
+	if shard != me {
+		return nil, status.Errorf(codes.FailedPrecondition, "ops[0].block: block %d is on machine %d, and this host serves machine %d; refresh the layout", ops[0].Block, shard, me)
 	}
 	from := ClientAddr(req.GetClientId())
 	ch, cancel := mc.Wait(from, req.GetSeq())
 	defer cancel()
-	if err := mc.Deliver(ctx, from, msg.DataAddr(mc.me), msg.Request{Client: req.GetClientId(), Seq: req.GetSeq(), Ops: ops}); err != nil {
+	if err := mc.Deliver(ctx, from, msg.DataAddr(me), msg.Request{Client: req.GetClientId(), Seq: req.GetSeq(), Ops: ops}); err != nil {
 		return nil, ctxStatus(err)
 	}
 	select {
@@ -186,7 +240,8 @@ func (mc *Machine) Status(ctx context.Context, _ *wire.StatusRequest) (*wire.Sta
 	defer cancel()
 	for _, s := range mc.NodeStats(ctx) {
 		r.Nodes = append(r.Nodes, &wire.NodeStatus{Addr: string(s.Addr), NextOpNum: s.NextOpNum,
-			PendingOps: int64(s.PendingOps), BlocksStored: int64(s.BlocksStored)})
+			PendingOps: int64(s.PendingOps), BlocksStored: int64(s.BlocksStored),
+			Incarnation: s.Incarnation, ConfigNum: s.ConfigNum, DegradedBlocks: int64(s.DegradedBlocks)})
 	}
 	return r, nil
 }
@@ -204,15 +259,31 @@ type NodeStat struct {
 	// BytesStored is their size.
 	BlocksStored int
 	BytesStored  int64
+	// Incarnation and ConfigNum: the server's incarnation and the
+	// configuration it is in; DegradedBlocks: blocks it has not rebuilt.
+	Incarnation    uint64
+	ConfigNum      uint64
+	DegradedBlocks int
 }
 
 // NodeStats inspects the machine's nodes, in the order data, parity,
 // witness, skipping those that do not answer before ctx ends.
 func (mc *Machine) NodeStats(ctx context.Context) []NodeStat {
 	var out []NodeStat
-	for _, a := range []node.Addr{msg.DataAddr(mc.me), msg.ParityAddr(mc.me), msg.WitnessAddr(mc.me)} {
+	me := mc.Slot()
+	if me < 0 {
+		return nil
+	}
+	for _, a := range []node.Addr{msg.DataAddr(me), msg.ParityAddr(me), msg.WitnessAddr(me)} {
 		s := NodeStat{Addr: a}
 		err := mc.Inspect(ctx, a, func(n node.Node) {
+			if x, ok := n.(node.Incarnated); ok {
+				s.Incarnation = x.Incarnation()
+			}
+			s.ConfigNum = configNum(n)
+			if d, ok := n.(interface{ DegradedBlocks() int }); ok {
+				s.DegradedBlocks = d.DegradedBlocks()
+			}
 			switch n := n.(type) {
 			case *data.Server:
 				s.NextOpNum = n.NextOpNum()

@@ -47,10 +47,13 @@ type outStream struct {
 	sid     uint64
 	next    uint64 // next number to assign; the loop goroutine only
 	started bool
+	ctx     context.Context // ends when the stream is dropped or the host stops
+	cancel  context.CancelFunc
 
 	mu     sync.Mutex
 	q      []outEntry // unacknowledged, in order
 	acked  uint64
+	dead   bool // dropped: an incarnation at either end ended (incarnation.go)
 	notify chan struct{}
 }
 
@@ -73,8 +76,16 @@ func (o *outStream) start() {
 		return
 	}
 	o.started = true
+	o.ctx, o.cancel = context.WithCancel(o.l.h.ctx)
 	o.l.h.wg.Add(1)
 	go o.run()
+}
+
+// stop ends the sender of a dropped stream.
+func (o *outStream) stop() {
+	if o.cancel != nil {
+		o.cancel()
+	}
 }
 
 func (o *outStream) push(e outEntry) {
@@ -100,10 +111,11 @@ func (o *outStream) ackTo(a uint64) {
 		o.q = append(o.q[:0], o.q[i:]...)
 	}
 	o.acked = max(o.acked, a)
-	o.mu.Unlock()
-	if st := o.l.h.opts.Store; st != nil && i > 0 {
+	defer o.mu.Unlock()
+	if st := o.l.h.opts.Store; st != nil && i > 0 && !o.dead {
 		// Forgetting acknowledged messages need not be synced: if the
 		// delete is lost, they are resent and the receiver drops them.
+		// (Under mu: a dropped stream's keys may belong to its successor.)
 		_ = st.db.DeleteRange(outKey(o.l.addr, o.to, lo), outKey(o.l.addr, o.to, a+1), nil)
 	}
 }
@@ -114,7 +126,7 @@ func (o *outStream) run() {
 	backoff := 10 * time.Millisecond
 	for {
 		progressed, err := o.session()
-		if h.ctx.Err() != nil {
+		if o.ctx.Err() != nil {
 			return
 		}
 		h.opts.Metrics.StreamReconnect(o.l.addr, o.to)
@@ -125,7 +137,7 @@ func (o *outStream) run() {
 		d := backoff/2 + time.Duration(rand.Int64N(int64(backoff)))
 		select {
 		case <-time.After(d):
-		case <-h.ctx.Done():
+		case <-o.ctx.Done():
 			return
 		}
 		backoff = min(2*backoff, maxStreamBackoff)
@@ -152,7 +164,7 @@ func (o *outStream) session() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := context.WithCancel(h.ctx)
+	ctx, cancel := context.WithCancel(o.ctx)
 	defer cancel()
 	// Opening the stream waits for the connection to become ready, so a
 	// peer that restarts is reached as soon as gRPC reconnects to it, but
@@ -163,7 +175,9 @@ func (o *outStream) session() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := st.Send(&wire.StreamFrame{Hello: &wire.StreamHello{From: string(o.l.addr), To: string(o.to), StreamId: o.sid}}); err != nil {
+	hello := &wire.StreamHello{From: string(o.l.addr), To: string(o.to), StreamId: o.sid,
+		FromInc: o.l.inc.Load(), ToInc: o.l.peerIncOf(o.to)}
+	if err := st.Send(&wire.StreamFrame{Hello: hello}); err != nil {
 		return false, err
 	}
 	first, err := st.Recv()
@@ -280,6 +294,9 @@ func (t *transport) Stream(st wire.Transport_StreamServer) error {
 		return status.Errorf(codes.NotFound, "hello.to: no node %q here", hl.GetTo())
 	}
 	from, sid := node.Addr(hl.GetFrom()), hl.GetStreamId()
+	if err := l.checkHello(from, hl.GetFromInc(), hl.GetToInc()); err != nil {
+		return err
+	}
 	in := l.inStream(from)
 	in.mu.Lock()
 	if in.sid != sid {

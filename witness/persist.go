@@ -3,24 +3,60 @@ package witness
 import (
 	"fmt"
 
+	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/parity"
 )
 
-// Durable state of a witness (node.Persistent): its held PREPAREs, as a
-// parity server stores them, and the hash of its configuration under
-// "meta".
-
+// Durable state of a witness (node.Persistent), under the keys
+//
+//	meta                          gob of witnessMeta: configuration hash
+//	cfg                           gob of the configuration the witness is in
+//	rc                            gob of witnessRC: incarnation, fences, early stream messages
+//	p/<shard>/<op_num>/<stripe>   held PREPAREs, as a parity server stores them
+//
+// PREPAREs are written when they change, cfg and rc when their hash
+// changes.
 type witnessMeta struct{ CfgHash uint64 }
+
+type witnessRC struct {
+	Inc     uint64
+	Stopped []bool
+	Early   []parity.EarlyRecord
+}
 
 var _ node.Persistent = (*Server)(nil)
 
 // TrackChanges implements node.Persistent.
-func (s *Server) TrackChanges() { s.prepares.Track() }
+func (s *Server) TrackChanges() {
+	s.saved = persistMemo{}
+	s.prepares.Track()
+}
+
+// persistMemo remembers the hashes of what Persist last wrote.
+type persistMemo struct{ cfg, rc uint64 }
+
+func (s *Server) rcHash() uint64 {
+	h := node.NewHasher()
+	h.Uint64(s.inc)
+	for _, b := range s.stopped {
+		h.Bool(b)
+	}
+	s.early.Hash(h)
+	return h.Sum()
+}
 
 // Persist implements node.Persistent.
 func (s *Server) Persist(w node.Writer) {
 	parity.PersistPrepares(&s.prepares, w)
+	if s.saved.cfg != s.cfgHash {
+		w.Put("cfg", parity.GobBytes(s.cfg))
+		s.saved.cfg = s.cfgHash
+	}
+	if rh := s.rcHash(); s.saved.rc != rh {
+		w.Put("rc", parity.GobBytes(witnessRC{Inc: s.inc, Stopped: s.stopped, Early: parity.EarlyToRecords(s.early)}))
+		s.saved.rc = rh
+	}
 	w.Put("meta", parity.GobBytes(witnessMeta{CfgHash: s.cfgHash}))
 }
 
@@ -34,11 +70,48 @@ func (s *Server) Restore(r node.Reader) error {
 	if err := parity.GobDecode(v, &m); err != nil {
 		return fmt.Errorf("witness/%d: meta: %w", s.me, err)
 	}
-	if m.CfgHash != s.cfgHash {
-		return fmt.Errorf("witness/%d: stored state is for another configuration", s.me)
+	if err := s.restoreConfig(r, m.CfgHash); err != nil {
+		return err
 	}
 	if err := parity.RestorePrepares(&s.prepares, r); err != nil {
 		return fmt.Errorf("witness/%d: %w", s.me, err)
+	}
+	return nil
+}
+
+func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
+	v, ok, err := r.Get("cfg")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if cfgHash != s.cfgHash {
+			return fmt.Errorf("witness/%d: stored state is for another configuration", s.me)
+		}
+		return nil
+	}
+	var cfg msg.Config
+	if err := parity.GobDecode(v, &cfg); err != nil {
+		return fmt.Errorf("witness/%d: cfg: %w", s.me, err)
+	}
+	if cfg.Layout != s.cfg.Layout || node.HashOf(cfg) != cfgHash || s.me >= len(cfg.Witness) {
+		return fmt.Errorf("witness/%d: stored state is for another layout (or torn)", s.me)
+	}
+	s.cfg, s.cfgHash, s.inc = cfg, cfgHash, cfg.Witness[s.me]
+	v, ok, err = r.Get("rc")
+	if err != nil || !ok {
+		return err
+	}
+	var rc witnessRC
+	if err := parity.GobDecode(v, &rc); err != nil {
+		return fmt.Errorf("witness/%d: rc: %w", s.me, err)
+	}
+	if len(rc.Stopped) != len(s.stopped) {
+		return fmt.Errorf("witness/%d: rc: %d fences for %d shards", s.me, len(rc.Stopped), len(s.stopped))
+	}
+	s.inc, s.stopped = rc.Inc, rc.Stopped
+	if s.early, err = parity.EarlyFromRecords(rc.Early); err != nil {
+		return fmt.Errorf("witness/%d: rc: %w", s.me, err)
 	}
 	return nil
 }

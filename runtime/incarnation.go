@@ -1,0 +1,263 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/cockroachdb/pebble"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Incarnations (node.Incarnated, node.Starter), as mc/recovery.go treats
+// them:
+//
+//   - A message that starts a newer incarnation at this node's address
+//     (a NewConfig replacing it) first ends the old incarnation: its
+//     outgoing and incoming streams end, its timers no longer fire, and
+//     everything it stored is deleted in the batch that writes the new
+//     incarnation's state (the handler builds that state; the runtime then
+//     tracks it from scratch, so Persist writes it whole). It runs in a
+//     batch of its own, after the events before it.
+//   - A NewConfig that this node applies and that gives a peer a new
+//     incarnation ends the streams between this node and that peer: what
+//     the handler streams to the peer from then on opens a new stream (a
+//     data server re-sends its pending_ops there first, thesis 3.3.2.2),
+//     and the old stream's unsent messages are dropped.
+//   - Every stream hello names the sender's incarnation and the receiver's
+//     as the sender knows it (from the newest configuration its node
+//     applied; 1, that of configuration 0, until then). A receiver refuses
+//     a stream meant for another incarnation of itself, or from an
+//     incarnation of the sender older than one its configurations name,
+//     so an old incarnation's messages never reach a new one.
+//
+// The peers' incarnations are stored under k\x00<addr>\x00<peer>.
+
+// incChanges are the store writes that ending streams and incarnations
+// need, made in the batch that handles the messages.
+type incChanges struct {
+	wipe  bool        // delete everything the node and its streams stored
+	outs  []node.Addr // outgoing streams to forget
+	ins   []node.Addr // incoming streams to forget
+	peers map[node.Addr]uint64
+	ended []*outStream // stopped once the batch commits
+}
+
+func peerKey(a, peer node.Addr) []byte { return key("k", string(a), string(peer)) }
+
+func (c *incChanges) write(b *pebble.Batch, a node.Addr) {
+	if c.wipe {
+		for _, p := range []string{"n", "i", "m", "o"} {
+			pre := append(key(p, string(a)), 0)
+			_ = b.DeleteRange(pre, prefixEnd(pre), nil)
+		}
+	}
+	for _, to := range c.outs {
+		_ = b.Delete(outMetaKey(a, to), nil)
+		pre := outPrefix(a, to)
+		_ = b.DeleteRange(pre, prefixEnd(pre), nil)
+	}
+	for _, from := range c.ins {
+		_ = b.Delete(inKey(a, from), nil)
+	}
+	for p, inc := range c.peers {
+		_ = b.Set(peerKey(a, p), binary.BigEndian.AppendUint64(nil, inc), nil)
+	}
+}
+
+// processAll processes a batch, giving each message that starts a new
+// incarnation here a batch of its own.
+func (l *loop) processAll(batch []event) {
+	for len(batch) > 0 {
+		restart := l.startsHere(batch[0])
+		i := 1
+		for !restart && i < len(batch) && !l.startsHere(batch[i]) {
+			i++
+		}
+		l.process(batch[:i], restart)
+		batch = batch[i:]
+	}
+}
+
+// startsHere reports whether ev starts a newer incarnation of this node.
+func (l *loop) startsHere(ev event) bool {
+	st, ok := ev.m.(node.Starter)
+	if !ok {
+		return false
+	}
+	inc, ok := st.StartsIncarnation(l.addr)
+	cur, known := l.n.(node.Incarnated)
+	return ok && known && cur.Incarnation() < inc
+}
+
+// endIncarnation ends the node's current incarnation before the handler
+// builds the next one.
+func (l *loop) endIncarnation() incChanges {
+	c := incChanges{wipe: true}
+	l.epoch++
+	for to := range l.out {
+		if o := l.dropOut(to); o != nil {
+			c.ended = append(c.ended, o)
+		}
+	}
+	l.mu.Lock()
+	ins := make([]*inStream, 0, len(l.in))
+	for _, s := range l.in {
+		ins = append(ins, s)
+	}
+	l.mu.Unlock()
+	for _, s := range ins {
+		s.reset()
+	}
+	l.h.log.Info("new incarnation starting; the old one's streams, timers and state end", "addr", l.addr)
+	return c
+}
+
+// dropOut forgets the outgoing stream to a, if any, and returns it (its
+// sender is stopped once the batch commits).
+func (l *loop) dropOut(a node.Addr) *outStream {
+	o := l.out[a]
+	delete(l.out, a)
+	if o != nil {
+		o.mu.Lock()
+		o.dead = true
+		o.q = nil
+		o.mu.Unlock()
+	}
+	return o
+}
+
+func (s *inStream) reset() {
+	s.mu.Lock()
+	s.sid, s.fresh, s.enq, s.persisted = 0, false, 0, 0
+	s.bumpLocked()
+	s.mu.Unlock()
+}
+
+// current reports whether a stream message from from with stream id sid
+// belongs to the live stream (not one that ended since it was queued).
+func (l *loop) current(from node.Addr, sid uint64) bool {
+	s := l.inStream(from)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sid == sid
+}
+
+func configNum(n node.Node) uint64 {
+	if c, ok := n.(interface{ ConfigNum() uint64 }); ok {
+		return c.ConfigNum()
+	}
+	return 0
+}
+
+func (l *loop) noteIncarnation() {
+	if x, ok := l.n.(node.Incarnated); ok {
+		l.inc.Store(x.Incarnation())
+	}
+}
+
+// learn notes the incarnations of a configuration the node just applied
+// (it moved from before to m's number), and ends the streams with every
+// peer the configuration gives a new incarnation: a reset marker goes into
+// the handler's streams at mark, before what the handler streamed.
+func (l *loop) learn(ctx *hctx, mark int, before uint64, m node.Message, c *incChanges, in map[node.Addr]delivered) {
+	nc, ok := m.(msg.NewConfig)
+	if !ok || before == nc.Config.Num || configNum(l.n) != nc.Config.Num {
+		return
+	}
+	cfg := nc.Config
+	var resets []node.Addr
+	l.mu.Lock()
+	for i := 0; i < cfg.Layout.N && i < len(cfg.Data) && i < len(cfg.Parity) && i < len(cfg.Witness); i++ {
+		for _, p := range []struct {
+			a   node.Addr
+			inc uint64
+		}{{msg.DataAddr(i), cfg.Data[i]}, {msg.ParityAddr(i), cfg.Parity[i]}, {msg.WitnessAddr(i), cfg.Witness[i]}} {
+			old := l.peerInc[p.a]
+			if p.a == l.addr || p.inc <= old {
+				continue
+			}
+			l.peerInc[p.a] = p.inc
+			if c.peers == nil {
+				c.peers = map[node.Addr]uint64{}
+			}
+			c.peers[p.a] = p.inc
+			if p.inc > max(old, 1) {
+				resets = append(resets, p.a)
+			}
+		}
+	}
+	ins := map[node.Addr]*inStream{}
+	for _, a := range resets {
+		if s, ok := l.in[a]; ok {
+			ins[a] = s
+		}
+	}
+	l.mu.Unlock()
+	for _, a := range resets {
+		ctx.streams = slices.Insert(ctx.streams, mark, effect{to: a}) // m nil: a new stream
+		c.outs = append(c.outs, a)
+		c.ins = append(c.ins, a)
+		delete(in, a)
+		if s := ins[a]; s != nil {
+			s.reset()
+		}
+		l.h.log.Info("peer has a new incarnation; streams with it start over", "addr", l.addr, "peer", a, "inc", l.peerIncOf(a))
+	}
+}
+
+func (l *loop) peerIncOf(a node.Addr) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.peerInc[a]
+}
+
+// checkHello refuses a stream between incarnations that do not match
+// (see the comment at the top).
+func (l *loop) checkHello(from node.Addr, fromInc, toInc uint64) error {
+	if own := l.inc.Load(); own != 0 {
+		want := max(toInc, 1)
+		if want != own {
+			return status.Errorf(codes.FailedPrecondition, "hello.to_inc: stream for incarnation %d of %s, which is incarnation %d", want, l.addr, own)
+		}
+	}
+	if known := l.peerIncOf(from); fromInc != 0 && fromInc < known {
+		return status.Errorf(codes.FailedPrecondition, "hello.from_inc: incarnation %d of %s has ended (%d is current)", fromInc, from, known)
+	}
+	return nil
+}
+
+// restorePeers reads back the peers' incarnations. Before Start only.
+func (l *loop) restorePeers() error {
+	pre := append(key("k", string(l.addr)), 0)
+	return l.h.opts.Store.scan(pre, func(k, v []byte) error {
+		if len(v) == 8 {
+			l.peerInc[node.Addr(k[len(pre):])] = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+}
+
+// missing finds or makes the node for a message to an address that has
+// none here (Options.NewNode, Options.Inbound).
+func (h *Host) missing(from, to node.Addr, m node.Message) *loop {
+	if h.opts.NewNode == nil {
+		if h.opts.Inbound != nil {
+			h.opts.Inbound(from, to, m)
+		}
+		return nil
+	}
+	n := h.opts.NewNode(to, m)
+	if n == nil {
+		return nil
+	}
+	l, err := h.addLive(to, n)
+	if err != nil {
+		h.log.Error("adding node", "addr", to, "err", err)
+		return nil
+	}
+	return l
+}
