@@ -1,5 +1,11 @@
 package data
 
+import (
+	"slices"
+
+	"github.com/amalgam-store/amalgam/node"
+)
+
 // Read-only views of the server's state for tests, the checker and status.
 
 // Block returns the current contents of a block of this shard, including
@@ -35,3 +41,10 @@ func (s *Server) Incarnation() uint64 { return s.rc.inc }
 
 // ConfigNum is the number of the configuration this server is in.
 func (s *Server) ConfigNum() uint64 { return s.cfg.Num }
+
+// Replacing reports whether backup a is being replaced as far as this
+// server knows: fenced (its acknowledgements no longer count) or a new
+// incarnation that has not acknowledged every pending operation yet.
+func (s *Server) Replacing(a node.Addr) bool {
+	return s.isStopped(a) || slices.Contains(s.rc.resend, a)
+}

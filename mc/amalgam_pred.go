@@ -10,6 +10,7 @@ import (
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/reconfig"
 	"github.com/amalgam-store/amalgam/witness"
 	"github.com/amalgam-store/amalgam/workload"
 	"github.com/anishathalye/porcupine"
@@ -103,7 +104,23 @@ func CommitInvariant(l erasure.Layout) Predicate {
 				continue
 			}
 			ops := s.view(di).ops
-			primary := s.nodes[di].nd.(*data.Server).Primary()
+			ds := s.nodes[di].nd.(*data.Server)
+			primary := ds.Primary()
+			// holds: a backup holds the delta, or (thesis 3.4.1: "or has a
+			// block ... that is degraded") is being replaced and has not
+			// caught up yet: a parity server with the stripe degraded, or a
+			// backup the data server has fenced or is re-sending its
+			// pending operations to.
+			holds := func(a node.Addr, i int, opNum uint64, st int) bool {
+				if holdsDelta(s, i, m, primary, opNum, st) || ds.Replacing(a) {
+					return true
+				}
+				p, ok := s.Node(a).(*parity.Server)
+				return ok && p.Degraded(st)
+			}
+			if rc, ok := s.Node(msg.ReconfigAddr).(*reconfig.Service); ok && rc.Config().Data[m] != primary {
+				continue // replaced: what it committed was settled by the replacement's chain
+			}
 			var firstOpen uint64
 			for _, op := range ops {
 				if !op.Committed {
@@ -118,7 +135,7 @@ func CommitInvariant(l erasure.Layout) Predicate {
 				for _, st := range op.Stripes {
 					n := 1 // the data server
 					for bi := 0; bi < l.F+l.W; bi++ {
-						if _, i := backup(s, st, bi); holdsDelta(s, i, m, primary, op.OpNum, st) {
+						if a, i := backup(s, st, bi); holds(a, i, op.OpNum, st) {
 							n++
 						}
 					}
@@ -127,7 +144,7 @@ func CommitInvariant(l erasure.Layout) Predicate {
 					}
 					holders := []string{string(dataA[m])}
 					for bi := 0; bi < l.F+l.W; bi++ {
-						if a, i := backup(s, st, bi); holdsDelta(s, i, m, primary, op.OpNum, st) {
+						if a, i := backup(s, st, bi); holds(a, i, op.OpNum, st) {
 							holders = append(holders, string(a))
 						}
 					}

@@ -22,6 +22,7 @@ type reconfState struct {
 	rebuild  *recovery.Rebuild
 	nonce    uint64
 	kept     []msg.Prepare // committed deltas for stripes not rebuilt yet
+	versions []version     // of the blocks this incarnation rebuilt
 	ticking  bool          // the rebuild retry timer is set
 }
 
@@ -50,6 +51,7 @@ func (r reconfState) clone() reconfState {
 	c.degraded = slices.Clone(r.degraded)
 	c.early = slices.Clone(r.early)
 	c.kept = slices.Clone(r.kept)
+	c.versions = slices.Clone(r.versions)
 	if r.rebuild != nil {
 		c.rebuild = r.rebuild.Clone()
 	}
@@ -102,6 +104,13 @@ func (r reconfState) hash(h *node.Hasher) {
 		p.Hash(h)
 	}
 	h.Bool(r.ticking)
+	for _, v := range r.versions {
+		h.Int(v.stripe)
+		for i := range v.prims {
+			h.Uint64(v.prims[i])
+			h.Uint64(v.opNums[i])
+		}
+	}
 }
 
 func cmpU64(a, b uint64) int {
@@ -216,7 +225,7 @@ func (s *Server) install(in *msg.Install) {
 			continue
 		}
 		h, held := s.prepares.Get(p.Key())
-		if held && h.Applied || !held && p.OpNum <= s.opNums[d] || done[p.Key()] {
+		if held && h.Applied || !held && p.OpNum <= s.opNums[d] || done[p.Key()] || s.reflected(p) {
 			continue
 		}
 		done[p.Key()] = true

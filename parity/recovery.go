@@ -69,6 +69,26 @@ func (s *Server) onSnapshotParity(m msg.SnapshotParity) {
 	}
 }
 
+// version is a rebuilt block's version: per data position of its stripe,
+// the snapshot's primary_num and op_num; the block reflects exactly the
+// operations of that primary numbered below op_num, and those of older
+// primaries.
+type version struct {
+	stripe        int
+	prims, opNums []uint64
+}
+
+// reflected reports whether p's delta is in a rebuilt block already.
+func (s *Server) reflected(p msg.Prepare) bool {
+	for _, v := range s.rc.versions {
+		if v.stripe == p.Stripe {
+			_, pos := s.cfg.Layout.RoleOf(p.Stripe, p.Shard)
+			return p.Primary < v.prims[pos] || p.Primary == v.prims[pos] && p.OpNum < v.opNums[pos]
+		}
+	}
+	return false
+}
+
 // tryRebuild finishes the rebuild once the stripe decodes and this server
 // has itself seen every data server's marker, so that every PREPARE the
 // snapshot reflects has reached it.
@@ -89,10 +109,8 @@ func (s *Server) tryRebuild(ctx node.Context) {
 	_, idx := l.RoleOf(r.Stripe, s.me)
 	s.blocks.Put(uint64(r.Stripe), par[idx])
 	s.rc.degraded[r.Stripe] = false
-	reflected := func(p msg.Prepare) bool {
-		_, pos := l.RoleOf(p.Stripe, p.Shard)
-		return p.Primary < r.Prims[pos] || p.Primary == r.Prims[pos] && p.OpNum < r.OpNums[pos]
-	}
+	s.rc.versions = append(s.rc.versions, version{stripe: r.Stripe, prims: r.Prims, opNums: r.OpNums})
+	reflected := func(p msg.Prepare) bool { return s.reflected(p) }
 	keep := s.rc.kept[:0:0]
 	for _, p := range s.rc.kept {
 		switch {
@@ -105,7 +123,7 @@ func (s *Server) tryRebuild(ctx node.Context) {
 	s.rc.kept = keep
 	for _, h := range s.prepares.List() {
 		if h.P.Stripe == r.Stripe && !h.Applied && reflected(h.P) {
-			s.prepares.MarkApplied(h.P.Key())
+			s.prepares.MarkApplied(h.P.Key()) // the rebuilt block has it
 		}
 	}
 	s.rebuildNext(ctx)
