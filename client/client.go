@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,7 +50,9 @@ type Client struct {
 	cmu    sync.Mutex // guards conns and status
 	conns  map[string]*grpc.ClientConn
 	status *wire.StatusResponse
-	layout erasure.Layout
+	// nextEntry is the entry address tried first (the last that answered).
+	nextEntry int
+	layout    erasure.Layout
 }
 
 // Dial connects to the cluster at entry (host:port) and fetches its layout.
@@ -113,19 +116,40 @@ func (c *Client) conn(addr string, blockSize int) (*grpc.ClientConn, error) {
 	return cc, nil
 }
 
-// Refresh fetches the cluster's configuration from the entry address.
+// Refresh fetches the cluster's configuration from the entry address. The
+// entry may list several addresses, comma-separated (the replicas of the
+// reconfiguration service): they are tried in turn.
 func (c *Client) Refresh(ctx context.Context) error {
-	cc, err := c.conn(c.entry, 0)
-	if err != nil {
-		return err
-	}
+	entries := strings.Split(c.entry, ",")
 	var st *wire.StatusResponse
-	for {
+	var err error
+	c.cmu.Lock()
+	start := c.nextEntry
+	c.cmu.Unlock()
+	for try := 0; ; try++ {
+		e := strings.TrimSpace(entries[(start+try)%len(entries)])
+		var cc *grpc.ClientConn
+		if cc, err = c.conn(e, 0); err != nil {
+			return err
+		}
 		actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
-		st, err = wire.NewClientClient(cc).Status(actx, &wire.StatusRequest{}, grpc.WaitForReady(true))
+		// With one entry, wait for it to come up; with several, move on.
+		st, err = wire.NewClientClient(cc).Status(actx, &wire.StatusRequest{}, grpc.WaitForReady(len(entries) == 1))
 		cancel()
-		if err == nil || ctx.Err() != nil || status.Code(err) != codes.DeadlineExceeded {
+		if err == nil {
+			c.cmu.Lock()
+			c.nextEntry = (start + try) % len(entries)
+			c.cmu.Unlock()
 			break
+		}
+		if ctx.Err() != nil || len(entries) == 1 && status.Code(err) != codes.DeadlineExceeded {
+			break
+		}
+		if len(entries) > 1 && (try+1)%len(entries) == 0 {
+			select { // every entry failed: pause before the next round
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+			}
 		}
 	}
 	if err != nil {
@@ -224,6 +248,13 @@ func (c *Client) Txn(ctx context.Context, ops []msg.Op) (msg.Outcome, error) {
 			if rerr := c.Refresh(ctx); rerr != nil {
 				last = rerr
 			}
+		case codes.Unavailable, codes.DeadlineExceeded:
+			// The machine may be down and its slot moved to a spare:
+			// refetch the address book (a failure here is not the
+			// transaction's error).
+			rctx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
+			_ = c.Refresh(rctx)
+			cancel()
 		}
 		if ctx.Err() != nil {
 			return msg.Outcome{}, fmt.Errorf("%w (last error: %s)", ctx.Err(), describe(last))

@@ -17,7 +17,8 @@ import (
 //	cfg                           gob of the configuration the server is in
 //	rc                            gob of parityRC: incarnation, fences, client
 //	                              records, degraded blocks, snapshot copies, early
-//	                              stream messages, kept deltas, rebuild nonce
+//	                              stream messages, kept deltas, rebuild nonce,
+//	                              versions of rebuilt blocks
 //	b/<stripe, hex>               the stripe's parity block
 //	p/<shard>/<op_num>/<stripe>   gob of a held PREPARE (hex fields)
 //
@@ -40,6 +41,12 @@ type parityRC struct {
 	Early    []EarlyRecord
 	Nonce    uint64
 	Kept     []msg.Prepare
+	Versions []versionRec
+}
+
+type versionRec struct {
+	Stripe        int
+	Prims, OpNums []uint64
 }
 
 type clientRec struct {
@@ -81,6 +88,9 @@ func (s *Server) Persist(w node.Writer) {
 	if rh := h.Sum(); s.saved.rc != rh {
 		rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Early: EarlyToRecords(s.rc.early),
 			Nonce: s.rc.nonce, Kept: s.rc.kept}
+		for _, v := range s.rc.versions {
+			rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Prims: v.prims, OpNums: v.opNums})
+		}
 		for k, r := range s.rc.clients {
 			rc.Clients = append(rc.Clients, clientRec{Shard: k.shard, Rec: r})
 		}
@@ -169,6 +179,9 @@ func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
 	}
 	for _, c := range rc.Clients {
 		s.rc.clients[clientKey{c.Shard, c.Rec.Client}] = c.Rec
+	}
+	for _, v := range rc.Versions {
+		s.rc.versions = append(s.rc.versions, version{stripe: v.Stripe, prims: v.Prims, opNums: v.OpNums})
 	}
 	for _, sn := range rc.Snaps {
 		x := &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen}

@@ -116,6 +116,24 @@ func (mc *Machine) fresh(a node.Addr) node.Node {
 	return nil
 }
 
+// loadStored starts the servers of slot m that this host stored (a spare
+// that served the slot before a restart).
+func (mc *Machine) loadStored(m int) {
+	if mc.store == nil {
+		return
+	}
+	for _, a := range []node.Addr{msg.DataAddr(m), msg.ParityAddr(m), msg.WitnessAddr(m)} {
+		if has, err := mc.store.hasNode(a); err != nil || !has {
+			continue
+		}
+		if n := mc.fresh(a); n != nil {
+			if _, err := mc.addLive(a, n); err != nil {
+				mc.log.Error("restoring a server", "addr", a, "err", err)
+			}
+		}
+	}
+}
+
 // newNode makes a server for a message that starts a new incarnation at
 // an address of this host's slot (Options.NewNode).
 func (mc *Machine) newNode(a node.Addr, m node.Message) node.Node {
@@ -198,6 +216,7 @@ func (mc *Machine) adopt(dir *wire.Directory, evicted *bool) {
 		if m := slices.Index(dir.GetHosts(), mc.self); m >= 0 {
 			mc.me.Store(int64(m))
 			mc.log.Warn("this spare now serves a machine slot; its servers start as the reconfiguration service replaces them", "machine", m)
+			mc.loadStored(m)
 			if mc.o.OnAssigned != nil {
 				mc.o.OnAssigned(m)
 			}

@@ -164,6 +164,8 @@ func checkRestore(t *testing.T, n node.Node, cfg0 msg.Config, code *erasure.Code
 	o.Timer(discardCtx{}, nil)
 	r.Timer(discardCtx{}, nil)
 	if r.Hash() != o.Hash() {
+		t.Logf("original %+v", o)
+		t.Logf("restored %+v", r)
 		t.Fatalf("%T on machine %d: restored state hashes differently", n, n.(interface{ Machine() int }).Machine())
 	}
 }
