@@ -148,16 +148,18 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("read over TLS: %+v", r)
 	}
 
-	// Refused clients, each with the reason it should print (a client
-	// without TLS only sees the connection close).
+	// Refused clients, with the reason a client must print when it is the
+	// one refusing. (When the server refuses a client certificate, with
+	// TLS 1.3 the client may see its alert, "certificate required" or
+	// "unknown certificate authority", or only a reset connection.)
 	refused := []struct {
 		name  string
 		flags []string
 		why   string
 	}{
 		{"no TLS", nil, ""},
-		{"TLS without a client certificate", []string{"--tls-ca", ca.file}, "certificate required"},
-		{"a certificate from another CA", []string{"--tls-cert", rogueCert, "--tls-key", rogueKey, "--tls-ca", ca.file}, "unknown certificate authority"},
+		{"TLS without a client certificate", []string{"--tls-ca", ca.file}, ""},
+		{"a certificate from another CA", []string{"--tls-cert", rogueCert, "--tls-key", rogueKey, "--tls-ca", ca.file}, ""},
 		{"a valid certificate, distrusting the servers", []string{"--tls-cert", cliCert, "--tls-key", cliKey, "--tls-ca", other.file}, "signed by unknown authority"},
 	}
 	var wg sync.WaitGroup
@@ -201,8 +203,8 @@ func TestTLS(t *testing.T) {
 				Ops: []*wire.Op{{Kind: wire.OpKind_OP_KIND_WRITE, Block: 5, Data: []byte("forged")}}})
 			cancel()
 			_ = cc.Close()
-			if status.Code(err) != codes.Unavailable {
-				t.Errorf("machine %s, %s: got %v, want Unavailable", m.Addr, name, err)
+			if c := status.Code(err); c != codes.Unavailable && c != codes.DeadlineExceeded {
+				t.Errorf("machine %s, %s: got %v, want the connection refused", m.Addr, name, err)
 			}
 		}
 	}
