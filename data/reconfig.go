@@ -79,6 +79,12 @@ func (s *Server) onStopBackup(ctx node.Context, from node.Addr, m msg.StopBackup
 	ctx.Send(from, msg.StopBackupOK{Num: m.Num, Role: m.Role, Machine: m.Machine})
 }
 
+// reportResending tells the reconfiguration service which replaced
+// backups have not caught up with this shard.
+func (s *Server) reportResending(ctx node.Context) {
+	ctx.Send(msg.ReconfigAddr, msg.Resending{Num: s.cfg.Num, Shard: s.me, Backups: slices.Clone(s.rc.resend)})
+}
+
 // forgetAcks clears the acknowledgements of backup a from pending_ops.
 func (s *Server) forgetAcks(a node.Addr) {
 	l := s.cfg.Layout
@@ -117,6 +123,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 			}
 		}
 		ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
+		s.reportResending(ctx)
 		s.rebuildNext(ctx)
 		return
 	}
@@ -131,6 +138,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 			s.rc.resend = append(s.rc.resend, m.Config.Changed)
 		}
 		s.setTimer(ctx)
+		s.reportResending(ctx)
 	}
 	s.rc.answers = nil
 	for i, r := range s.rc.recov {

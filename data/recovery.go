@@ -112,7 +112,11 @@ func (s *Server) retry(ctx node.Context) {
 	for _, r := range s.rc.recov {
 		s.askSnapshot(ctx, r)
 	}
+	n := len(s.rc.resend)
 	s.rc.resend = slices.DeleteFunc(s.rc.resend, func(a node.Addr) bool { return !s.resendPending(ctx, a) })
+	if len(s.rc.resend) < n {
+		s.reportResending(ctx)
+	}
 	s.setTimer(ctx)
 }
 

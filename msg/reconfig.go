@@ -91,6 +91,18 @@ type NewConfig struct {
 // ConfigOK acknowledges a NewConfig.
 type ConfigOK struct{ Num uint64 }
 
+// Resending tells the reconfiguration service which replaced parity
+// servers and witnesses (Backups) the data server of Shard is still
+// re-sending its pending operations to, in configuration Num. A replaced
+// backup that has not caught up with a shard does not count in the quorum
+// that replaces the shard's data server: it may lack operations that
+// committed with its predecessor's acknowledgement.
+type Resending struct {
+	Num     uint64
+	Shard   int
+	Backups []node.Addr
+}
+
 // Hash implements node.Message.
 func (m Replace) Hash(h *node.Hasher) {
 	h.Uint64(20)
@@ -149,6 +161,17 @@ func (m NewConfig) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m ConfigOK) Hash(h *node.Hasher) { h.Uint64(26); h.Uint64(m.Num) }
+
+// Hash implements node.Message.
+func (m Resending) Hash(h *node.Hasher) {
+	h.Uint64(27)
+	h.Uint64(m.Num)
+	h.Int(m.Shard)
+	h.Int(len(m.Backups))
+	for _, a := range m.Backups {
+		h.String(string(a))
+	}
+}
 
 // StartsIncarnation implements node.Starter: a configuration starts the
 // incarnation it gives the server it replaced.

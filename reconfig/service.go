@@ -27,6 +27,16 @@ type Service struct {
 	acked   map[node.Addr]uint64 // the newest configuration each server acknowledged
 	queue   []msg.Replace        // replacements asked for and not started
 	op      *operation           // the replacement in progress
+	fresh   []fresh              // replaced backups not caught up with a shard
+}
+
+// fresh records that backup was replaced in configuration since, and the
+// data server of shard has not yet reported that it caught up (re-sent and
+// had acknowledged every pending operation).
+type fresh struct {
+	Backup node.Addr
+	Shard  int
+	Since  uint64
 }
 
 type entry struct {
@@ -100,6 +110,10 @@ func (s *Service) Handle(ctx node.Context, from node.Addr, m node.Message) {
 				s.finishBackup(ctx)
 			}
 		}
+	case msg.Resending:
+		s.fresh = slices.DeleteFunc(s.fresh, func(f fresh) bool {
+			return f.Shard == m.Shard && m.Num >= f.Since && !slices.Contains(m.Backups, f.Backup)
+		})
 	case msg.ConfigOK:
 		if m.Num > s.acked[from] && m.Num < uint64(len(s.history)) {
 			s.acked[from] = m.Num
@@ -180,12 +194,17 @@ func (s *Service) sendStops(ctx node.Context) {
 // replaced, w+1 of its f+w backups answered: then every commit quorum of
 // the stripe (f of them) meets an answer, and the old data server can no
 // longer gather f acknowledgements (thesis 3.3.2.1 and footnote 4).
+// Decision, found by the checker: a backup replaced since the shard's
+// operations committed, and not caught up with the shard, does not count:
+// it may lack an operation that committed with its predecessor's
+// acknowledgement (it is a degraded holder in the terms of thesis 3.4.1).
 func (s *Service) shardQuorum() bool {
 	l := s.current().Layout
 	for _, st := range l.StripesAs(s.op.req.Machine, erasure.RoleData) {
 		n := 0
 		for i, m := range l.Backups(st) {
-			if _, ok := s.op.shards[backupAddr(l, i, m)]; ok {
+			a := backupAddr(l, i, m)
+			if _, ok := s.op.shards[a]; ok && !s.isFresh(a, s.op.req.Machine) {
 				n++
 			}
 		}
@@ -216,6 +235,14 @@ func (s *Service) finishBackup(ctx node.Context) {
 	op := s.op
 	next := s.current().Clone()
 	next.Num = op.num
+	a := msg.ParityAddr(op.req.Machine)
+	if op.req.Role == erasure.RoleWitness {
+		a = msg.WitnessAddr(op.req.Machine)
+	}
+	for _, d := range op.targets { // the data servers sharing a stripe with it
+		_, m, _ := msg.ParseAddr(d)
+		s.fresh = append(s.fresh, fresh{Backup: a, Shard: m, Since: op.num})
+	}
 	if op.req.Role == erasure.RoleParity {
 		next.Parity[op.req.Machine]++
 		next.Changed = msg.ParityAddr(op.req.Machine)
@@ -270,6 +297,10 @@ func (s *Service) servers() []node.Addr {
 		}
 	}
 	return out
+}
+
+func (s *Service) isFresh(backup node.Addr, shard int) bool {
+	return slices.ContainsFunc(s.fresh, func(f fresh) bool { return f.Backup == backup && f.Shard == shard })
 }
 
 // incarnation is the current incarnation of the server playing role on m.

@@ -21,6 +21,7 @@ type snapState struct {
 	Queue   []msg.Replace
 	HasOp   bool
 	Op      snapOp
+	Fresh   []fresh
 }
 
 type snapEntry struct {
@@ -44,7 +45,7 @@ type snapShard struct {
 
 // Snapshot encodes the service's state.
 func (s *Service) Snapshot() []byte {
-	st := snapState{Acked: s.acked, Queue: s.queue}
+	st := snapState{Acked: s.acked, Queue: s.queue, Fresh: s.fresh}
 	for _, e := range s.history {
 		se := snapEntry{Cfg: e.cfg}
 		if e.install != nil {
@@ -80,7 +81,7 @@ func Restore(b []byte) (*Service, error) {
 	if len(st.History) == 0 {
 		return nil, fmt.Errorf("reconfig: snapshot without configurations")
 	}
-	s := &Service{acked: map[node.Addr]uint64{}, queue: st.Queue}
+	s := &Service{acked: map[node.Addr]uint64{}, queue: st.Queue, fresh: st.Fresh}
 	for a, n := range st.Acked {
 		s.acked[a] = n
 	}

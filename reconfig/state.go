@@ -12,7 +12,7 @@ import (
 // clone shares them.
 func (s *Service) Clone() node.Node {
 	c := &Service{history: s.history[:len(s.history):len(s.history)], acked: maps.Clone(s.acked),
-		queue: slices.Clone(s.queue)}
+		queue: slices.Clone(s.queue), fresh: slices.Clone(s.fresh)}
 	if s.op != nil {
 		op := *s.op
 		op.shards = maps.Clone(s.op.shards)
@@ -36,6 +36,11 @@ func (s *Service) Hash() uint64 {
 	h.Int(len(s.queue))
 	for _, r := range s.queue {
 		r.Hash(h)
+	}
+	for _, f := range s.fresh {
+		h.String(string(f.Backup))
+		h.Int(f.Shard)
+		h.Uint64(f.Since)
 	}
 	h.Bool(s.op != nil)
 	if s.op != nil {
