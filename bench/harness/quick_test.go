@@ -1,0 +1,22 @@
+package harness
+
+import (
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/erasure"
+)
+
+func TestRunEachSystem(t *testing.T) {
+	l := erasure.Layout{N: 7, G: 5, F: 2, Stripes: 20, BlockSize: 4096}
+	for _, sys := range Systems {
+		for _, w := range []Workload{{Write: 1}, {RMW: 1}, {Read: 1}, {Write: 1, Keys: "seq"}} {
+			p, err := Run(RunSpec{System: sys, Layout: l, Workload: w, Clients: 4, Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond,
+				Net: NetOptions{Bandwidth: 50e6}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s %s %s: %.0f ops/s p50 %.2fms p99 %.2fms cpu %.0fus net %.0fB stored %.3f errs %d", sys, w, w.Keys, p.OpsPerSec, p.P50ms, p.P99ms, p.CPUus, p.NetBytesPerOp, p.StoredPerLogical, p.Errors)
+		}
+	}
+}

@@ -1,0 +1,274 @@
+package harness
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Point is one measured run of one system.
+type Point struct {
+	Experiment string  `json:"experiment"`
+	System     string  `json:"system"`
+	Durability string  `json:"durability"`
+	Workload   string  `json:"workload"`
+	Keys       string  `json:"keys"`
+	BlockSize  int     `json:"block_size"`
+	Groups     int     `json:"groups"`   // shards: data servers or Paxos groups
+	Machines   int     `json:"machines"` // server machines simulated
+	G          int     `json:"g"`        // Amalgam: data blocks per stripe
+	F          int     `json:"f"`
+	Clients    int     `json:"clients"`
+	Seconds    float64 `json:"seconds"` // measured interval
+	Ops        int64   `json:"ops"`
+	Errors     int64   `json:"errors"`
+	OpsPerSec  float64 `json:"ops_per_sec"`
+	MBPerSec   float64 `json:"mb_per_sec"` // logical bytes of the blocks operated on, 10^6 B/s
+	P50ms      float64 `json:"p50_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	P999ms     float64 `json:"p999_ms"`
+	// CPU time of the whole process (servers, clients, network) per
+	// operation during the measured interval, from getrusage.
+	CPUus float64 `json:"cpu_us_per_op"`
+	// Bytes sent between machines per operation.
+	NetBytesPerOp float64 `json:"net_bytes_per_op"`
+	// Bytes the servers store per logical byte written (distinct blocks
+	// written x block size); 0 if nothing was written.
+	StoredPerLogical float64 `json:"stored_per_logical_byte,omitempty"`
+	Bandwidth        float64 `json:"link_bytes_per_sec"`
+}
+
+// RunSpec is one run of one system.
+type RunSpec struct {
+	Experiment string
+	System     string
+	Layout     erasure.Layout
+	Workload   Workload
+	Clients    int
+	Warmup     time.Duration
+	Duration   time.Duration // for Keys == "seq": an upper bound
+	Net        NetOptions
+	// Progress, if set, is called about every 100 ms with the fraction of
+	// the run done.
+	Progress func(done float64)
+}
+
+// recorder collects one client's completions.
+type recorder struct {
+	lat    []time.Duration
+	errs   int64
+	blocks map[uint64]bool // distinct blocks written (storage runs)
+}
+
+// driver wraps a system's protocol client: it feeds it transactions a
+// batch at a time, timing each one, and swaps in a fresh client (a new
+// client id, so the servers' client tables stay small) when a batch is
+// done.
+type driver struct {
+	idx     int
+	dep     *deployment
+	gen     *gen
+	inner   clientNode
+	batches int
+	seen    int
+	started time.Time
+	phase   *atomic.Int32 // 0 warm-up, 1 measuring, 2 stopping
+	rec     *recorder
+	script  [][]msg.Op
+	done    *atomic.Int32 // drivers finished ("seq" runs)
+	batch   int
+}
+
+func (d *driver) fresh(ctx node.Context) {
+	d.batches++
+	var script [][]msg.Op
+	for len(script) < d.batch {
+		ops, ok := d.gen.next()
+		if !ok {
+			break
+		}
+		script = append(script, ops)
+	}
+	if len(script) == 0 {
+		d.inner = nil
+		d.done.Add(1)
+		return
+	}
+	d.script = script
+	d.inner = d.dep.newClient(uint64(d.idx+1)<<24|uint64(d.batches), script)
+	d.seen = 0
+	d.started = time.Now()
+	d.inner.Init(ctx)
+	d.check(ctx)
+}
+
+func (d *driver) Init(ctx node.Context) { d.fresh(ctx) }
+
+func (d *driver) Handle(ctx node.Context, from node.Addr, m node.Message) {
+	if d.inner != nil {
+		d.inner.Handle(ctx, from, m)
+		d.check(ctx)
+	}
+}
+
+func (d *driver) Timer(ctx node.Context, t node.Timer) {
+	if d.inner != nil {
+		d.inner.Timer(ctx, t)
+		d.check(ctx)
+	}
+}
+
+func (d *driver) check(ctx node.Context) {
+	rs := d.inner.Replies()
+	if len(rs) == d.seen {
+		return
+	}
+	now := time.Now()
+	if d.phase.Load() == 1 {
+		for _, r := range rs[d.seen:] {
+			d.rec.lat = append(d.rec.lat, now.Sub(d.started))
+			if r.Err != "" {
+				d.rec.errs++
+			}
+		}
+		if d.rec.blocks != nil {
+			for _, ops := range d.script[d.seen:len(rs)] {
+				if ops[0].Kind != msg.OpRead {
+					d.rec.blocks[ops[0].Block] = true
+				}
+			}
+		}
+	}
+	d.seen = len(rs)
+	d.started = now
+	if d.inner.Done() {
+		d.fresh(ctx)
+	}
+}
+
+func (d *driver) Clone() node.Node { panic("harness: drivers are not cloned") }
+func (d *driver) Hash() uint64     { return uint64(d.idx) }
+
+// Run measures one system on one workload.
+func Run(s RunSpec) (Point, error) {
+	l := s.Layout
+	dep, err := deploy(s.System, l, s.Net)
+	if err != nil {
+		return Point{}, err
+	}
+	if s.Clients < 1 {
+		return Point{}, fmt.Errorf("need at least one client, got %d", s.Clients)
+	}
+	seqRun := s.Workload.Keys == "seq"
+	// A batch holds at most ~4 MiB of replies (reads return blocks).
+	batch := max(4, min(512, (4<<20)/max(1, l.BlockSize)))
+	if seqRun {
+		batch = 1 // clients share the blocks to write
+	}
+	var phase, done atomic.Int32
+	var seq atomic.Uint64
+	recs := make([]*recorder, s.Clients)
+	for i := range recs {
+		recs[i] = &recorder{}
+		if seqRun {
+			recs[i].blocks = map[uint64]bool{}
+		}
+		dr := &driver{idx: i, dep: dep, gen: newGen(s.Workload, l.NumBlocks(), l.BlockSize, i, &seq),
+			phase: &phase, rec: recs[i], done: &done, batch: batch}
+		dep.net.Add(msg.ClientAddr(i), -1, dr)
+	}
+	warm := s.Warmup
+	if seqRun {
+		warm = 0
+		phase.Store(1)
+	}
+	dep.net.Start()
+	defer dep.net.Stop()
+	total := warm + s.Duration
+	t0 := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var cpu0 time.Duration
+	var net0 int64
+	var start time.Time
+	measuring := false
+	for {
+		now := time.Now()
+		if !measuring && now.Sub(t0) >= warm {
+			measuring = true
+			cpu0 = cpuTime()
+			net0 = dep.net.BytesBetweenMachines()
+			start = now
+			phase.Store(1)
+		}
+		if now.Sub(t0) >= total || (seqRun && int(done.Load()) == s.Clients) {
+			break
+		}
+		if s.Progress != nil {
+			s.Progress(min(1, float64(now.Sub(t0))/float64(total)))
+		}
+		<-tick.C
+	}
+	phase.Store(2)
+	elapsed := time.Since(start)
+	cpu1 := cpuTime()
+	net1 := dep.net.BytesBetweenMachines()
+	dep.net.Stop()
+	if s.Progress != nil {
+		s.Progress(1)
+	}
+
+	var all []time.Duration
+	var errs int64
+	written := map[uint64]bool{}
+	for _, r := range recs {
+		all = append(all, r.lat...)
+		errs += r.errs
+		for b := range r.blocks {
+			written[b] = true
+		}
+	}
+	slices.Sort(all)
+	ops := int64(len(all))
+	p := Point{
+		Experiment: s.Experiment, System: s.System, Durability: "memory",
+		Workload: s.Workload.String(), Keys: s.Workload.Keys, BlockSize: l.BlockSize,
+		Groups: l.N, Machines: dep.machines, G: l.G, F: l.F, Clients: s.Clients,
+		Seconds: elapsed.Seconds(), Ops: ops, Errors: errs, Bandwidth: s.Net.Bandwidth,
+	}
+	if s.System != Amalgam {
+		p.G = 0
+	}
+	if ops > 0 {
+		p.OpsPerSec = float64(ops) / elapsed.Seconds()
+		p.MBPerSec = p.OpsPerSec * float64(l.BlockSize) / 1e6
+		pct := func(q float64) float64 {
+			return float64(all[min(len(all)-1, int(q*float64(len(all))))]) / 1e6
+		}
+		p.P50ms, p.P99ms, p.P999ms = pct(0.50), pct(0.99), pct(0.999)
+		p.CPUus = float64((cpu1-cpu0).Microseconds()) / float64(ops)
+		p.NetBytesPerOp = float64(net1-net0) / float64(ops)
+	}
+	if len(written) > 0 {
+		p.StoredPerLogical = float64(dep.stored()) / float64(int64(len(written))*int64(l.BlockSize))
+	}
+	return p, nil
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	u, s, ok := rusage()
+	if !ok {
+		return 0
+	}
+	return u + s
+}
+
+// Cores is the number of CPUs the process may use.
+func Cores() int { return runtime.GOMAXPROCS(0) }

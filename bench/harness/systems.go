@@ -1,0 +1,207 @@
+package harness
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/amalgam-store/amalgam/bench/rspaxos"
+	"github.com/amalgam-store/amalgam/bench/shardedpaxos"
+	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/witness"
+)
+
+// The systems the harness compares.
+const (
+	Amalgam      = "amalgam"
+	ShardedPaxos = "shardedpaxos"
+	RSPaxos      = "rspaxos"
+)
+
+// Systems lists them in report order.
+var Systems = []string{Amalgam, ShardedPaxos, RSPaxos}
+
+// Timing used by every system in benchmarks: long enough that a loaded
+// 2-core machine does not trigger elections or client retries that a
+// real deployment would not see.
+const (
+	benchHeartbeat = 20 * time.Millisecond
+	benchElection  = 500 * time.Millisecond
+	benchRetry     = 2 * time.Second
+)
+
+// deployment is one system's nodes on a network.
+type deployment struct {
+	system   string
+	layout   erasure.Layout
+	net      *Net
+	machines int
+	// newClient makes the protocol client node for client id running
+	// script.
+	newClient func(id uint64, script [][]msg.Op) clientNode
+	// stored sums the bytes the servers store (after Stop).
+	stored func() int64
+}
+
+// clientNode is the protocol client the driver wraps.
+type clientNode interface {
+	node.Node
+	Done() bool
+	Replies() []msg.Reply
+}
+
+// machinesFor is the number of server machines a system gets: one per
+// group (Amalgam: per data server), but at least one per member of a
+// group so that no machine holds two members of one group (thesis 3.6.2:
+// "equal to the number of groups or the number of replicas in each group,
+// whichever is larger").
+func machinesFor(system string, l erasure.Layout) int {
+	switch system {
+	case ShardedPaxos:
+		return max(l.N, 2*l.F+1)
+	case RSPaxos:
+		return max(l.N, 3*l.F+1)
+	}
+	return l.N
+}
+
+func deploy(system string, l erasure.Layout, opt NetOptions) (*deployment, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	d := &deployment{system: system, layout: l, machines: machinesFor(system, l)}
+	d.net = NewNet(d.machines, opt)
+	switch system {
+	case Amalgam:
+		cfg := msg.InitialConfig(l)
+		code, err := erasure.NewCode(l.G, l.F)
+		if err != nil {
+			return nil, err
+		}
+		var ds []*data.Server
+		var ps []*parity.Server
+		for m := 0; m < l.N; m++ {
+			dsv, psv := data.New(cfg, m), parity.New(cfg, m, code)
+			ds, ps = append(ds, dsv), append(ps, psv)
+			d.net.Add(msg.DataAddr(m), m, dsv)
+			d.net.Add(msg.ParityAddr(m), m, psv)
+			if l.W > 0 {
+				d.net.Add(msg.WitnessAddr(m), m, witness.New(cfg, m))
+			}
+		}
+		d.newClient = func(id uint64, script [][]msg.Op) clientNode {
+			return &amalgamClient{id: id, layout: l, script: script}
+		}
+		d.stored = func() int64 {
+			var n int64
+			for i := range ds {
+				n += int64(ds[i].Stored()+ps[i].Stored()) * int64(l.BlockSize)
+			}
+			return n
+		}
+	case ShardedPaxos:
+		cfg := shardedpaxos.Config{Layout: l, Timing: shardedpaxos.Timing{Heartbeat: benchHeartbeat, Election: benchElection, Retry: benchRetry}}
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		var rs []*shardedpaxos.Replica
+		for g := 0; g < cfg.Groups(); g++ {
+			for i := 0; i < cfg.Members(); i++ {
+				r := shardedpaxos.NewReplica(cfg, g, i)
+				rs = append(rs, r)
+				d.net.Add(cfg.Addr(g, i), (g+i)%d.machines, r)
+			}
+		}
+		d.newClient = func(id uint64, script [][]msg.Op) clientNode {
+			return shardedpaxos.NewClient(id, cfg, script)
+		}
+		d.stored = func() int64 {
+			var n int64
+			for _, r := range rs {
+				n += int64(r.StoredBytes())
+			}
+			return n
+		}
+	case RSPaxos:
+		cfg := rspaxos.Config{Layout: l, Timing: rspaxos.Timing{Heartbeat: benchHeartbeat, Election: benchElection, Retry: benchRetry}}
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		code, err := cfg.NewCode()
+		if err != nil {
+			return nil, err
+		}
+		var rs []*rspaxos.Replica
+		for g := 0; g < cfg.Groups(); g++ {
+			for i := 0; i < cfg.Members(); i++ {
+				r := rspaxos.NewReplica(cfg, code, g, i)
+				rs = append(rs, r)
+				d.net.Add(cfg.Addr(g, i), (g+i)%d.machines, r)
+			}
+		}
+		d.newClient = func(id uint64, script [][]msg.Op) clientNode {
+			return rspaxos.NewClient(id, cfg, script)
+		}
+		d.stored = func() int64 {
+			var n int64
+			for _, r := range rs {
+				n += int64(r.StoredBytes())
+			}
+			return n
+		}
+	default:
+		return nil, fmt.Errorf("unknown system %q (want %s, %s or %s)", system, Amalgam, ShardedPaxos, RSPaxos)
+	}
+	return d, nil
+}
+
+// amalgamClient is workload.Client with the benchmark's retry timeout
+// (workload.Client retries after 50-100 ms, which a loaded 2-core machine
+// exceeds, and the baselines' clients get the same timeout).
+type amalgamClient struct {
+	id      uint64
+	layout  erasure.Layout
+	script  [][]msg.Op
+	next    int
+	replies []msg.Reply
+}
+
+type amalgamRetry struct{ Seq uint64 }
+
+func (t amalgamRetry) Hash(h *node.Hasher) { h.Uint64(907); h.Uint64(t.Seq) }
+
+func (c *amalgamClient) Init(ctx node.Context) { c.send(ctx) }
+
+func (c *amalgamClient) send(ctx node.Context) {
+	if c.Done() {
+		return
+	}
+	ops := c.script[c.next]
+	seq := uint64(c.next + 1)
+	ctx.Send(msg.DataAddr(c.layout.Shard(ops[0].Block)), msg.Request{Client: c.id, Seq: seq, Ops: ops})
+	ctx.SetTimer(amalgamRetry{Seq: seq}, benchRetry, 2*benchRetry)
+}
+
+func (c *amalgamClient) Handle(ctx node.Context, _ node.Addr, m node.Message) {
+	r, ok := m.(msg.Reply)
+	if !ok || c.Done() || r.Seq != uint64(c.next+1) {
+		return
+	}
+	c.replies = append(c.replies, r)
+	c.next++
+	c.send(ctx)
+}
+
+func (c *amalgamClient) Timer(ctx node.Context, t node.Timer) {
+	if r, ok := t.(amalgamRetry); ok && r.Seq == uint64(c.next+1) {
+		c.send(ctx)
+	}
+}
+
+func (c *amalgamClient) Done() bool           { return c.next >= len(c.script) }
+func (c *amalgamClient) Replies() []msg.Reply { return c.replies }
+func (c *amalgamClient) Clone() node.Node     { cp := *c; return &cp }
+func (c *amalgamClient) Hash() uint64         { return c.id<<20 ^ uint64(c.next) }
