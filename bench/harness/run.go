@@ -14,8 +14,12 @@ import (
 
 // Point is one measured run of one system.
 type Point struct {
-	Experiment string  `json:"experiment"`
-	System     string  `json:"system"`
+	Experiment string `json:"experiment"`
+	System     string `json:"system"`
+	// X is the value of the experiment's parameter for this point and
+	// Series the curve it belongs to (e.g. "128KiB").
+	X          float64 `json:"x"`
+	Series     string  `json:"series"`
 	Durability string  `json:"durability"`
 	Workload   string  `json:"workload"`
 	Keys       string  `json:"keys"`
@@ -219,6 +223,11 @@ func Run(s RunSpec) (Point, error) {
 	elapsed := time.Since(start)
 	cpu1 := cpuTime()
 	net1 := dep.net.BytesBetweenMachines()
+	if seqRun {
+		// Let followers catch up (heartbeats, learning) before counting
+		// what the servers store.
+		time.Sleep(10 * benchHeartbeat)
+	}
 	dep.net.Stop()
 	if s.Progress != nil {
 		s.Progress(1)
@@ -252,7 +261,7 @@ func Run(s RunSpec) (Point, error) {
 			return float64(all[min(len(all)-1, int(q*float64(len(all))))]) / 1e6
 		}
 		p.P50ms, p.P99ms, p.P999ms = pct(0.50), pct(0.99), pct(0.999)
-		p.CPUus = float64((cpu1-cpu0).Microseconds()) / float64(ops)
+		p.CPUus = float64((cpu1 - cpu0).Microseconds()) / float64(ops)
 		p.NetBytesPerOp = float64(net1-net0) / float64(ops)
 	}
 	if len(written) > 0 {

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/amalgam-store/amalgam/bench/harness"
+)
+
+func newBenchCmd(gl *globalFlags) *cobra.Command {
+	var (
+		o          harness.Options
+		csvFile    string
+		plotDir    string
+		noProgress bool
+		bandwidth  float64
+	)
+	cmd := &cobra.Command{
+		Use:       "bench <experiment>...",
+		Short:     "Benchmark Amalgam against ShardedPaxos and RSPaxos (offline)",
+		ValidArgs: append([]string{"all"}, harness.ExperimentNames()...),
+		Long: `bench runs the evaluation of thesis 3.6 on this machine: every experiment
+runs Amalgam, ShardedPaxos and RSPaxos, one after the other, in the same
+in-process harness (bench/harness: one event loop per node, wall-clock
+timers, an in-memory network whose machine links have a bandwidth limit),
+in memory (no persistence), with closed-loop clients, a warm-up and a
+fixed measured interval. It needs no cluster.
+
+Experiments: all, ` + strings.Join(harness.ExperimentNames(), ", ") + `.
+--quick runs every experiment briefly (bench all --quick: under 2 minutes).
+Results: text tables (default), --output json, --csv FILE, --plot DIR (SVG).
+See docs/benchmarks.md.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			exps, err := harness.Lookup(args)
+			if err != nil {
+				return err
+			}
+			switch o.Keys {
+			case "uniform", "zipf":
+			default:
+				return fmt.Errorf("--keys must be uniform or zipf, got %q", o.Keys)
+			}
+			if o.Warmup < 0 || o.Duration < 0 {
+				return fmt.Errorf("--warmup and --duration must not be negative")
+			}
+			o.Bandwidth = bandwidth * 1e6
+			if bandwidth < 0 {
+				o.Bandwidth = -1
+			}
+			if !noProgress {
+				var bar *progressbar.ProgressBar
+				o.Progress = func(run, runs int, label string, done float64) {
+					if bar == nil {
+						bar = progressbar.NewOptions(runs*100, progressbar.OptionSetWriter(os.Stderr),
+							progressbar.OptionSetWidth(30), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(),
+							progressbar.OptionThrottle(100*time.Millisecond))
+					}
+					bar.Describe(fmt.Sprintf("run %d/%d %-48s", run+1, runs, label))
+					_ = bar.Set(run*100 + int(done*100))
+				}
+				defer func() {
+					if bar != nil {
+						_ = bar.Finish()
+					}
+				}()
+			}
+			rep, err := harness.Execute(exps, o)
+			if err != nil {
+				return err
+			}
+			if csvFile != "" {
+				f, err := os.Create(csvFile)
+				if err != nil {
+					return err
+				}
+				if err := rep.WriteCSV(f); err != nil {
+					_ = f.Close()
+					return fmt.Errorf("--csv %s: %w", csvFile, err)
+				}
+				if err := f.Close(); err != nil {
+					return err
+				}
+			}
+			if plotDir != "" {
+				if _, err := rep.Plot(plotDir); err != nil {
+					return err
+				}
+			}
+			if gl.output == "json" {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			return rep.WriteText(cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.Quick, "quick", false, "run every experiment briefly (CI)")
+	f.DurationVar(&o.Warmup, "warmup", 0, "warm-up before each measured run (default 1s, quick 250ms)")
+	f.DurationVar(&o.Duration, "duration", 0, "measured interval of each run (default 5s, quick 900ms)")
+	f.Uint64Var(&o.Seed, "seed", 1, "workload seed")
+	f.StringVar(&o.Keys, "keys", "uniform", "key distribution: uniform or zipf")
+	f.Float64Var(&o.Zipf, "zipf", 1.1, "zipf exponent (with --keys zipf)")
+	f.Float64Var(&bandwidth, "bandwidth", 0, fmt.Sprintf("link speed per machine and direction in MB/s (0: the thesis's bandwidth per core, %.1f here; negative: unlimited)", harness.DefaultBandwidth()/1e6))
+	f.StringVar(&csvFile, "csv", "", "also write the points as CSV to this file")
+	f.StringVar(&plotDir, "plot", "", "also draw SVG plots into this directory")
+	f.BoolVar(&noProgress, "no-progress", false, "do not draw the progress bar (on stderr)")
+	return cmd
+}
