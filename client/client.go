@@ -194,7 +194,7 @@ func (c *Client) Status(ctx context.Context) (*wire.StatusResponse, error) {
 	c.cmu.Lock()
 	st, bs := c.status, c.layout.BlockSize
 	c.cmu.Unlock()
-	out := &wire.StatusResponse{ConfigNum: st.ConfigNum, Layout: st.Layout, Machines: st.Machines, Durability: st.Durability}
+	out := &wire.StatusResponse{ConfigNum: st.ConfigNum, Layout: st.Layout, Machines: st.Machines, Durability: st.Durability, Spares: st.Spares}
 	for _, m := range st.GetMachines() {
 		cc, err := c.conn(m.GetAddr(), bs)
 		if err != nil {

@@ -47,6 +47,15 @@ func TestSnapshotRestore(t *testing.T) {
 				m = msg.StopBackupOK{Num: q.Num, Role: q.Role, Machine: q.Machine}
 			case msg.NewConfig:
 				m = msg.ConfigOK{Num: q.Config.Num}
+				if role, mach, err := msg.ParseAddr(e.to); err == nil && role == "data" && rng.IntN(3) == 0 {
+					// The data server reports the replaced backups it
+					// still re-sends to (none, or one at random).
+					r := msg.Resending{Num: q.Config.Num, Shard: mach}
+					if rng.IntN(2) == 0 {
+						r.Backups = []node.Addr{msg.ParityAddr(rng.IntN(layout.N))}
+					}
+					m = r
+				}
 			default:
 				continue
 			}

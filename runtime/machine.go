@@ -119,6 +119,7 @@ type Machine struct {
 	self  string
 	hb    chan struct{} // closed to stop heartbeats
 	hbWG  sync.WaitGroup
+	once  sync.Once
 }
 
 // StartMachine starts machine me of cl; me -1 starts a spare, which serves
@@ -170,14 +171,12 @@ func StartMachine(cl *Cluster, me int, code *erasure.Code, o MachineOptions) (*M
 
 // Close stops the machine and closes its store.
 func (mc *Machine) Close() {
-	select {
-	case <-mc.hb:
-	default:
+	mc.once.Do(func() {
 		close(mc.hb)
-	}
-	mc.hbWG.Wait()
-	mc.Stop()
-	mc.closeStore()
+		mc.hbWG.Wait()
+		mc.Stop()
+		mc.closeStore()
+	})
 }
 
 func (mc *Machine) closeStore() {

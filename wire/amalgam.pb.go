@@ -1716,6 +1716,66 @@ func (x *ConfigOK) GetNum() uint64 {
 	return 0
 }
 
+type Resending struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
+	Shard         int32                  `protobuf:"varint,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Backups       []string               `protobuf:"bytes,3,rep,name=backups,proto3" json:"backups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resending) Reset() {
+	*x = Resending{}
+	mi := &file_amalgam_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resending) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resending) ProtoMessage() {}
+
+func (x *Resending) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resending.ProtoReflect.Descriptor instead.
+func (*Resending) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Resending) GetNum() uint64 {
+	if x != nil {
+		return x.Num
+	}
+	return 0
+}
+
+func (x *Resending) GetShard() int32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *Resending) GetBackups() []string {
+	if x != nil {
+		return x.Backups
+	}
+	return nil
+}
+
 type StripeSnapshot struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
@@ -1728,7 +1788,7 @@ type StripeSnapshot struct {
 
 func (x *StripeSnapshot) Reset() {
 	*x = StripeSnapshot{}
-	mi := &file_amalgam_proto_msgTypes[23]
+	mi := &file_amalgam_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1800,7 @@ func (x *StripeSnapshot) String() string {
 func (*StripeSnapshot) ProtoMessage() {}
 
 func (x *StripeSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[23]
+	mi := &file_amalgam_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1813,7 @@ func (x *StripeSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StripeSnapshot.ProtoReflect.Descriptor instead.
 func (*StripeSnapshot) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{23}
+	return file_amalgam_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StripeSnapshot) GetNum() uint64 {
@@ -1797,7 +1857,7 @@ type SnapshotMarker struct {
 
 func (x *SnapshotMarker) Reset() {
 	*x = SnapshotMarker{}
-	mi := &file_amalgam_proto_msgTypes[24]
+	mi := &file_amalgam_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1869,7 @@ func (x *SnapshotMarker) String() string {
 func (*SnapshotMarker) ProtoMessage() {}
 
 func (x *SnapshotMarker) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[24]
+	mi := &file_amalgam_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1882,7 @@ func (x *SnapshotMarker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMarker.ProtoReflect.Descriptor instead.
 func (*SnapshotMarker) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{24}
+	return file_amalgam_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SnapshotMarker) GetNum() uint64 {
@@ -1876,7 +1936,7 @@ type SnapshotData struct {
 
 func (x *SnapshotData) Reset() {
 	*x = SnapshotData{}
-	mi := &file_amalgam_proto_msgTypes[25]
+	mi := &file_amalgam_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1888,7 +1948,7 @@ func (x *SnapshotData) String() string {
 func (*SnapshotData) ProtoMessage() {}
 
 func (x *SnapshotData) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[25]
+	mi := &file_amalgam_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1901,7 +1961,7 @@ func (x *SnapshotData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotData.ProtoReflect.Descriptor instead.
 func (*SnapshotData) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{25}
+	return file_amalgam_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SnapshotData) GetNum() uint64 {
@@ -1974,7 +2034,7 @@ type SnapshotParity struct {
 
 func (x *SnapshotParity) Reset() {
 	*x = SnapshotParity{}
-	mi := &file_amalgam_proto_msgTypes[26]
+	mi := &file_amalgam_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2046,7 @@ func (x *SnapshotParity) String() string {
 func (*SnapshotParity) ProtoMessage() {}
 
 func (x *SnapshotParity) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[26]
+	mi := &file_amalgam_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2059,7 @@ func (x *SnapshotParity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotParity.ProtoReflect.Descriptor instead.
 func (*SnapshotParity) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{26}
+	return file_amalgam_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SnapshotParity) GetNum() uint64 {
@@ -2065,6 +2125,7 @@ type Message struct {
 	//	*Message_SnapshotMarker
 	//	*Message_SnapshotData
 	//	*Message_SnapshotParity
+	//	*Message_Resending
 	Body          isMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2072,7 +2133,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_amalgam_proto_msgTypes[27]
+	mi := &file_amalgam_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +2145,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[27]
+	mi := &file_amalgam_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2158,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{27}
+	return file_amalgam_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Message) GetBody() isMessage_Body {
@@ -2260,6 +2321,15 @@ func (x *Message) GetSnapshotParity() *SnapshotParity {
 	return nil
 }
 
+func (x *Message) GetResending() *Resending {
+	if x != nil {
+		if x, ok := x.Body.(*Message_Resending); ok {
+			return x.Resending
+		}
+	}
+	return nil
+}
+
 type isMessage_Body interface {
 	isMessage_Body()
 }
@@ -2332,6 +2402,10 @@ type Message_SnapshotParity struct {
 	SnapshotParity *SnapshotParity `protobuf:"bytes,17,opt,name=snapshot_parity,json=snapshotParity,proto3,oneof"`
 }
 
+type Message_Resending struct {
+	Resending *Resending `protobuf:"bytes,18,opt,name=resending,proto3,oneof"`
+}
+
 func (*Message_Request) isMessage_Body() {}
 
 func (*Message_Reply) isMessage_Body() {}
@@ -2366,6 +2440,8 @@ func (*Message_SnapshotData) isMessage_Body() {}
 
 func (*Message_SnapshotParity) isMessage_Body() {}
 
+func (*Message_Resending) isMessage_Body() {}
+
 // Envelope is one unordered message.
 type Envelope struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2378,7 +2454,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_amalgam_proto_msgTypes[28]
+	mi := &file_amalgam_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2390,7 +2466,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[28]
+	mi := &file_amalgam_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2403,7 +2479,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{28}
+	return file_amalgam_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Envelope) GetFrom() string {
@@ -2436,7 +2512,7 @@ type SendRequest struct {
 
 func (x *SendRequest) Reset() {
 	*x = SendRequest{}
-	mi := &file_amalgam_proto_msgTypes[29]
+	mi := &file_amalgam_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2448,7 +2524,7 @@ func (x *SendRequest) String() string {
 func (*SendRequest) ProtoMessage() {}
 
 func (x *SendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[29]
+	mi := &file_amalgam_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2461,7 +2537,7 @@ func (x *SendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
 func (*SendRequest) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{29}
+	return file_amalgam_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SendRequest) GetEnvelopes() []*Envelope {
@@ -2479,7 +2555,7 @@ type SendResponse struct {
 
 func (x *SendResponse) Reset() {
 	*x = SendResponse{}
-	mi := &file_amalgam_proto_msgTypes[30]
+	mi := &file_amalgam_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2491,7 +2567,7 @@ func (x *SendResponse) String() string {
 func (*SendResponse) ProtoMessage() {}
 
 func (x *SendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[30]
+	mi := &file_amalgam_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +2580,7 @@ func (x *SendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendResponse.ProtoReflect.Descriptor instead.
 func (*SendResponse) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{30}
+	return file_amalgam_proto_rawDescGZIP(), []int{31}
 }
 
 // StreamHello opens (or resumes) the ordered stream from -> to. stream_id
@@ -2527,7 +2603,7 @@ type StreamHello struct {
 
 func (x *StreamHello) Reset() {
 	*x = StreamHello{}
-	mi := &file_amalgam_proto_msgTypes[31]
+	mi := &file_amalgam_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2539,7 +2615,7 @@ func (x *StreamHello) String() string {
 func (*StreamHello) ProtoMessage() {}
 
 func (x *StreamHello) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[31]
+	mi := &file_amalgam_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2552,7 +2628,7 @@ func (x *StreamHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamHello.ProtoReflect.Descriptor instead.
 func (*StreamHello) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{31}
+	return file_amalgam_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StreamHello) GetFrom() string {
@@ -2604,7 +2680,7 @@ type StreamFrame struct {
 
 func (x *StreamFrame) Reset() {
 	*x = StreamFrame{}
-	mi := &file_amalgam_proto_msgTypes[32]
+	mi := &file_amalgam_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2616,7 +2692,7 @@ func (x *StreamFrame) String() string {
 func (*StreamFrame) ProtoMessage() {}
 
 func (x *StreamFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[32]
+	mi := &file_amalgam_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2629,7 +2705,7 @@ func (x *StreamFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamFrame.ProtoReflect.Descriptor instead.
 func (*StreamFrame) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{32}
+	return file_amalgam_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StreamFrame) GetHello() *StreamHello {
@@ -2666,7 +2742,7 @@ type StreamAck struct {
 
 func (x *StreamAck) Reset() {
 	*x = StreamAck{}
-	mi := &file_amalgam_proto_msgTypes[33]
+	mi := &file_amalgam_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2678,7 +2754,7 @@ func (x *StreamAck) String() string {
 func (*StreamAck) ProtoMessage() {}
 
 func (x *StreamAck) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[33]
+	mi := &file_amalgam_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2691,7 +2767,7 @@ func (x *StreamAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamAck.ProtoReflect.Descriptor instead.
 func (*StreamAck) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{33}
+	return file_amalgam_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StreamAck) GetStreamId() uint64 {
@@ -2844,7 +2920,11 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x06config\x18\x01 \x01(\v2\x12.amalgam.v1.ConfigR\x06config\x12-\n" +
 	"\ainstall\x18\x02 \x01(\v2\x13.amalgam.v1.InstallR\ainstall\"\x1c\n" +
 	"\bConfigOK\x12\x10\n" +
-	"\x03num\x18\x01 \x01(\x04R\x03num\"n\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\"M\n" +
+	"\tResending\x12\x10\n" +
+	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\x05R\x05shard\x12\x18\n" +
+	"\abackups\x18\x03 \x03(\tR\abackups\"n\n" +
 	"\x0eStripeSnapshot\x12\x10\n" +
 	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x16\n" +
 	"\x06stripe\x18\x02 \x01(\x05R\x06stripe\x12\x14\n" +
@@ -2871,7 +2951,7 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x05nonce\x18\x03 \x01(\x04R\x05nonce\x12\x14\n" +
 	"\x05index\x18\x04 \x01(\x05R\x05index\x12\x14\n" +
 	"\x05block\x18\x05 \x01(\fR\x05block\x12\x1b\n" +
-	"\thas_block\x18\x06 \x01(\bR\bhasBlock\"\xe5\a\n" +
+	"\thas_block\x18\x06 \x01(\bR\bhasBlock\"\x9c\b\n" +
 	"\aMessage\x12/\n" +
 	"\arequest\x18\x01 \x01(\v2\x13.amalgam.v1.RequestH\x00R\arequest\x12)\n" +
 	"\x05reply\x18\x02 \x01(\v2\x11.amalgam.v1.ReplyH\x00R\x05reply\x12/\n" +
@@ -2894,7 +2974,8 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x0fstripe_snapshot\x18\x0e \x01(\v2\x1a.amalgam.v1.StripeSnapshotH\x00R\x0estripeSnapshot\x12E\n" +
 	"\x0fsnapshot_marker\x18\x0f \x01(\v2\x1a.amalgam.v1.SnapshotMarkerH\x00R\x0esnapshotMarker\x12?\n" +
 	"\rsnapshot_data\x18\x10 \x01(\v2\x18.amalgam.v1.SnapshotDataH\x00R\fsnapshotData\x12E\n" +
-	"\x0fsnapshot_parity\x18\x11 \x01(\v2\x1a.amalgam.v1.SnapshotParityH\x00R\x0esnapshotParityB\x06\n" +
+	"\x0fsnapshot_parity\x18\x11 \x01(\v2\x1a.amalgam.v1.SnapshotParityH\x00R\x0esnapshotParity\x125\n" +
+	"\tresending\x18\x12 \x01(\v2\x15.amalgam.v1.ResendingH\x00R\tresendingB\x06\n" +
 	"\x04body\"U\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
@@ -2944,7 +3025,7 @@ func file_amalgam_proto_rawDescGZIP() []byte {
 }
 
 var file_amalgam_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_amalgam_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_amalgam_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_amalgam_proto_goTypes = []any{
 	(OpKind)(0),             // 0: amalgam.v1.OpKind
 	(*Op)(nil),              // 1: amalgam.v1.Op
@@ -2970,17 +3051,18 @@ var file_amalgam_proto_goTypes = []any{
 	(*Install)(nil),         // 21: amalgam.v1.Install
 	(*NewConfig)(nil),       // 22: amalgam.v1.NewConfig
 	(*ConfigOK)(nil),        // 23: amalgam.v1.ConfigOK
-	(*StripeSnapshot)(nil),  // 24: amalgam.v1.StripeSnapshot
-	(*SnapshotMarker)(nil),  // 25: amalgam.v1.SnapshotMarker
-	(*SnapshotData)(nil),    // 26: amalgam.v1.SnapshotData
-	(*SnapshotParity)(nil),  // 27: amalgam.v1.SnapshotParity
-	(*Message)(nil),         // 28: amalgam.v1.Message
-	(*Envelope)(nil),        // 29: amalgam.v1.Envelope
-	(*SendRequest)(nil),     // 30: amalgam.v1.SendRequest
-	(*SendResponse)(nil),    // 31: amalgam.v1.SendResponse
-	(*StreamHello)(nil),     // 32: amalgam.v1.StreamHello
-	(*StreamFrame)(nil),     // 33: amalgam.v1.StreamFrame
-	(*StreamAck)(nil),       // 34: amalgam.v1.StreamAck
+	(*Resending)(nil),       // 24: amalgam.v1.Resending
+	(*StripeSnapshot)(nil),  // 25: amalgam.v1.StripeSnapshot
+	(*SnapshotMarker)(nil),  // 26: amalgam.v1.SnapshotMarker
+	(*SnapshotData)(nil),    // 27: amalgam.v1.SnapshotData
+	(*SnapshotParity)(nil),  // 28: amalgam.v1.SnapshotParity
+	(*Message)(nil),         // 29: amalgam.v1.Message
+	(*Envelope)(nil),        // 30: amalgam.v1.Envelope
+	(*SendRequest)(nil),     // 31: amalgam.v1.SendRequest
+	(*SendResponse)(nil),    // 32: amalgam.v1.SendResponse
+	(*StreamHello)(nil),     // 33: amalgam.v1.StreamHello
+	(*StreamFrame)(nil),     // 34: amalgam.v1.StreamFrame
+	(*StreamAck)(nil),       // 35: amalgam.v1.StreamAck
 }
 var file_amalgam_proto_depIdxs = []int32{
 	0,  // 0: amalgam.v1.Op.kind:type_name -> amalgam.v1.OpKind
@@ -3013,27 +3095,28 @@ var file_amalgam_proto_depIdxs = []int32{
 	19, // 27: amalgam.v1.Message.stop_backup_ok:type_name -> amalgam.v1.StopBackupOK
 	22, // 28: amalgam.v1.Message.new_config:type_name -> amalgam.v1.NewConfig
 	23, // 29: amalgam.v1.Message.config_ok:type_name -> amalgam.v1.ConfigOK
-	24, // 30: amalgam.v1.Message.stripe_snapshot:type_name -> amalgam.v1.StripeSnapshot
-	25, // 31: amalgam.v1.Message.snapshot_marker:type_name -> amalgam.v1.SnapshotMarker
-	26, // 32: amalgam.v1.Message.snapshot_data:type_name -> amalgam.v1.SnapshotData
-	27, // 33: amalgam.v1.Message.snapshot_parity:type_name -> amalgam.v1.SnapshotParity
-	28, // 34: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
-	29, // 35: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
-	32, // 36: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
-	28, // 37: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
-	3,  // 38: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
-	5,  // 39: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
-	30, // 40: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
-	33, // 41: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
-	4,  // 42: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
-	9,  // 43: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
-	31, // 44: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
-	34, // 45: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
-	42, // [42:46] is the sub-list for method output_type
-	38, // [38:42] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	25, // 30: amalgam.v1.Message.stripe_snapshot:type_name -> amalgam.v1.StripeSnapshot
+	26, // 31: amalgam.v1.Message.snapshot_marker:type_name -> amalgam.v1.SnapshotMarker
+	27, // 32: amalgam.v1.Message.snapshot_data:type_name -> amalgam.v1.SnapshotData
+	28, // 33: amalgam.v1.Message.snapshot_parity:type_name -> amalgam.v1.SnapshotParity
+	24, // 34: amalgam.v1.Message.resending:type_name -> amalgam.v1.Resending
+	29, // 35: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
+	30, // 36: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
+	33, // 37: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
+	29, // 38: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
+	3,  // 39: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
+	5,  // 40: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
+	31, // 41: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
+	34, // 42: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
+	4,  // 43: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
+	9,  // 44: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
+	32, // 45: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
+	35, // 46: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
+	43, // [43:47] is the sub-list for method output_type
+	39, // [39:43] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_amalgam_proto_init() }
@@ -3041,7 +3124,7 @@ func file_amalgam_proto_init() {
 	if File_amalgam_proto != nil {
 		return
 	}
-	file_amalgam_proto_msgTypes[27].OneofWrappers = []any{
+	file_amalgam_proto_msgTypes[28].OneofWrappers = []any{
 		(*Message_Request)(nil),
 		(*Message_Reply)(nil),
 		(*Message_Prepare)(nil),
@@ -3059,6 +3142,7 @@ func file_amalgam_proto_init() {
 		(*Message_SnapshotMarker)(nil),
 		(*Message_SnapshotData)(nil),
 		(*Message_SnapshotParity)(nil),
+		(*Message_Resending)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3066,7 +3150,7 @@ func file_amalgam_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_amalgam_proto_rawDesc), len(file_amalgam_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

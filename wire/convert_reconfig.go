@@ -32,6 +32,12 @@ func reconfigToProto(m node.Message) (*Message, bool) {
 		return &Message{Body: &Message_NewConfig{NewConfig: p}}, true
 	case msg.ConfigOK:
 		return &Message{Body: &Message_ConfigOk{ConfigOk: &ConfigOK{Num: m.Num}}}, true
+	case msg.Resending:
+		p := &Resending{Num: m.Num, Shard: int32(m.Shard)}
+		for _, a := range m.Backups {
+			p.Backups = append(p.Backups, string(a))
+		}
+		return &Message{Body: &Message_Resending{Resending: p}}, true
 	case msg.StripeSnapshot:
 		return &Message{Body: &Message_StripeSnapshot{StripeSnapshot: &StripeSnapshot{Num: m.Num, Stripe: int32(m.Stripe), Nonce: m.Nonce,
 			Requester: string(m.Requester)}}}, true
@@ -91,6 +97,13 @@ func reconfigFromProto(p *Message) (m node.Message, ok bool, err error) {
 		return nc, true, nil
 	case *Message_ConfigOk:
 		return msg.ConfigOK{Num: b.ConfigOk.GetNum()}, true, nil
+	case *Message_Resending:
+		q := b.Resending
+		r := msg.Resending{Num: q.GetNum(), Shard: int(q.GetShard())}
+		for _, a := range q.GetBackups() {
+			r.Backups = append(r.Backups, node.Addr(a))
+		}
+		return r, true, nil
 	case *Message_StripeSnapshot:
 		q := b.StripeSnapshot
 		return msg.StripeSnapshot{Num: q.GetNum(), Stripe: int(q.GetStripe()), Nonce: q.GetNonce(), Requester: node.Addr(q.GetRequester())}, true, nil

@@ -194,10 +194,13 @@ func newStatusCmd(gl *globalFlags) *cobra.Command {
 				Addr  string `json:"addr"`
 			}
 			type nodeJSON struct {
-				Addr         string `json:"addr"`
-				NextOpNum    uint64 `json:"next_op_num,omitempty"`
-				PendingOps   int64  `json:"pending_ops"`
-				BlocksStored int64  `json:"blocks_stored"`
+				Addr           string `json:"addr"`
+				NextOpNum      uint64 `json:"next_op_num,omitempty"`
+				PendingOps     int64  `json:"pending_ops"`
+				BlocksStored   int64  `json:"blocks_stored"`
+				Incarnation    uint64 `json:"incarnation"`
+				ConfigNum      uint64 `json:"config_num"`
+				DegradedBlocks int64  `json:"degraded_blocks"`
 			}
 			doc := struct {
 				Cluster    string        `json:"cluster"`
@@ -206,13 +209,25 @@ func newStatusCmd(gl *globalFlags) *cobra.Command {
 				Layout     layoutDoc     `json:"layout"`
 				Machines   []machineJSON `json:"machines"`
 				Nodes      []nodeJSON    `json:"nodes"`
-			}{Cluster: gl.cluster, ConfigNum: st.GetConfigNum(), Durability: st.GetDurability(), Layout: layoutJSON(l)}
+				Spares     []string      `json:"spares"`
+				// Healthy: every server answers, is in the newest
+				// configuration and has rebuilt all its blocks.
+				Healthy bool `json:"healthy"`
+			}{Cluster: gl.cluster, ConfigNum: st.GetConfigNum(), Durability: st.GetDurability(), Layout: layoutJSON(l),
+				Spares: append([]string{}, st.GetSpares()...)}
 			doc.Layout.Rows = nil
 			for _, m := range st.GetMachines() {
 				doc.Machines = append(doc.Machines, machineJSON{int(m.GetIndex()), m.GetAddr()})
 			}
+			servers := 2 * len(doc.Machines)
+			if l.W > 0 {
+				servers += len(doc.Machines)
+			}
+			doc.Healthy = len(st.GetNodes()) == servers
 			for _, n := range st.GetNodes() {
-				doc.Nodes = append(doc.Nodes, nodeJSON{n.GetAddr(), n.GetNextOpNum(), n.GetPendingOps(), n.GetBlocksStored()})
+				doc.Nodes = append(doc.Nodes, nodeJSON{n.GetAddr(), n.GetNextOpNum(), n.GetPendingOps(), n.GetBlocksStored(),
+					n.GetIncarnation(), n.GetConfigNum(), n.GetDegradedBlocks()})
+				doc.Healthy = doc.Healthy && n.GetConfigNum() == doc.ConfigNum && n.GetDegradedBlocks() == 0
 			}
 			w := cmd.OutOrStdout()
 			if gl.output == "json" {
@@ -225,10 +240,23 @@ func newStatusCmd(gl *globalFlags) *cobra.Command {
 				fmt.Fprintf(w, "machine %d at %s\n", m.Index, m.Addr)
 			}
 			for _, n := range doc.Nodes {
-				fmt.Fprintf(w, "  %-10s pending %d, blocks stored %d\n", n.Addr, n.PendingOps, n.BlocksStored)
+				fmt.Fprintf(w, "  %-10s pending %d, blocks stored %d, incarnation %d, configuration %d", n.Addr, n.PendingOps, n.BlocksStored,
+					n.Incarnation, n.ConfigNum)
+				if n.DegradedBlocks > 0 {
+					fmt.Fprintf(w, ", %d blocks to rebuild", n.DegradedBlocks)
+				}
+				fmt.Fprintln(w)
 			}
-			if len(doc.Nodes) < len(doc.Machines)*2 {
+			if len(doc.Spares) > 0 {
+				fmt.Fprintf(w, "spares: %s\n", strings.Join(doc.Spares, ", "))
+			}
+			if len(doc.Nodes) < servers {
 				fmt.Fprintln(w, "some machines did not answer")
+			}
+			if doc.Healthy {
+				fmt.Fprintln(w, "healthy")
+			} else {
+				fmt.Fprintln(w, "not healthy: servers missing, behind the newest configuration, or rebuilding")
 			}
 			return nil
 		},

@@ -37,7 +37,7 @@ AMALGAM_CLUSTER environment variable), prints text by default and JSON with
 For a cluster running mutual TLS, give --tls-cert, --tls-key and --tls-ca
 (or AMALGAM_TLS_CERT, AMALGAM_TLS_KEY and AMALGAM_TLS_CA).
 
-Talking to a cluster: status, read, write, rmw, txn. Offline: layout, mc,
+Talking to a cluster: status, read, write, rmw, txn, admin. Offline: layout, mc,
 version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -62,7 +62,7 @@ version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 		cluster = defaultCluster
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&gl.cluster, "cluster", cluster, "cluster entry address (env AMALGAM_CLUSTER)")
+	pf.StringVar(&gl.cluster, "cluster", cluster, "cluster entry address; several (the reconfiguration replicas) comma-separated (env AMALGAM_CLUSTER)")
 	pf.StringVar(&gl.output, "output", "text", "output format: text or json")
 	pf.DurationVar(&gl.timeout, "timeout", 10*time.Second, "give up on a request after this long")
 	pf.StringVar(&gl.tlsCert, "tls-cert", os.Getenv("AMALGAM_TLS_CERT"), "PEM client certificate for mutual TLS (env AMALGAM_TLS_CERT)")
@@ -70,7 +70,7 @@ version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 	pf.StringVar(&gl.tlsCA, "tls-ca", os.Getenv("AMALGAM_TLS_CA"), "PEM CA bundle the servers' certificates chain to; turns TLS on (env AMALGAM_TLS_CA)")
 
 	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl), newMCCmd(gl),
-		newStatusCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl),
+		newStatusCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl), newAdminCmd(gl),
 		newBenchCmd(gl))
 	return root
 }

@@ -10,9 +10,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/runtime"
+	"github.com/amalgam-store/amalgam/runtime/cluster"
 	"github.com/spf13/cobra"
 )
 
@@ -25,6 +27,8 @@ type devFlags struct {
 	blocks     int
 	durability string
 	spares     int
+	replicas   int
+	suspect    time.Duration
 	common     commonFlags
 }
 
@@ -33,22 +37,19 @@ func newDevCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a complete local cluster in one process",
-		Long: `dev runs a complete local cluster in one process: the configuration
-endpoint at --addr and --machines machines (each hosting a data, a parity and
-a witness server), machine m on port P+1+m where P is --addr's port. Clients
-reach it at --addr; data lives under --data-dir and survives restarts (with
---durability durable, the default). Ctrl-C stops it cleanly.
-
-The reconfiguration service is static for now: it serves the configuration
-but does not replace failed servers, and --spares must be 0.`,
+		Long: `dev runs a complete local cluster in one process: the reconfiguration
+service at --addr (--reconfig-replicas Raft replicas, the others on ports
+after the spares'), --machines machines (each hosting a data, a parity and a
+witness server), machine m on port P+1+m where P is --addr's port, and
+--spares spare machines on the ports after them. Clients reach it at --addr;
+data lives under --data-dir and survives restarts (with --durability
+durable, the default). A machine that stops sending heartbeats for
+--suspect-after is replaced by a spare. Ctrl-C stops it cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := fl.layout()
 			if err != nil {
 				return cmdError(cmd, err)
-			}
-			if fl.spares != 0 {
-				return cmdError(cmd, fmt.Errorf("--spares: spare machines need the reconfiguration service, which is not built yet; use 0"))
 			}
 			return cmdError(cmd, runDev(cmd, fl, l))
 		},
@@ -63,7 +64,9 @@ but does not replace failed servers, and --spares must be 0.`,
 	f.IntVar(&fl.blockSize, "block-size", 4096, "bytes per block")
 	f.IntVar(&fl.blocks, "blocks", 1024, "number of addressable blocks (rounded up to whole stripes)")
 	f.StringVar(&fl.durability, "durability", "durable", "durable (pebble, fsync before replying) or memory")
-	f.IntVar(&fl.spares, "spares", 0, "spare machines that can replace failed ones (needs reconfiguration; must be 0 for now)")
+	f.IntVar(&fl.spares, "spares", 0, "spare machines that replace failed ones")
+	f.IntVar(&fl.replicas, "reconfig-replicas", 1, "replicas of the reconfiguration service (1, 3 or 5)")
+	f.DurationVar(&fl.suspect, "suspect-after", 3*time.Second, "replace a machine silent this long by a spare (0: never)")
 	fl.common.register(cmd)
 	return cmd
 }
@@ -81,6 +84,12 @@ func (fl devFlags) layout() (erasure.Layout, error) {
 	}
 	if fl.spares < 0 {
 		return erasure.Layout{}, fmt.Errorf("--spares must not be negative, got %d", fl.spares)
+	}
+	if fl.replicas < 1 || fl.replicas > 7 {
+		return erasure.Layout{}, fmt.Errorf("--reconfig-replicas must be between 1 and 7 (1, 3 or 5 make sense), got %d", fl.replicas)
+	}
+	if fl.suspect < 0 {
+		return erasure.Layout{}, fmt.Errorf("--suspect-after must not be negative, got %v", fl.suspect)
 	}
 	return layoutFromFlags(fl.machines, fl.g, fl.f, fl.w, fl.blockSize, fl.blocks)
 }
@@ -148,19 +157,29 @@ func runDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
 	defer env.close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	lc, err := runtime.StartLocal(runtime.LocalOptions{Layout: l, Durability: fl.durability, DataDir: fl.dataDir, Addr: fl.addr,
+	lc, err := cluster.Start(cluster.Options{Layout: l, Durability: fl.durability, DataDir: fl.dataDir, Addr: fl.addr,
+		Replicas: fl.replicas, Spares: fl.spares, SuspectAfter: fl.suspect,
 		Logger: env.log, ServerOptions: env.serverOpts, DialOptions: env.dialOpts, Register: env.register, Metrics: env.metrics})
 	if err != nil {
 		return err
 	}
-	env.metrics.nodes.watch(lc.Machines...)
+	env.metrics.nodes.watch(append(append([]*runtime.Machine(nil), lc.Machines...), lc.Spares...)...)
 	out := cmd.OutOrStdout()
 	printDevPlan(out, fl, l)
-	for m, a := range lc.Cluster.Machines {
+	for r, a := range lc.ReplicaAddrs {
+		fmt.Fprintf(out, "reconfiguration replica %d at %s\n", r+1, a)
+	}
+	for m, a := range lc.MachineAddrs {
 		fmt.Fprintf(out, "machine %d: data/%d parity/%d witness/%d at %s\n", m, m, m, m, a)
+	}
+	for i, a := range lc.SpareAddrs {
+		fmt.Fprintf(out, "spare %d at %s\n", i, a)
 	}
 	if env.metricsAddr != "" {
 		fmt.Fprintf(out, "metrics at http://%s/metrics\n", env.metricsAddr)
+	}
+	if len(lc.ReplicaAddrs) > 1 {
+		fmt.Fprintf(out, "entry addresses (any replica): %s\n", lc.Entries)
 	}
 	fmt.Fprintf(out, "amalgam dev cluster ready at %s\n", lc.EntryAddr)
 	fmt.Fprintf(out, "try: go run ./cmd/amalgam-cli --cluster %s status   (Ctrl-C stops the cluster)\n", lc.EntryAddr)

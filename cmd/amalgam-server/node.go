@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -25,6 +26,8 @@ func newNodeCmd() *cobra.Command {
 	var (
 		dataDir, addr, reconfig, durability string
 		machine                             int
+		spare                               bool
+		heartbeat                           time.Duration
 		common                              commonFlags
 	)
 	cmd := &cobra.Command{
@@ -32,8 +35,16 @@ func newNodeCmd() *cobra.Command {
 		Short: "Run one machine: its data, parity and witness servers",
 		Long: `node runs one machine of a cluster: its data, parity and witness servers.
 It learns the layout and every machine's address from the reconfiguration
-service at --reconfig (waiting for it to come up), and listens on --addr.
-Restarted on the same --data-dir, it restores its servers and streams.`,
+service at --reconfig (its replicas, comma-separated; waiting for it to come
+up), and listens on --addr. Restarted on the same --data-dir, it restores its
+servers and streams. It heartbeats the reconfiguration service every
+--heartbeat and follows its address book.
+
+With --spare (or --machine -1) it joins as a spare: it registers with the
+reconfiguration service and waits; when a failed machine is replaced, the
+service gives the spare its slot and the spare starts the slot's new
+servers, which rebuild their blocks. A machine whose slot was given to a
+spare stops (restart it with --spare and an empty --data-dir to rejoin).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
@@ -45,26 +56,33 @@ Restarted on the same --data-dir, it restores its servers and streams.`,
 				return cmdError(cmd, fmt.Errorf("--reconfig must not be empty"))
 			case machine < -1:
 				return cmdError(cmd, fmt.Errorf("--machine must be -1 (spare) or a machine index, got %d", machine))
-			case machine == -1:
-				return cmdError(cmd, fmt.Errorf("--machine: spares need the reconfiguration service, which is not built yet; give a machine index"))
+			case spare && machine >= 0:
+				return cmdError(cmd, fmt.Errorf("--spare and --machine %d: a spare has no machine index until it is given one", machine))
+			case heartbeat <= 0:
+				return cmdError(cmd, fmt.Errorf("--heartbeat must be positive, got %v", heartbeat))
+			}
+			if spare {
+				machine = -1
 			}
 			if err := checkDurability(durability); err != nil {
 				return cmdError(cmd, err)
 			}
-			return cmdError(cmd, runNode(cmd, &common, dataDir, addr, reconfig, durability, machine))
+			return cmdError(cmd, runNode(cmd, &common, dataDir, addr, reconfig, durability, machine, heartbeat))
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&dataDir, "data-dir", "./amalgam-data", "directory for blocks and protocol state")
 	f.StringVar(&addr, "addr", "127.0.0.1:7401", "address this machine listens on")
-	f.StringVar(&reconfig, "reconfig", "127.0.0.1:7400", "address of the reconfiguration service")
+	f.StringVar(&reconfig, "reconfig", "127.0.0.1:7400", "addresses of the reconfiguration service's replicas, comma-separated")
 	f.IntVar(&machine, "machine", -1, "machine index to run as; -1 joins as a spare")
+	f.BoolVar(&spare, "spare", false, "join as a spare (same as --machine -1)")
+	f.DurationVar(&heartbeat, "heartbeat", 200*time.Millisecond, "how often to tell the reconfiguration service this machine is alive")
 	f.StringVar(&durability, "durability", "durable", "durable (pebble, fsync before replying) or memory")
 	common.register(cmd)
 	return cmd
 }
 
-func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, durability string, me int) error {
+func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, durability string, me int, heartbeat time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env, err := common.setup(cmd, 1<<20)
@@ -87,13 +105,23 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 		return err
 	}
 	cl := &runtime.Cluster{Config: msg.InitialConfig(l), Durability: durability}
+	for _, a := range strings.Split(reconfig, ",") {
+		cl.Reconfig = append(cl.Reconfig, strings.TrimSpace(a))
+	}
 	for _, m := range st.GetMachines() {
 		cl.Machines = append(cl.Machines, m.GetAddr())
 	}
-	if _, cport, _ := net.SplitHostPort(cl.Machines[me]); !strings.HasSuffix(addr, ":"+cport) {
-		env.log.Warn("--addr differs from the address the configuration gives this machine; peers and clients use the configured one",
-			"addr", addr, "configured", cl.Machines[me])
+	self := addr // how peers reach this host: the address book's name for it when the port matches
+	if me >= 0 {
+		if _, cport, _ := net.SplitHostPort(cl.Machines[me]); strings.HasSuffix(addr, ":"+cport) {
+			self = cl.Machines[me]
+		} else {
+			return fmt.Errorf("--machine %d: the reconfiguration service says %s serves machine %d, not --addr %s (was this machine replaced by a spare? restart it with --spare and an empty --data-dir)",
+				me, cl.Machines[me], me, addr)
+		}
 	}
+	ctx, evicted := context.WithCancelCause(ctx)
+	defer evicted(nil)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -102,8 +130,16 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 	if err != nil {
 		return err
 	}
+	out := cmd.OutOrStdout()
 	mc, err := runtime.StartMachine(cl, me, code, runtime.MachineOptions{Listener: ln, Dir: dataDir, Logger: env.log,
-		ServerOptions: env.serverOpts, DialOptions: env.dialOpts, Register: env.register, Metrics: env.metrics})
+		ServerOptions: env.serverOpts, DialOptions: env.dialOpts, Register: env.register, Metrics: env.metrics,
+		Joining: me < 0, Self: self, HeartbeatEvery: heartbeat,
+		OnAssigned: func(m int) {
+			fmt.Fprintf(out, "spare now serves machine %d (data/%d parity/%d witness/%d) at %s\n", m, m, m, m, self)
+		},
+		OnEvicted: func(m int, host string) {
+			evicted(fmt.Errorf("machine %d was replaced: %s serves it now", m, host))
+		}})
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -112,9 +148,16 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 	if env.metricsAddr != "" {
 		fmt.Fprintf(cmd.OutOrStdout(), "metrics at http://%s/metrics\n", env.metricsAddr)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "machine %d (data/%d parity/%d witness/%d) serving at %s, durability %s\n", me, me, me, me, ln.Addr(), durability)
+	if me < 0 {
+		fmt.Fprintf(out, "spare serving at %s, durability %s, waiting for a machine slot\n", ln.Addr(), durability)
+	} else {
+		fmt.Fprintf(out, "machine %d (data/%d parity/%d witness/%d) serving at %s, durability %s\n", me, me, me, me, ln.Addr(), durability)
+	}
 	<-ctx.Done()
 	mc.Close()
+	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
+		return err // replaced
+	}
 	return nil
 }
 
@@ -122,14 +165,18 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 // retrying until it answers or ctx ends.
 func fetchStatus(ctx context.Context, log *slog.Logger, addr string, dialOpts []grpc.DialOption) (*wire.StatusResponse, error) {
 	opts := append(wire.DialOptions(1<<20), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	cc, err := grpc.NewClient(addr, append(opts, dialOpts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("--reconfig %s: %w", addr, err)
+	var ccs []*grpc.ClientConn
+	for _, a := range strings.Split(addr, ",") {
+		cc, err := grpc.NewClient(strings.TrimSpace(a), append(opts, dialOpts...)...)
+		if err != nil {
+			return nil, fmt.Errorf("--reconfig %s: %w", a, err)
+		}
+		defer cc.Close()
+		ccs = append(ccs, cc)
 	}
-	defer cc.Close()
 	for try := 0; ; try++ {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := wire.NewClientClient(cc).Status(actx, &wire.StatusRequest{}, grpc.WaitForReady(true))
+		st, err := wire.NewClientClient(ccs[try%len(ccs)]).Status(actx, &wire.StatusRequest{}, grpc.WaitForReady(len(ccs) == 1))
 		cancel()
 		if err == nil {
 			return st, nil

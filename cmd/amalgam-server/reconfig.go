@@ -9,13 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 
 	"github.com/amalgam-store/amalgam/msg"
-	"github.com/amalgam-store/amalgam/runtime"
-	"github.com/amalgam-store/amalgam/wire"
+	"github.com/amalgam-store/amalgam/runtime/raftreconfig"
 )
 
 func newReconfigCmd() *cobra.Command {
@@ -25,18 +24,25 @@ func newReconfigCmd() *cobra.Command {
 		peers, machineAddrs        []string
 		g, f, w, blockSize, blocks int
 		durability                 string
+		suspect                    time.Duration
+		snapEvery                  uint64
 		common                     commonFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "reconfig",
 		Short: "Run one replica of the reconfiguration service",
-		Long: `reconfig runs one replica of the reconfiguration service, which tells
-clients and machines the cluster's configuration (layout and machine
-addresses) and will replace failed servers.
+		Long: `reconfig runs one replica of the reconfiguration service, which numbers the
+cluster's configurations, replaces failed servers (thesis 3.3.2) and keeps
+the address book: which host serves each machine slot, and the registered
+spares. It tells clients and machines the configuration and the address
+book (Status, heartbeats).
 
-For now the service is static: it serves configuration 0, built from
---machine-addrs and the layout flags, and does not replicate or replace
-anything (--peers is accepted for the Raft version to come).`,
+Run 1, 3 or 5 replicas: --id is this replica's Raft id and --peers lists the
+others as id=host:port (all replicas must be given the same layout flags and
+--machine-addrs, the initial address book). The Raft log, hard state and
+snapshots live in --data-dir. A machine silent for --suspect-after is
+replaced by a live spare (amalgam-server node --spare); without a spare it
+is left alone.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
@@ -47,11 +53,20 @@ anything (--peers is accepted for the Raft version to come).`,
 			case id == 0:
 				return cmdError(cmd, fmt.Errorf("--id must be at least 1 (Raft reserves 0)"))
 			}
+			peerMap := map[uint64]string{id: addr}
 			for _, p := range peers {
 				pid, paddr, ok := strings.Cut(p, "=")
-				if n, err := strconv.ParseUint(pid, 10, 64); !ok || err != nil || n == 0 || paddr == "" {
+				n, err := strconv.ParseUint(pid, 10, 64)
+				if !ok || err != nil || n == 0 || paddr == "" {
 					return cmdError(cmd, fmt.Errorf("--peers entry %q is not id=host:port with id at least 1", p))
 				}
+				if _, dup := peerMap[n]; dup {
+					return cmdError(cmd, fmt.Errorf("--peers: id %d appears twice (or is this replica's --id)", n))
+				}
+				peerMap[n] = paddr
+			}
+			if suspect < 0 {
+				return cmdError(cmd, fmt.Errorf("--suspect-after must not be negative, got %v", suspect))
 			}
 			if err := checkDurability(durability); err != nil {
 				return cmdError(cmd, err)
@@ -73,21 +88,23 @@ anything (--peers is accepted for the Raft version to come).`,
 				return cmdError(cmd, err)
 			}
 			defer env.close()
-			cl := &runtime.Cluster{Config: msg.InitialConfig(l), Machines: machineAddrs, Durability: durability}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return cmdError(cmd, err)
 			}
-			s := grpc.NewServer(append(wire.ServerOptions(l.BlockSize), env.serverOpts...)...)
-			wire.RegisterClientServer(s, &runtime.StatusServer{Cluster: cl})
-			env.register(s)
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			go func() { <-ctx.Done(); s.Stop() }()
-			fmt.Fprintf(cmd.OutOrStdout(), "reconfiguration service (static configuration 0, %d machines) at %s\n", l.N, ln.Addr())
-			if err := s.Serve(ln); err != nil {
+			r, err := raftreconfig.Start(raftreconfig.Options{ID: id, Peers: peerMap, Listener: ln, Dir: dataDir,
+				Initial: raftreconfig.Initial{Config: msg.InitialConfig(l), Hosts: machineAddrs, Durability: durability},
+				Logger:  env.log, ServerOptions: env.serverOpts, DialOptions: env.dialOpts, Register: env.register,
+				SnapshotEvery: snapEvery, SuspectAfter: suspect})
+			if err != nil {
+				_ = ln.Close()
 				return cmdError(cmd, err)
 			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			fmt.Fprintf(cmd.OutOrStdout(), "reconfiguration service (replica %d of %d, %d machines) at %s\n", id, len(peerMap), l.N, ln.Addr())
+			<-ctx.Done()
+			r.Close()
 			return nil
 		},
 	}
@@ -103,6 +120,8 @@ anything (--peers is accepted for the Raft version to come).`,
 	fl.IntVar(&blockSize, "block-size", 4096, "bytes per block")
 	fl.IntVar(&blocks, "blocks", 1024, "number of addressable blocks (rounded up to whole stripes)")
 	fl.StringVar(&durability, "durability", "durable", "durability the machines run with (reported by status)")
+	fl.DurationVar(&suspect, "suspect-after", 3*time.Second, "replace a machine silent this long by a live spare (0: never)")
+	fl.Uint64Var(&snapEvery, "snapshot-every", 1000, "log entries between snapshots of the state (the log is compacted)")
 	common.register(cmd)
 	return cmd
 }

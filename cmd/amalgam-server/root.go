@@ -14,11 +14,11 @@ func newRootCmd() *cobra.Command {
 tolerance comes from erasure coding instead of replication.
 
   amalgam-server dev        a complete local cluster in one process
-  amalgam-server node       one machine (data, parity and witness servers)
+  amalgam-server node       one machine (data, parity and witness servers), or a spare
   amalgam-server reconfig   one replica of the reconfiguration service
 
-The reconfiguration service is static for now (it serves the configuration
-but does not replace failed servers). See README.md, section Status.`,
+The reconfiguration service (Raft-replicated) replaces failed servers, using
+spare machines (amalgam-server node --spare). See docs/reconfiguration.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

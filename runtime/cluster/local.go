@@ -193,10 +193,17 @@ func (lc *Local) startMachine(ln net.Listener, m int, dir string) (*runtime.Mach
 	o := lc.o
 	cl := &runtime.Cluster{Config: msg.InitialConfig(o.Layout), Machines: append([]string(nil), lc.MachineAddrs...),
 		Durability: o.Durability, Reconfig: lc.ReplicaAddrs}
-	log := o.Logger
-	return runtime.StartMachine(cl, m, lc.code, runtime.MachineOptions{Listener: ln, Dir: dir, Logger: log,
+	var mc *runtime.Machine
+	ready := make(chan struct{})
+	mc, err := runtime.StartMachine(cl, m, lc.code, runtime.MachineOptions{Listener: ln, Dir: dir, Logger: o.Logger,
 		ServerOptions: o.ServerOptions, DialOptions: o.DialOptions, Register: o.Register, Metrics: o.Metrics,
-		Joining: m < 0, HeartbeatEvery: o.Heartbeat})
+		Joining: m < 0, HeartbeatEvery: o.Heartbeat,
+		OnEvicted: func(int, string) {
+			<-ready
+			mc.Close() // replaced: its slot is served by a spare now
+		}})
+	close(ready)
+	return mc, err
 }
 
 // Leader is the replica that leads, or nil.

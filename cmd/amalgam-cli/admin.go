@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/wire"
+)
+
+// amalgam-cli admin: operator commands answered by the reconfiguration
+// service's leader (any replica in --cluster will do; the others name it).
+
+func newAdminCmd(gl *globalFlags) *cobra.Command {
+	admin := &cobra.Command{
+		Use:   "admin",
+		Short: "Operator commands: replace a server, show the configuration history",
+	}
+	admin.AddCommand(newAdminReplaceCmd(gl), newAdminConfigCmd(gl))
+	return admin
+}
+
+func newAdminReplaceCmd(gl *globalFlags) *cobra.Command {
+	var toSpare bool
+	cmd := &cobra.Command{
+		Use:   "replace <server>",
+		Short: "Replace a server: data/N, parity/N, witness/N, or machine/N (all three)",
+		Long: `replace asks the reconfiguration service to replace a server, whatever its
+health. data/N, parity/N and witness/N start a new incarnation of that
+server where machine slot N is served now (it starts empty and rebuilds its
+blocks); machine/N replaces all of the slot's servers. With --to-spare, the
+slot first moves to a live spare (amalgam-server node --spare), and the host
+that served it stops.
+
+The command returns once the service has the requests; follow the
+replacement with amalgam-cli admin config and amalgam-cli status.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, done, c, err := connect(cmd, gl)
+			if err != nil {
+				return err
+			}
+			defer done()
+			r, err := c.Replace(ctx, args[0], toSpare)
+			if err != nil {
+				return err
+			}
+			type reqJSON struct {
+				Server string `json:"server"`
+				Inc    uint64 `json:"incarnation"`
+			}
+			doc := struct {
+				Requested []reqJSON `json:"requested"`
+				Host      string    `json:"host"`
+			}{Requested: []reqJSON{}, Host: r.GetHost()}
+			for _, q := range r.GetRequested() {
+				doc.Requested = append(doc.Requested, reqJSON{roleAddr(q.GetRole(), q.GetMachine()), q.GetInc()})
+			}
+			w := cmd.OutOrStdout()
+			if gl.output == "json" {
+				return writeJSON(w, doc)
+			}
+			for _, q := range doc.Requested {
+				fmt.Fprintf(w, "replacing %s (incarnation %d)\n", q.Server, q.Inc)
+			}
+			fmt.Fprintf(w, "its machine slot is served by %s\n", doc.Host)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&toSpare, "to-spare", false, "move the machine slot to a live spare first")
+	return cmd
+}
+
+func roleAddr(role, m int32) string {
+	switch erasure.Role(role) {
+	case erasure.RoleData:
+		return fmt.Sprintf("data/%d", m)
+	case erasure.RoleParity:
+		return fmt.Sprintf("parity/%d", m)
+	case erasure.RoleWitness:
+		return fmt.Sprintf("witness/%d", m)
+	}
+	return fmt.Sprintf("role%d/%d", role, m)
+}
+
+func newAdminConfigCmd(gl *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "config",
+		Short: "Print the configuration history and the address book",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, done, c, err := connect(cmd, gl)
+			if err != nil {
+				return err
+			}
+			defer done()
+			h, err := c.History(ctx)
+			if err != nil {
+				return err
+			}
+			return printHistory(cmd, gl, h)
+		},
+	}
+}
+
+type configJSON struct {
+	Num      uint64   `json:"num"`
+	Replaced string   `json:"replaced,omitempty"`
+	Data     []uint64 `json:"data"`
+	Parity   []uint64 `json:"parity"`
+	Witness  []uint64 `json:"witness"`
+}
+
+func printHistory(cmd *cobra.Command, gl *globalFlags, h *wire.HistoryResponse) error {
+	doc := struct {
+		Configs   []configJSON `json:"configs"`
+		Hosts     []string     `json:"hosts"`
+		Spares    []string     `json:"spares"`
+		Version   uint64       `json:"address_book_version"`
+		Replacing bool         `json:"replacing"`
+	}{Configs: []configJSON{}, Hosts: h.GetDirectory().GetHosts(), Spares: h.GetDirectory().GetSpares(),
+		Version: h.GetDirectory().GetVersion(), Replacing: h.GetBusy()}
+	if doc.Spares == nil {
+		doc.Spares = []string{}
+	}
+	for _, c := range h.GetConfigs() {
+		doc.Configs = append(doc.Configs, configJSON{Num: c.GetNum(), Replaced: c.GetChanged(), Data: c.GetData(),
+			Parity: c.GetParity(), Witness: c.GetWitness()})
+	}
+	w := cmd.OutOrStdout()
+	if gl.output == "json" {
+		return writeJSON(w, doc)
+	}
+	for _, c := range doc.Configs {
+		what := "initial"
+		if c.Replaced != "" {
+			what = "replaced " + c.Replaced
+		}
+		fmt.Fprintf(w, "configuration %d: %s; incarnations data %s parity %s witness %s\n", c.Num, what,
+			incs(c.Data), incs(c.Parity), incs(c.Witness))
+	}
+	for m, host := range doc.Hosts {
+		fmt.Fprintf(w, "machine %d at %s\n", m, host)
+	}
+	if len(doc.Spares) > 0 {
+		fmt.Fprintf(w, "spares: %s\n", strings.Join(doc.Spares, ", "))
+	}
+	if doc.Replacing {
+		fmt.Fprintln(w, "a replacement is in progress")
+	}
+	return nil
+}
+
+func incs(xs []uint64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
