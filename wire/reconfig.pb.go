@@ -381,7 +381,9 @@ type HistoryResponse struct {
 	Configs   []*Config              `protobuf:"bytes,1,rep,name=configs,proto3" json:"configs,omitempty"` // oldest first
 	Directory *Directory             `protobuf:"bytes,2,opt,name=directory,proto3" json:"directory,omitempty"`
 	// Whether a replacement is in progress or queued.
-	Busy          bool `protobuf:"varint,3,opt,name=busy,proto3" json:"busy,omitempty"`
+	Busy bool `protobuf:"varint,3,opt,name=busy,proto3" json:"busy,omitempty"`
+	// host:port of the leading replica, if the answering one knows it.
+	LeaderAddr    string `protobuf:"bytes,4,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -435,6 +437,13 @@ func (x *HistoryResponse) GetBusy() bool {
 		return x.Busy
 	}
 	return false
+}
+
+func (x *HistoryResponse) GetLeaderAddr() string {
+	if x != nil {
+		return x.LeaderAddr
+	}
+	return ""
 }
 
 // RaftMessages carries raftpb.Message encodings between replicas.
@@ -790,11 +799,13 @@ const file_reconfig_proto_rawDesc = "" +
 	"\x14AdminReplaceResponse\x121\n" +
 	"\trequested\x18\x01 \x03(\v2\x13.amalgam.v1.ReplaceR\trequested\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\"\x10\n" +
-	"\x0eHistoryRequest\"\x88\x01\n" +
+	"\x0eHistoryRequest\"\xa9\x01\n" +
 	"\x0fHistoryResponse\x12,\n" +
 	"\aconfigs\x18\x01 \x03(\v2\x12.amalgam.v1.ConfigR\aconfigs\x123\n" +
 	"\tdirectory\x18\x02 \x01(\v2\x15.amalgam.v1.DirectoryR\tdirectory\x12\x12\n" +
-	"\x04busy\x18\x03 \x01(\bR\x04busy\"\"\n" +
+	"\x04busy\x18\x03 \x01(\bR\x04busy\x12\x1f\n" +
+	"\vleader_addr\x18\x04 \x01(\tR\n" +
+	"leaderAddr\"\"\n" +
 	"\fRaftMessages\x12\x12\n" +
 	"\x04msgs\x18\x01 \x03(\fR\x04msgs\"\t\n" +
 	"\aRaftAck\"\xb1\x01\n" +

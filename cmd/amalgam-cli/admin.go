@@ -120,8 +120,9 @@ func printHistory(cmd *cobra.Command, gl *globalFlags, h *wire.HistoryResponse) 
 		Spares    []string     `json:"spares"`
 		Version   uint64       `json:"address_book_version"`
 		Replacing bool         `json:"replacing"`
+		Leader    string       `json:"leader,omitempty"`
 	}{Configs: []configJSON{}, Hosts: h.GetDirectory().GetHosts(), Spares: h.GetDirectory().GetSpares(),
-		Version: h.GetDirectory().GetVersion(), Replacing: h.GetBusy()}
+		Version: h.GetDirectory().GetVersion(), Replacing: h.GetBusy(), Leader: h.GetLeaderAddr()}
 	if doc.Spares == nil {
 		doc.Spares = []string{}
 	}
@@ -146,6 +147,9 @@ func printHistory(cmd *cobra.Command, gl *globalFlags, h *wire.HistoryResponse) 
 	}
 	if len(doc.Spares) > 0 {
 		fmt.Fprintf(w, "spares: %s\n", strings.Join(doc.Spares, ", "))
+	}
+	if doc.Leader != "" {
+		fmt.Fprintf(w, "reconfiguration leader at %s\n", doc.Leader)
 	}
 	if doc.Replacing {
 		fmt.Fprintln(w, "a replacement is in progress")

@@ -209,7 +209,10 @@ func (r *Replica) liveSpare() string {
 // History returns every configuration (amalgam-cli admin config).
 func (a *api) History(context.Context, *wire.HistoryRequest) (*wire.HistoryResponse, error) {
 	p := a.r.pub.Load()
-	out := &wire.HistoryResponse{Directory: p.dir, Busy: p.busy}
+	out := &wire.HistoryResponse{Directory: p.dir, Busy: p.busy, LeaderAddr: p.leaderAddr}
+	if p.leader {
+		out.LeaderAddr = a.r.o.Peers[a.r.o.ID]
+	}
 	for _, c := range p.history {
 		out.Configs = append(out.Configs, wire.ConfigToProto(c))
 	}
