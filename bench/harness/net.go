@@ -72,6 +72,7 @@ type Net struct {
 	seq      uint64
 	kick     chan struct{}
 	bytesOut atomic.Int64 // bytes sent between machines
+	dropped  atomic.Int64 // unordered messages dropped by full links
 }
 
 // NewNet makes a network of machines server machines.
@@ -115,6 +116,9 @@ func (nt *Net) Stop() {
 	close(nt.stop)
 	nt.wg.Wait()
 }
+
+// Dropped is the number of unordered messages full links dropped.
+func (nt *Net) Dropped() int64 { return nt.dropped.Load() }
 
 // BytesBetweenMachines is the number of bytes sent between machines.
 func (nt *Net) BytesBetweenMachines() int64 { return nt.bytesOut.Load() }
@@ -160,11 +164,11 @@ func (h *hosted) loop() {
 func (h *hosted) Self() node.Addr { return h.addr }
 
 // Send implements node.Context.
-func (h *hosted) Send(to node.Addr, m node.Message) { h.net.send(h, to, m) }
+func (h *hosted) Send(to node.Addr, m node.Message) { h.net.send(h, to, m, true) }
 
 // Stream implements node.Context: the network is lossless and FIFO per
 // pair of nodes, so a stream is a send.
-func (h *hosted) Stream(to node.Addr, m node.Message) { h.net.send(h, to, m) }
+func (h *hosted) Stream(to node.Addr, m node.Message) { h.net.send(h, to, m, false) }
 
 // SetTimer implements node.Context.
 func (h *hosted) SetTimer(t node.Timer, lo, hi time.Duration) {
@@ -179,7 +183,16 @@ func (h *hosted) SetTimer(t node.Timer, lo, hi time.Duration) {
 	})
 }
 
-func (nt *Net) send(from *hosted, to node.Addr, m node.Message) {
+// MaxBacklog bounds how far ahead a link may be booked for unordered
+// messages between server machines: like a switch buffer, a link whose
+// queue is longer drops them (the node API allows unordered messages to be
+// lost; senders retry). Ordered streams and client traffic are never
+// dropped, they queue. Without this, the baselines' heartbeat
+// retransmissions of accept requests grow a saturated link's queue
+// without bound.
+const MaxBacklog = 100 * time.Millisecond
+
+func (nt *Net) send(from *hosted, to node.Addr, m node.Message, droppable bool) {
 	dst := nt.nodes[to]
 	if dst == nil || nt.stopped.Load() {
 		return
@@ -206,6 +219,11 @@ func (nt *Net) send(from *hosted, to node.Addr, m node.Message) {
 	}
 	if dm >= 0 && nt.inFree[dm].After(start) {
 		start = nt.inFree[dm]
+	}
+	if droppable && src >= 0 && dm >= 0 && start.Sub(now) > MaxBacklog {
+		nt.mu.Unlock()
+		nt.dropped.Add(1)
+		return
 	}
 	end := start.Add(xfer)
 	if src >= 0 {

@@ -46,6 +46,8 @@ type Point struct {
 	// written x block size); 0 if nothing was written.
 	StoredPerLogical float64 `json:"stored_per_logical_byte,omitempty"`
 	Bandwidth        float64 `json:"link_bytes_per_sec"`
+	// Unordered messages dropped by full links (see MaxBacklog).
+	Dropped int64 `json:"dropped_messages"`
 }
 
 // RunSpec is one run of one system.
@@ -250,6 +252,7 @@ func Run(s RunSpec) (Point, error) {
 		Workload: s.Workload.String(), Keys: s.Workload.Keys, BlockSize: l.BlockSize,
 		Groups: l.N, Machines: dep.machines, G: l.G, F: l.F, Clients: s.Clients,
 		Seconds: elapsed.Seconds(), Ops: ops, Errors: errs, Bandwidth: s.Net.Bandwidth,
+		Dropped: dep.net.Dropped(),
 	}
 	if s.System != Amalgam {
 		p.G = 0

@@ -26,11 +26,16 @@ var Systems = []string{Amalgam, ShardedPaxos, RSPaxos}
 
 // Timing used by every system in benchmarks: long enough that a loaded
 // 2-core machine does not trigger elections or client retries that a
-// real deployment would not see.
+// real deployment would not see. The baselines' heartbeats also
+// retransmit every unanswered accept request; at their default 20 ms
+// period a leader whose link is busy for longer than that (a 1 MiB
+// accept request to 4 members takes 75 ms on a 56 MB/s link) resends
+// faster than it can send and stops making progress, so benchmarks use
+// 250 ms.
 const (
-	benchHeartbeat = 20 * time.Millisecond
-	benchElection  = 500 * time.Millisecond
-	benchRetry     = 2 * time.Second
+	benchHeartbeat = 250 * time.Millisecond
+	benchElection  = time.Second
+	benchRetry     = 5 * time.Second
 )
 
 // deployment is one system's nodes on a network.
