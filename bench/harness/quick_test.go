@@ -16,6 +16,12 @@ func TestRunEachSystem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if p.Ops == 0 || p.OpsPerSec <= 0 || p.P50ms <= 0 || p.Errors != 0 {
+				t.Errorf("%s %s: %d ops, %.0f ops/s, p50 %.2f ms, %d errors", sys, w, p.Ops, p.OpsPerSec, p.P50ms, p.Errors)
+			}
+			if w.Keys == "seq" && p.StoredPerLogical <= 1 {
+				t.Errorf("%s: stored/logical %.3f, want > 1", sys, p.StoredPerLogical)
+			}
 			t.Logf("%s %s %s: %.0f ops/s p50 %.2fms p99 %.2fms cpu %.0fus net %.0fB stored %.3f errs %d", sys, w, w.Keys, p.OpsPerSec, p.P50ms, p.P99ms, p.CPUus, p.NetBytesPerOp, p.StoredPerLogical, p.Errors)
 		}
 	}
