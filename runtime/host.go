@@ -156,6 +156,9 @@ func (h *Host) addLocked(a node.Addr, n node.Node) (*loop, error) {
 		if err := l.restorePeers(); err != nil {
 			return nil, fmt.Errorf("restoring peers of %s: %w", a, err)
 		}
+		for to, o := range l.out {
+			o.toInc = l.peerInc[to]
+		}
 	}
 	l.noteIncarnation()
 	h.loops[a] = l
@@ -525,7 +528,14 @@ func (l *loop) process(batch []event, restart bool) {
 			l.pers.Persist(nodeWriter{b, l.addr})
 		}
 		for from, d := range in {
-			_ = b.Set(inKey(l.addr, from), pair(d.sid, d.seq), nil)
+			v := pair(d.sid, d.seq)
+			s := l.inStream(from)
+			s.mu.Lock()
+			if s.sid == d.sid {
+				v = binary.BigEndian.AppendUint64(v, s.fromInc)
+			}
+			s.mu.Unlock()
+			_ = b.Set(inKey(l.addr, from), v, nil)
 		}
 		for o := range touched {
 			_ = b.Set(outMetaKey(l.addr, o.to), pair(o.sid, o.next), nil)

@@ -198,14 +198,25 @@ func (l *loop) learn(ctx *hctx, mark int, before uint64, m node.Message, c *incC
 	}
 	l.mu.Unlock()
 	for _, a := range resets {
-		ctx.streams = slices.Insert(ctx.streams, mark, effect{to: a}) // m nil: a new stream
-		c.outs = append(c.outs, a)
-		c.ins = append(c.ins, a)
-		delete(in, a)
-		if s := ins[a]; s != nil {
-			s.reset()
+		// Only streams with an older incarnation of a end: one the new
+		// incarnation opened already (before this node learned of it)
+		// stays.
+		inc := l.peerIncOf(a)
+		if o := l.out[a]; o == nil || max(o.toInc, 1) < inc {
+			ctx.streams = slices.Insert(ctx.streams, mark, effect{to: a}) // m nil: a new stream
+			c.outs = append(c.outs, a)
 		}
-		l.h.log.Info("peer has a new incarnation; streams with it start over", "addr", l.addr, "peer", a, "inc", l.peerIncOf(a))
+		if s := ins[a]; s != nil {
+			s.mu.Lock()
+			old := s.sid != 0 && max(s.fromInc, 1) < inc
+			s.mu.Unlock()
+			if old {
+				c.ins = append(c.ins, a)
+				delete(in, a)
+				s.reset()
+			}
+		}
+		l.h.log.Info("peer has a new incarnation; streams with its old one end", "addr", l.addr, "peer", a, "inc", inc)
 	}
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -45,6 +46,7 @@ type outStream struct {
 	l       *loop
 	to      node.Addr
 	sid     uint64
+	toInc   uint64 // the receiver's incarnation this stream is for (0: unknown, that is 1)
 	next    uint64 // next number to assign; the loop goroutine only
 	started bool
 	ctx     context.Context // ends when the stream is dropped or the host stops
@@ -63,7 +65,7 @@ func (l *loop) outStream(to node.Addr) *outStream {
 	if o, ok := l.out[to]; ok {
 		return o
 	}
-	o := &outStream{l: l, to: to, sid: randomID(), next: 1, notify: make(chan struct{}, 1)}
+	o := &outStream{l: l, to: to, sid: randomID(), toInc: l.peerIncOf(to), next: 1, notify: make(chan struct{}, 1)}
 	l.out[to] = o
 	if l.h.started {
 		o.start()
@@ -176,7 +178,7 @@ func (o *outStream) session() (bool, error) {
 		return false, err
 	}
 	hello := &wire.StreamHello{From: string(o.l.addr), To: string(o.to), StreamId: o.sid,
-		FromInc: o.l.inc.Load(), ToInc: o.l.peerIncOf(o.to)}
+		FromInc: o.l.inc.Load(), ToInc: o.toInc}
 	if err := st.Send(&wire.StreamFrame{Hello: hello}); err != nil {
 		return false, err
 	}
@@ -252,6 +254,7 @@ type inStream struct {
 	fresh     bool   // take whatever number comes first
 	enq       uint64 // last number handed to the loop
 	persisted uint64 // last number committed: what is acknowledged
+	fromInc   uint64 // the sender's incarnation, from its hello (0: unknown)
 	changed   chan struct{}
 }
 
@@ -301,6 +304,7 @@ func (t *transport) Stream(st wire.Transport_StreamServer) error {
 	in.mu.Lock()
 	if in.sid != sid {
 		in.sid, in.fresh, in.enq, in.persisted = sid, true, 0, 0
+		in.fromInc = hl.GetFromInc()
 		in.bumpLocked()
 	}
 	acked := in.persisted
@@ -396,12 +400,16 @@ func (l *loop) restoreStreams() error {
 	s := l.h.opts.Store
 	inPre := key("i", string(l.addr), "")
 	err := s.scan(inPre, func(k, v []byte) error {
+		var inc uint64
+		if len(v) == 24 { // with the sender's incarnation
+			inc, v = binary.BigEndian.Uint64(v[16:]), v[:16]
+		}
 		sid, seq, err := unpair(v)
 		if err != nil {
 			return err
 		}
 		from := node.Addr(k[len(inPre):])
-		l.in[from] = &inStream{sid: sid, enq: seq, persisted: seq, changed: make(chan struct{})}
+		l.in[from] = &inStream{sid: sid, enq: seq, persisted: seq, fromInc: inc, changed: make(chan struct{})}
 		return nil
 	})
 	if err != nil {
