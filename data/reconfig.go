@@ -111,7 +111,9 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 		return
 	}
 	if fresh {
+		pace := s.pace // a setting, kept by a new incarnation
 		*s = *New(m.Config, s.me)
+		s.pace = pacing{pause: pace.pause} // the old incarnation's timers end
 		l := s.cfg.Layout
 		s.rc.degraded = make([]bool, l.Stripes)
 		for _, st := range l.StripesAs(s.me, erasure.RoleData) {

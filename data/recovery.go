@@ -38,6 +38,38 @@ type retryRecovery struct{}
 // Hash implements node.Timer.
 func (retryRecovery) Hash(h *node.Hasher) { h.Uint64(50) }
 
+// pacing limits the background rebuild's rate: after each stripe it
+// rebuilt in the background, the server waits pause before the next one.
+// It is a setting of the host (SetRebuildPause), not protocol state: not
+// hashed, not persisted, kept across incarnations. With pause 0 (the
+// default) the next stripe starts at once.
+type pacing struct {
+	pause   time.Duration
+	waiting bool // a rebuildPaused timer is set
+}
+
+type rebuildPaused struct{}
+
+// Hash implements node.Timer.
+func (rebuildPaused) Hash(h *node.Hasher) { h.Uint64(52) }
+
+// SetRebuildPause makes the background rebuild wait d between stripes (0:
+// no wait). Blocks that requests need are rebuilt at once regardless.
+func (s *Server) SetRebuildPause(d time.Duration) { s.pace.pause = max(d, 0) }
+
+// RebuildPause is the pause set by SetRebuildPause.
+func (s *Server) RebuildPause() time.Duration { return s.pace.pause }
+
+// onTimer dispatches the server's timers.
+func (s *Server) onTimer(ctx node.Context, t node.Timer) {
+	if _, ok := t.(rebuildPaused); ok {
+		s.pace.waiting = false
+		s.rebuildNext(ctx)
+		return
+	}
+	s.retry(ctx)
+}
+
 // Decision (the thesis is silent): a participant answers only once every
 // operation it executed before the snapshot has committed. Otherwise a
 // snapshot could include a delta that a later replacement of this data
@@ -214,13 +246,20 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 	s.blocks.Put(l.Block(r.Stripe, pos), data[pos])
 	s.rc.degraded[r.Stripe] = false
 	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery.Rebuild) bool { return o == r })
+	if s.pace.pause > 0 {
+		if !s.pace.waiting && slices.Contains(s.rc.degraded, true) {
+			s.pace.waiting = true
+			ctx.SetTimer(rebuildPaused{}, s.pace.pause, s.pace.pause)
+		}
+		return
+	}
 	s.rebuildNext(ctx)
 }
 
 // rebuildNext rebuilds degraded blocks in the background, one stripe at a
 // time, besides the blocks requests need at once.
 func (s *Server) rebuildNext(ctx node.Context) {
-	if len(s.rc.recov) == 0 {
+	if len(s.rc.recov) == 0 && !s.pace.waiting {
 		if st := slices.Index(s.rc.degraded, true); st >= 0 {
 			s.Recover(ctx, st)
 		}

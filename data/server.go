@@ -23,6 +23,7 @@ type Server struct {
 	cfgHash uint64
 	rc      reconfState
 	saved   persistMemo // what Persist last wrote (persist.go); not state
+	pace    pacing      // the background rebuild's pause (recovery.go); a setting, not state
 }
 
 // pendingOp is an executed operation not yet acknowledged by every parity
@@ -63,7 +64,7 @@ func (s *Server) Init(ctx node.Context) {
 
 // Timer implements node.Node: the only timer retries data recovery and
 // PREPAREs to replaced backups.
-func (s *Server) Timer(ctx node.Context, _ node.Timer) { s.retry(ctx) }
+func (s *Server) Timer(ctx node.Context, t node.Timer) { s.onTimer(ctx, t) }
 
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {

@@ -28,8 +28,38 @@ type retryRebuild struct{}
 // Hash implements node.Timer.
 func (retryRebuild) Hash(h *node.Hasher) { h.Uint64(51) }
 
-// Timer implements node.Node: the only timer retries a rebuild.
-func (s *Server) Timer(ctx node.Context, _ node.Timer) {
+// pacing limits the background rebuild's rate: after each stripe it
+// rebuilt, the server waits pause before the next one. It is a setting of
+// the host (SetRebuildPause), not protocol state: not hashed, not
+// persisted, kept across incarnations. With pause 0 (the default) the next
+// stripe starts at once.
+type pacing struct {
+	pause   time.Duration
+	waiting bool // a rebuildPaused timer is set
+}
+
+type rebuildPaused struct{}
+
+// Hash implements node.Timer.
+func (rebuildPaused) Hash(h *node.Hasher) { h.Uint64(53) }
+
+// SetRebuildPause makes the background rebuild wait d between stripes (0:
+// no wait).
+func (s *Server) SetRebuildPause(d time.Duration) { s.pace.pause = max(d, 0) }
+
+// RebuildPause is the pause set by SetRebuildPause.
+func (s *Server) RebuildPause() time.Duration { return s.pace.pause }
+
+// Timer implements node.Node: the retry timer re-asks for a rebuild's
+// parts; the pause timer starts the next rebuild.
+func (s *Server) Timer(ctx node.Context, t node.Timer) {
+	if _, ok := t.(rebuildPaused); ok {
+		s.pace.waiting = false
+		if s.rc.rebuild == nil {
+			s.rebuildNext(ctx)
+		}
+		return
+	}
 	s.rc.ticking = false
 	if s.rc.rebuild != nil {
 		s.rc.rebuild.Ask(ctx, s.cfg.Layout, s.cfg.Num)
@@ -125,6 +155,14 @@ func (s *Server) tryRebuild(ctx node.Context) {
 		if h.P.Stripe == r.Stripe && !h.Applied && reflected(h.P) {
 			s.prepares.MarkApplied(h.P.Key()) // the rebuilt block has it
 		}
+	}
+	if s.pace.pause > 0 && slices.Contains(s.rc.degraded, true) {
+		s.rc.rebuild = nil
+		if !s.pace.waiting {
+			s.pace.waiting = true
+			ctx.SetTimer(rebuildPaused{}, s.pace.pause, s.pace.pause)
+		}
+		return
 	}
 	s.rebuildNext(ctx)
 }

@@ -23,6 +23,7 @@ type Server struct {
 	cfgHash  uint64
 	rc       reconfState
 	saved    persistMemo // what Persist last wrote (persist.go); not state
+	pace     pacing      // the background rebuild's pause (recovery.go); a setting, not state
 }
 
 // New returns the parity server of machine me. The code must match the

@@ -105,9 +105,13 @@ func (mc *Machine) fresh(a node.Addr) node.Node {
 	cfg.Num = 0
 	switch role {
 	case "data":
-		return data.New(cfg, m)
+		s := data.New(cfg, m)
+		s.SetRebuildPause(mc.o.RebuildPause)
+		return s
 	case "parity":
-		return parity.New(cfg, m, mc.code)
+		s := parity.New(cfg, m, mc.code)
+		s.SetRebuildPause(mc.o.RebuildPause)
+		return s
 	case "witness":
 		if cfg.Layout.W > 0 {
 			return witness.New(cfg, m)

@@ -105,6 +105,22 @@ type MachineOptions struct {
 	OnEvicted func(machine int, host string)
 	// OnAssigned is called when a spare is given a machine slot.
 	OnAssigned func(machine int)
+	// RebuildPause is how long data and parity servers wait between the
+	// stripes they rebuild in the background (0: no wait); see
+	// RebuildPauseFor.
+	RebuildPause time.Duration
+}
+
+// RebuildPauseFor converts a rebuild rate limit to the pause between
+// stripes: a data or parity server rebuilds one block per stripe, so
+// blocksPerSec blocks/s is a pause of 1/blocksPerSec (0 or less: no
+// limit). The pause comes on top of the time a stripe takes to rebuild, so
+// the rate reached is at most the limit.
+func RebuildPauseFor(blocksPerSec float64) time.Duration {
+	if blocksPerSec <= 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / blocksPerSec)
 }
 
 // Machine is one running machine: data, parity and witness servers.

@@ -29,6 +29,7 @@ type devFlags struct {
 	spares     int
 	replicas   int
 	suspect    time.Duration
+	rebuild    string
 	common     commonFlags
 }
 
@@ -67,6 +68,7 @@ durable, the default). A machine that stops sending heartbeats for
 	f.IntVar(&fl.spares, "spares", 0, "spare machines that replace failed ones")
 	f.IntVar(&fl.replicas, "reconfig-replicas", 1, "replicas of the reconfiguration service (1, 3 or 5)")
 	f.DurationVar(&fl.suspect, "suspect-after", 3*time.Second, "replace a machine silent this long by a spare (0: never)")
+	f.StringVar(&fl.rebuild, "rebuild-rate", "0", rebuildRateUsage)
 	fl.common.register(cmd)
 	return cmd
 }
@@ -90,6 +92,9 @@ func (fl devFlags) layout() (erasure.Layout, error) {
 	}
 	if fl.suspect < 0 {
 		return erasure.Layout{}, fmt.Errorf("--suspect-after must not be negative, got %v", fl.suspect)
+	}
+	if _, err := rebuildPause(fl.rebuild, 1); err != nil {
+		return erasure.Layout{}, err
 	}
 	return layoutFromFlags(fl.machines, fl.g, fl.f, fl.w, fl.blockSize, fl.blocks)
 }
@@ -150,6 +155,10 @@ func runDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
 	if err := checkDataDir(fl.dataDir, l, fl.durability); err != nil {
 		return err
 	}
+	pause, err := rebuildPause(fl.rebuild, l.BlockSize)
+	if err != nil {
+		return err
+	}
 	env, err := fl.common.setup(cmd, l.BlockSize)
 	if err != nil {
 		return err
@@ -158,7 +167,7 @@ func runDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	lc, err := cluster.Start(cluster.Options{Layout: l, Durability: fl.durability, DataDir: fl.dataDir, Addr: fl.addr,
-		Replicas: fl.replicas, Spares: fl.spares, SuspectAfter: fl.suspect,
+		Replicas: fl.replicas, Spares: fl.spares, SuspectAfter: fl.suspect, RebuildPause: pause,
 		Logger: env.log, ServerOptions: env.serverOpts, DialOptions: env.dialOpts, Register: env.register, Metrics: env.metrics})
 	if err != nil {
 		return err

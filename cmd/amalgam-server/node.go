@@ -25,6 +25,7 @@ import (
 func newNodeCmd() *cobra.Command {
 	var (
 		dataDir, addr, reconfig, durability string
+		rebuildRate                         string
 		machine                             int
 		spare                               bool
 		heartbeat                           time.Duration
@@ -64,10 +65,13 @@ spare stops (restart it with --spare and an empty --data-dir to rejoin).`,
 			if spare {
 				machine = -1
 			}
+			if _, err := rebuildPause(rebuildRate, 1); err != nil {
+				return cmdError(cmd, err)
+			}
 			if err := checkDurability(durability); err != nil {
 				return cmdError(cmd, err)
 			}
-			return cmdError(cmd, runNode(cmd, &common, dataDir, addr, reconfig, durability, machine, heartbeat))
+			return cmdError(cmd, runNode(cmd, &common, dataDir, addr, reconfig, durability, rebuildRate, machine, heartbeat))
 		},
 	}
 	f := cmd.Flags()
@@ -78,11 +82,12 @@ spare stops (restart it with --spare and an empty --data-dir to rejoin).`,
 	f.BoolVar(&spare, "spare", false, "join as a spare (same as --machine -1)")
 	f.DurationVar(&heartbeat, "heartbeat", 200*time.Millisecond, "how often to tell the reconfiguration service this machine is alive")
 	f.StringVar(&durability, "durability", "durable", "durable (pebble, fsync before replying) or memory")
+	f.StringVar(&rebuildRate, "rebuild-rate", "0", rebuildRateUsage)
 	common.register(cmd)
 	return cmd
 }
 
-func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, durability string, me int, heartbeat time.Duration) error {
+func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, durability, rebuildRate string, me int, heartbeat time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env, err := common.setup(cmd, 1<<20)
@@ -102,6 +107,10 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 		return fmt.Errorf("--machine %d: the cluster has machines 0 to %d", me, l.N-1)
 	}
 	if err := checkDataDir(dataDir, l, durability); err != nil {
+		return err
+	}
+	pause, err := rebuildPause(rebuildRate, l.BlockSize)
+	if err != nil {
 		return err
 	}
 	cl := &runtime.Cluster{Config: msg.InitialConfig(l), Durability: durability}
@@ -133,7 +142,7 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 	out := cmd.OutOrStdout()
 	mc, err := runtime.StartMachine(cl, me, code, runtime.MachineOptions{Listener: ln, Dir: dataDir, Logger: env.log,
 		ServerOptions: env.serverOpts, DialOptions: env.dialOpts, Register: env.register, Metrics: env.metrics,
-		Joining: me < 0, Self: self, HeartbeatEvery: heartbeat,
+		Joining: me < 0, Self: self, HeartbeatEvery: heartbeat, RebuildPause: pause,
 		OnAssigned: func(m int) {
 			fmt.Fprintf(out, "spare now serves machine %d (data/%d parity/%d witness/%d) at %s\n", m, m, m, m, self)
 		},

@@ -46,6 +46,9 @@ type Options struct {
 	DialOptions   []grpc.DialOption
 	Register      func(*grpc.Server)
 	Metrics       runtime.Metrics
+	// RebuildPause: data and parity servers wait this long between the
+	// stripes they rebuild in the background (runtime.RebuildPauseFor).
+	RebuildPause time.Duration
 }
 
 // Local is a running local cluster.
@@ -197,7 +200,7 @@ func (lc *Local) startMachine(ln net.Listener, m int, dir string) (*runtime.Mach
 	ready := make(chan struct{})
 	mc, err := runtime.StartMachine(cl, m, lc.code, runtime.MachineOptions{Listener: ln, Dir: dir, Logger: o.Logger,
 		ServerOptions: o.ServerOptions, DialOptions: o.DialOptions, Register: o.Register, Metrics: o.Metrics,
-		Joining: m < 0, HeartbeatEvery: o.Heartbeat,
+		Joining: m < 0, HeartbeatEvery: o.Heartbeat, RebuildPause: o.RebuildPause,
 		OnEvicted: func(int, string) {
 			<-ready
 			mc.Close() // replaced: its slot is served by a spare now
