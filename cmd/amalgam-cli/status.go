@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// status: the cluster's layout, machines and servers, with each server's
+// rebuild progress. Percentages come from one sample (blocks not rebuilt
+// out of the blocks the server holds); MB/s and ETA from two samples of
+// the degraded counts, taken --sample apart (or, with --watch, from the
+// first sample of the current rebuild to the latest). The protocol servers
+// only count; all timing is here.
+
+type statusMachineJSON struct {
+	Index int    `json:"index"`
+	Addr  string `json:"addr"`
+}
+
+type statusNodeJSON struct {
+	Addr           string `json:"addr"`
+	NextOpNum      uint64 `json:"next_op_num,omitempty"`
+	PendingOps     int64  `json:"pending_ops"`
+	BlocksStored   int64  `json:"blocks_stored"`
+	Incarnation    uint64 `json:"incarnation"`
+	ConfigNum      uint64 `json:"config_num"`
+	DegradedBlocks int64  `json:"degraded_blocks"`
+	// Blocks is how many blocks the server holds in the layout;
+	// RebuiltPercent the share of them rebuilt.
+	Blocks         int64   `json:"blocks"`
+	RebuiltPercent float64 `json:"rebuilt_percent"`
+	// RebuildMBps (10^6 bytes/s) and ETASeconds are measured over two
+	// samples while the server rebuilds; absent when not measured (not
+	// rebuilding, one sample, or no progress yet).
+	RebuildMBps *float64 `json:"rebuild_mb_per_s,omitempty"`
+	ETASeconds  *float64 `json:"eta_seconds,omitempty"`
+}
+
+type statusDoc struct {
+	Cluster    string              `json:"cluster"`
+	ConfigNum  uint64              `json:"config_num"`
+	Durability string              `json:"durability"`
+	Layout     layoutDoc           `json:"layout"`
+	Machines   []statusMachineJSON `json:"machines"`
+	Nodes      []statusNodeJSON    `json:"nodes"`
+	Spares     []string            `json:"spares"`
+	// Healthy: every server answers, is in the newest configuration and
+	// has rebuilt all its blocks.
+	Healthy bool `json:"healthy"`
+
+	layout  erasure.Layout
+	servers int
+	at      time.Time
+}
+
+// fetchStatus takes one sample.
+func fetchStatus(ctx context.Context, c *client.Client, cluster string) (*statusDoc, error) {
+	st, err := c.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l := c.Layout()
+	doc := &statusDoc{Cluster: cluster, ConfigNum: st.GetConfigNum(), Durability: st.GetDurability(), Layout: layoutJSON(l),
+		Spares: append([]string{}, st.GetSpares()...), layout: l, at: time.Now()}
+	doc.Layout.Rows = nil
+	for _, m := range st.GetMachines() {
+		doc.Machines = append(doc.Machines, statusMachineJSON{int(m.GetIndex()), m.GetAddr()})
+	}
+	doc.servers = 2 * len(doc.Machines)
+	if l.W > 0 {
+		doc.servers += len(doc.Machines)
+	}
+	doc.Healthy = len(st.GetNodes()) == doc.servers
+	for _, n := range st.GetNodes() {
+		nj := statusNodeJSON{Addr: n.GetAddr(), NextOpNum: n.GetNextOpNum(), PendingOps: n.GetPendingOps(),
+			BlocksStored: n.GetBlocksStored(), Incarnation: n.GetIncarnation(), ConfigNum: n.GetConfigNum(),
+			DegradedBlocks: n.GetDegradedBlocks()}
+		nj.Blocks = serverBlocks(l, nj.Addr)
+		nj.RebuiltPercent = 100
+		if nj.Blocks > 0 {
+			nj.RebuiltPercent = 100 * float64(max(nj.Blocks-nj.DegradedBlocks, 0)) / float64(nj.Blocks)
+		}
+		doc.Nodes = append(doc.Nodes, nj)
+		doc.Healthy = doc.Healthy && nj.ConfigNum == doc.ConfigNum && nj.DegradedBlocks == 0
+	}
+	return doc, nil
+}
+
+// serverBlocks is the number of blocks the server at addr holds.
+func serverBlocks(l erasure.Layout, addr string) int64 {
+	role, m, err := msg.ParseAddr(node.Addr(addr))
+	if err != nil || m >= l.N {
+		return 0
+	}
+	switch role {
+	case "data":
+		return int64(len(l.StripesAs(m, erasure.RoleData)))
+	case "parity":
+		return int64(len(l.StripesAs(m, erasure.RoleParity)))
+	}
+	return 0
+}
+
+// rebuilding reports whether some server has blocks to rebuild.
+func (d *statusDoc) rebuilding() bool {
+	for _, n := range d.Nodes {
+		if n.DegradedBlocks > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// measure fills in the rebuild rate and ETA of the servers rebuilding in
+// cur, from an earlier sample of the same incarnations.
+func measure(first map[string]statusNodeJSON, firstAt map[string]time.Time, cur *statusDoc) {
+	bs := float64(cur.layout.BlockSize)
+	for i := range cur.Nodes {
+		n := &cur.Nodes[i]
+		f, ok := first[n.Addr]
+		if !ok || f.Incarnation != n.Incarnation || n.DegradedBlocks == 0 {
+			continue
+		}
+		dt := cur.at.Sub(firstAt[n.Addr]).Seconds()
+		done := f.DegradedBlocks - n.DegradedBlocks
+		if dt <= 0 || done <= 0 {
+			continue
+		}
+		perSec := float64(done) / dt
+		mbps := perSec * bs / 1e6
+		eta := float64(n.DegradedBlocks) / perSec
+		n.RebuildMBps, n.ETASeconds = &mbps, &eta
+	}
+}
+
+// sampler keeps, per server, the first sample of its current rebuild.
+type sampler struct {
+	first   map[string]statusNodeJSON
+	firstAt map[string]time.Time
+}
+
+func newSampler() *sampler {
+	return &sampler{first: map[string]statusNodeJSON{}, firstAt: map[string]time.Time{}}
+}
+
+func (s *sampler) add(d *statusDoc) {
+	for _, n := range d.Nodes {
+		f, ok := s.first[n.Addr]
+		if !ok || f.Incarnation != n.Incarnation || n.DegradedBlocks > f.DegradedBlocks || n.DegradedBlocks == 0 {
+			s.first[n.Addr], s.firstAt[n.Addr] = n, d.at
+		}
+	}
+	measure(s.first, s.firstAt, d)
+}
+
+func printStatus(w io.Writer, doc *statusDoc) {
+	l := doc.layout
+	fmt.Fprintf(w, "cluster %s, configuration %d, durability %s\n", doc.Cluster, doc.ConfigNum, doc.Durability)
+	fmt.Fprintf(w, "layout: n=%d g=%d f=%d w=%d, %d stripes, %d blocks of %d bytes, storage overhead f/g=%.2f\n",
+		l.N, l.G, l.F, l.W, l.Stripes, l.NumBlocks(), l.BlockSize, overhead(l))
+	for _, m := range doc.Machines {
+		fmt.Fprintf(w, "machine %d at %s\n", m.Index, m.Addr)
+	}
+	for _, n := range doc.Nodes {
+		fmt.Fprintf(w, "  %-10s pending %d, blocks stored %d, incarnation %d, configuration %d", n.Addr, n.PendingOps, n.BlocksStored,
+			n.Incarnation, n.ConfigNum)
+		if n.DegradedBlocks > 0 {
+			fmt.Fprintf(w, ", %d blocks to rebuild, %s", n.DegradedBlocks, progressText(n))
+		}
+		fmt.Fprintln(w)
+	}
+	if len(doc.Spares) > 0 {
+		fmt.Fprintf(w, "spares: %s\n", strings.Join(doc.Spares, ", "))
+	}
+	if len(doc.Nodes) < doc.servers {
+		fmt.Fprintln(w, "some machines did not answer")
+	}
+	if doc.Healthy {
+		fmt.Fprintln(w, "healthy")
+	} else {
+		fmt.Fprintln(w, "not healthy: servers missing, behind the newest configuration, or rebuilding")
+	}
+}
+
+// progressText is a rebuilding server's progress: percent, rate and ETA.
+func progressText(n statusNodeJSON) string {
+	s := fmt.Sprintf("%.1f%% rebuilt", n.RebuiltPercent)
+	if n.RebuildMBps != nil {
+		s += fmt.Sprintf(", %.2f MB/s, ETA %s", *n.RebuildMBps, (time.Duration(*n.ETASeconds * float64(time.Second))).Round(time.Second))
+	} else {
+		s += ", rate not measured yet"
+	}
+	return s
+}
+
+func newStatusCmd(gl *globalFlags) *cobra.Command {
+	var (
+		watch    bool
+		interval time.Duration
+		sample   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the cluster's layout, machines and servers, with rebuild progress",
+		Long: `status shows the cluster's layout, machines and servers: per server its
+incarnation, configuration, and while it rebuilds, the blocks left, the percent
+rebuilt, the rebuild rate (MB/s) and the time left. Rates come from two
+samples of the degraded counts --sample apart (taken only while something
+rebuilds; 0: one sample, no rates). With --watch it samples every --interval
+and redraws a progress bar of the rebuild (JSON: one document per sample)
+until the cluster is healthy or Ctrl-C.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if interval <= 0 {
+				return fmt.Errorf("--interval must be positive, got %v", interval)
+			}
+			if sample < 0 {
+				return fmt.Errorf("--sample must not be negative, got %v", sample)
+			}
+			_, done, c, err := connect(cmd, gl)
+			if err != nil {
+				return err
+			}
+			defer done()
+			get := func(ctx context.Context) (*statusDoc, error) {
+				ctx, cancel := context.WithTimeout(ctx, gl.timeout)
+				defer cancel()
+				return fetchStatus(ctx, c, gl.cluster)
+			}
+			w := cmd.OutOrStdout()
+			if watch {
+				return watchStatus(cmd, gl, w, get, interval)
+			}
+			doc, err := get(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if sample > 0 && doc.rebuilding() {
+				s := newSampler()
+				s.add(doc)
+				select {
+				case <-time.After(sample):
+				case <-cmd.Context().Done():
+					return cmd.Context().Err()
+				}
+				if doc, err = get(cmd.Context()); err != nil {
+					return err
+				}
+				s.add(doc)
+			}
+			if gl.output == "json" {
+				return writeJSON(w, doc)
+			}
+			printStatus(w, doc)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&watch, "watch", false, "redraw the rebuild progress every --interval until healthy or Ctrl-C")
+	f.DurationVar(&interval, "interval", time.Second, "sampling interval with --watch")
+	f.DurationVar(&sample, "sample", time.Second, "while something rebuilds, sample again after this long to measure MB/s and ETA (0: do not)")
+	return cmd
+}
+
+// watchStatus samples until the cluster is healthy or Ctrl-C, drawing one
+// progress bar for the whole rebuild (blocks rebuilt out of the blocks of
+// the servers rebuilding) with each server's progress in its description.
+func watchStatus(cmd *cobra.Command, gl *globalFlags, w io.Writer, get func(context.Context) (*statusDoc, error), interval time.Duration) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	defer stop()
+	s := newSampler()
+	var bar *progressbar.ProgressBar
+	var barMax int64
+	defer func() {
+		if bar != nil {
+			_ = bar.Finish()
+			fmt.Fprintln(w)
+		}
+	}()
+	for {
+		doc, err := get(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil // Ctrl-C
+		case err != nil:
+			return err
+		}
+		s.add(doc)
+		if gl.output == "json" {
+			if err := writeJSON(w, doc); err != nil {
+				return err
+			}
+		} else if doc.Healthy && bar == nil {
+			fmt.Fprintln(w, "healthy")
+		} else {
+			var total, left int64
+			var parts []string
+			for _, n := range doc.Nodes {
+				if n.DegradedBlocks > 0 {
+					total += n.Blocks
+					left += n.DegradedBlocks
+					parts = append(parts, n.Addr+" "+progressText(n))
+				}
+			}
+			if bar == nil || total != barMax {
+				if bar != nil {
+					_ = bar.Finish()
+					fmt.Fprintln(w)
+				}
+				barMax = max(total, 1)
+				bar = progressbar.NewOptions64(barMax, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(30),
+					progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(false))
+			}
+			desc := "healthy"
+			if !doc.Healthy {
+				desc = "not healthy"
+				if len(parts) > 0 {
+					desc = "rebuilding: " + strings.Join(parts, "; ")
+				}
+			}
+			bar.Describe(desc)
+			_ = bar.Set64(total - left)
+			if doc.Healthy {
+				_ = bar.Set64(barMax)
+			}
+		}
+		if doc.Healthy {
+			return nil
+		}
+		select {
+		case <-time.After(interval):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
