@@ -24,6 +24,7 @@ var (
 	benchStripes    = flag.Int("recovery-bench-stripes", 2000, "stripes of the benchmark cluster")
 	benchClients    = flag.Int("recovery-bench-clients", 8, "concurrent clients")
 	benchDuration   = flag.Duration("recovery-bench-duration", 5*time.Second, "how long the normal write throughput is measured")
+	benchPause      = flag.Duration("recovery-bench-pause", 0, "rebuild pause between stripes in the rebuild runs (amalgam-server --rebuild-rate)")
 	benchAttemptTTL = flag.Duration("recovery-bench-attempt", 250*time.Millisecond, "client attempt timeout (a request for a degraded block is answered once the block is rebuilt, on the client's retry)")
 )
 
@@ -203,8 +204,9 @@ func TestRecoveryBench(t *testing.T) {
 		l.N, l.G, l.F, l.Stripes, l.BlockSize, shardBlocks, mb, *benchClients)
 
 	t.Run("rebuild", func(t *testing.T) { // figures 3.13 and 3.14
-		lc := startBench(t, 0)
+		lc := startBench(t, *benchPause)
 		defer lc.Close()
+		t.Logf("rebuild pause between stripes %v", *benchPause)
 		base := normal(t, lc)
 
 		d := replace(t, lc, "data/1", 1)
@@ -256,7 +258,9 @@ func TestRecoveryBench(t *testing.T) {
 		degr := run(t, lc, *benchClients, l.ShardBlocks(1), true).wait().stats(l.BlockSize)
 		t.Logf("RESULT degraded data server (shard 1, each block once, rebuilt on demand): %v = %.2f x normal throughput, %.2f x the healthy server",
 			degr, degr.opsPerSec/base.opsPerSec, degr.opsPerSec/healthyShard.opsPerSec)
-		st, err := c.Status(ctx)
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		st, err := c.Status(sctx)
 		if err == nil {
 			for _, n := range st.GetNodes() {
 				if n.GetAddr() == "data/1" {
