@@ -5,6 +5,7 @@
 package data
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/amalgam-store/amalgam/erasure"
@@ -165,7 +166,7 @@ func (s *Server) onPrepareOK(ctx node.Context, from node.Addr, ok msg.PrepareOK)
 		return
 	}
 	i, found := slices.BinarySearchFunc(s.pending, ok.OpNum, func(p *pendingOp, n uint64) int {
-		return cmpU64(p.opNum, n)
+		return cmp.Compare(p.opNum, n)
 	})
 	if !found {
 		return

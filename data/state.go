@@ -101,13 +101,3 @@ func (s *Server) Hash() uint64 {
 }
 
 func popcount(x uint64) int { return bits.OnesCount64(x) }
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}

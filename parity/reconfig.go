@@ -1,6 +1,7 @@
 package parity
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 
@@ -73,7 +74,7 @@ func (r reconfState) hash(h *node.Hasher) {
 		if a.shard != b.shard {
 			return a.shard - b.shard
 		}
-		return cmpU64(a.client, b.client)
+		return cmp.Compare(a.client, b.client)
 	})
 	for _, k := range keys {
 		rec := r.clients[k]
@@ -111,16 +112,6 @@ func (r reconfState) hash(h *node.Hasher) {
 			h.Uint64(v.opNums[i])
 		}
 	}
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // accepts reports whether messages from primary for shard count: it is the
@@ -164,7 +155,7 @@ func shardRecords(all map[clientKey]msg.ClientRecord, shard int) []msg.ClientRec
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b msg.ClientRecord) int { return cmpU64(a.Client, b.Client) })
+	slices.SortFunc(out, func(a, b msg.ClientRecord) int { return cmp.Compare(a.Client, b.Client) })
 	return out
 }
 

@@ -1,6 +1,7 @@
 package reconfig
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/amalgam-store/amalgam/msg"
@@ -91,16 +92,6 @@ func Chain(shard int, answers []msg.StopShardOK) msg.Install {
 	for _, r := range records {
 		inst.Clients = append(inst.Clients, r)
 	}
-	slices.SortFunc(inst.Clients, func(a, b msg.ClientRecord) int { return cmpU64(a.Client, b.Client) })
+	slices.SortFunc(inst.Clients, func(a, b msg.ClientRecord) int { return cmp.Compare(a.Client, b.Client) })
 	return inst
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
