@@ -2,7 +2,6 @@ package data
 
 import (
 	"bytes"
-	"encoding/gob"
 	"fmt"
 	"strconv"
 	"strings"
@@ -88,11 +87,11 @@ func (s *Server) Persist(w node.Writer) {
 	s.blocks.TakeChanged(func(id uint64, v []byte) { w.Put(blockKey(id), v) })
 	for c := range s.clients.changed {
 		e := s.clients.m[c]
-		w.Put(fmt.Sprintf("c/%016x", c), gobBytes(clientRec{Seq: e.seq, Done: e.done, Reply: e.reply}))
+		w.Put(fmt.Sprintf("c/%016x", c), node.GobBytes(clientRec{Seq: e.seq, Done: e.done, Reply: e.reply}))
 	}
 	clear(s.clients.changed)
 	if s.saved.cfg != s.cfgHash {
-		w.Put("cfg", gobBytes(s.cfg))
+		w.Put("cfg", node.GobBytes(s.cfg))
 		s.saved.cfg = s.cfgHash
 	}
 	h := node.NewHasher()
@@ -103,7 +102,7 @@ func (s *Server) Persist(w node.Writer) {
 			rc.Answers = append(rc.Answers, answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce,
 				HasBlock: a.block != nil, Block: a.block, Upto: a.upto, OpNum: a.opNum, Sent: a.sent})
 		}
-		w.Put("rc", gobBytes(rc))
+		w.Put("rc", node.GobBytes(rc))
 		s.saved.rc = rh
 	}
 	m := dataMeta{CfgHash: s.cfgHash, OpNum: s.opNum}
@@ -116,7 +115,7 @@ func (s *Server) Persist(w node.Writer) {
 		}
 		m.Pending = append(m.Pending, r)
 	}
-	w.Put("meta", gobBytes(m))
+	w.Put("meta", node.GobBytes(m))
 }
 
 // Restore implements node.Persistent. It expects the server as New made
@@ -128,7 +127,7 @@ func (s *Server) Restore(r node.Reader) error {
 		return err
 	}
 	var m dataMeta
-	if err := gobDecode(v, &m); err != nil {
+	if err := node.GobDecode(v, &m); err != nil {
 		return fmt.Errorf("data/%d: meta: %w", s.me, err)
 	}
 	if err := s.restoreConfig(r, m.CfgHash); err != nil {
@@ -162,7 +161,7 @@ func (s *Server) Restore(r node.Reader) error {
 		c, err := strconv.ParseUint(strings.TrimPrefix(k, "c/"), 16, 64)
 		var e clientRec
 		if err == nil {
-			err = gobDecode(v, &e)
+			err = node.GobDecode(v, &e)
 		}
 		if err != nil {
 			return fmt.Errorf("data/%d: bad client record %q: %v", s.me, k, err)
@@ -185,31 +184,18 @@ func (s *Server) Restore(r node.Reader) error {
 // state. A store without them (written before they were kept) must be for
 // the configuration the server was made with.
 func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
-	v, ok, err := r.Get("cfg")
-	if err != nil {
+	cfg, found, err := msg.ReadConfig(r, fmt.Sprintf("data/%d", s.me), s.cfg, cfgHash)
+	if err != nil || !found {
 		return err
-	}
-	if !ok {
-		if cfgHash != s.cfgHash {
-			return fmt.Errorf("data/%d: stored state is for another configuration (layout or incarnations changed)", s.me)
-		}
-		return nil
-	}
-	var cfg msg.Config
-	if err := gobDecode(v, &cfg); err != nil {
-		return fmt.Errorf("data/%d: cfg: %w", s.me, err)
-	}
-	if cfg.Layout != s.cfg.Layout || node.HashOf(cfg) != cfgHash || s.me >= len(cfg.Data) {
-		return fmt.Errorf("data/%d: stored state is for another layout (or torn)", s.me)
 	}
 	s.cfg, s.cfgHash = cfg, cfgHash
 	s.rc = newReconfState(cfg, s.me)
-	v, ok, err = r.Get("rc")
+	v, ok, err := r.Get("rc")
 	if err != nil || !ok {
 		return err
 	}
 	var rc dataRC
-	if err := gobDecode(v, &rc); err != nil {
+	if err := node.GobDecode(v, &rc); err != nil {
 		return fmt.Errorf("data/%d: rc: %w", s.me, err)
 	}
 	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.resend = rc.Inc, rc.Stopped, rc.Nonce, rc.Resend
@@ -227,16 +213,6 @@ func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
 }
 
 func blockKey(id uint64) string { return fmt.Sprintf("b/%016x", id) }
-
-func gobBytes(v any) []byte {
-	var b bytes.Buffer
-	if err := gob.NewEncoder(&b).Encode(v); err != nil {
-		panic(fmt.Sprintf("gob encoding %T: %v", v, err)) // only fixed, encodable types reach here
-	}
-	return b.Bytes()
-}
-
-func gobDecode(b []byte, v any) error { return gob.NewDecoder(bytes.NewReader(b)).Decode(v) }
 
 // Stored is the number of blocks the server holds (written at least once).
 func (s *Server) Stored() int { return s.blocks.Len() }

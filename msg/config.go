@@ -74,3 +74,29 @@ func (c Config) Clone() Config {
 	c.Witness = append([]uint64(nil), c.Witness...)
 	return c
 }
+
+// ReadConfig reads back the configuration a server persisted under "cfg"
+// and checks it against the layout the server was built with (cur) and the
+// configuration hash stored with the rest of its state. With nothing
+// stored (state written before configurations were kept), the stored hash
+// must be cur's and found is false. who names the server in errors.
+func ReadConfig(r node.Reader, who string, cur Config, storedHash uint64) (cfg Config, found bool, err error) {
+	v, ok, err := r.Get("cfg")
+	if err != nil {
+		return cur, false, err
+	}
+	if !ok {
+		if storedHash != node.HashOf(cur) {
+			return cur, false, fmt.Errorf("%s: stored state is for another configuration (layout or incarnations changed)", who)
+		}
+		return cur, false, nil
+	}
+	if err := node.GobDecode(v, &cfg); err != nil {
+		return cur, false, fmt.Errorf("%s: cfg: %w", who, err)
+	}
+	n := cfg.Layout.N
+	if cfg.Layout != cur.Layout || node.HashOf(cfg) != storedHash || len(cfg.Data) != n || len(cfg.Parity) != n || len(cfg.Witness) != n {
+		return cur, false, fmt.Errorf("%s: stored state is for another layout (or torn)", who)
+	}
+	return cfg, true, nil
+}

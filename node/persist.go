@@ -1,5 +1,11 @@
 package node
 
+import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
+)
+
 // Persistent is implemented by nodes whose state the production runtime
 // makes durable. The checker ignores it.
 //
@@ -31,3 +37,16 @@ type Reader interface {
 	// is only valid during the call.
 	Scan(prefix string, fn func(key string, value []byte) error) error
 }
+
+// GobBytes encodes v with encoding/gob, for the small metadata records
+// nodes persist. Only fixed, encodable types may be passed.
+func GobBytes(v any) []byte {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		panic(fmt.Sprintf("gob encoding %T: %v", v, err))
+	}
+	return b.Bytes()
+}
+
+// GobDecode decodes a record written by GobBytes into v.
+func GobDecode(b []byte, v any) error { return gob.NewDecoder(bytes.NewReader(b)).Decode(v) }

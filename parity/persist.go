@@ -2,7 +2,6 @@ package parity
 
 import (
 	"bytes"
-	"encoding/gob"
 	"fmt"
 	"strconv"
 	"strings"
@@ -80,7 +79,7 @@ func (s *Server) Persist(w node.Writer) {
 	s.blocks.TakeChanged(func(id uint64, v []byte) { w.Put(fmt.Sprintf("b/%016x", id), v) })
 	PersistPrepares(&s.prepares, w)
 	if s.saved.cfg != s.cfgHash {
-		w.Put("cfg", GobBytes(s.cfg))
+		w.Put("cfg", node.GobBytes(s.cfg))
 		s.saved.cfg = s.cfgHash
 	}
 	h := node.NewHasher()
@@ -98,10 +97,10 @@ func (s *Server) Persist(w node.Writer) {
 			rc.Snaps = append(rc.Snaps, snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce,
 				HasCopy: sn.copy != nil, Copy: sn.copy, Seen: sn.seen})
 		}
-		w.Put("rc", GobBytes(rc))
+		w.Put("rc", node.GobBytes(rc))
 		s.saved.rc = rh
 	}
-	w.Put("meta", GobBytes(parityMeta{CfgHash: s.cfgHash, OpNums: s.opNums}))
+	w.Put("meta", node.GobBytes(parityMeta{CfgHash: s.cfgHash, OpNums: s.opNums}))
 }
 
 // Restore implements node.Persistent.
@@ -111,7 +110,7 @@ func (s *Server) Restore(r node.Reader) error {
 		return err
 	}
 	var m parityMeta
-	if err := GobDecode(v, &m); err != nil {
+	if err := node.GobDecode(v, &m); err != nil {
 		return fmt.Errorf("parity/%d: meta: %w", s.me, err)
 	}
 	if err := s.restoreConfig(r, m.CfgHash); err != nil {
@@ -143,31 +142,18 @@ func (s *Server) Restore(r node.Reader) error {
 // state. A store without them (written before they were kept) must be for
 // the configuration the server was made with.
 func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
-	v, ok, err := r.Get("cfg")
-	if err != nil {
+	cfg, found, err := msg.ReadConfig(r, fmt.Sprintf("parity/%d", s.me), s.cfg, cfgHash)
+	if err != nil || !found {
 		return err
-	}
-	if !ok {
-		if cfgHash != s.cfgHash {
-			return fmt.Errorf("parity/%d: stored state is for another configuration (layout or incarnations changed)", s.me)
-		}
-		return nil
-	}
-	var cfg msg.Config
-	if err := GobDecode(v, &cfg); err != nil {
-		return fmt.Errorf("parity/%d: cfg: %w", s.me, err)
-	}
-	if cfg.Layout != s.cfg.Layout || node.HashOf(cfg) != cfgHash || s.me >= len(cfg.Parity) {
-		return fmt.Errorf("parity/%d: stored state is for another layout (or torn)", s.me)
 	}
 	s.cfg, s.cfgHash = cfg, cfgHash
 	s.rc = newReconfState(cfg, s.me)
-	v, ok, err = r.Get("rc")
+	v, ok, err := r.Get("rc")
 	if err != nil || !ok {
 		return err
 	}
 	var rc parityRC
-	if err := GobDecode(v, &rc); err != nil {
+	if err := node.GobDecode(v, &rc); err != nil {
 		return fmt.Errorf("parity/%d: rc: %w", s.me, err)
 	}
 	if len(rc.Stopped) != len(s.rc.stopped) {
@@ -258,7 +244,7 @@ func prepKey(k msg.PrepKey) string {
 func PersistPrepares(s *PrepareSet, w node.Writer) {
 	s.TakeChanged(func(k msg.PrepKey, e Held, ok bool) {
 		if ok {
-			w.Put(prepKey(k), GobBytes(e))
+			w.Put(prepKey(k), node.GobBytes(e))
 		} else {
 			w.Delete(prepKey(k))
 		}
@@ -269,7 +255,7 @@ func PersistPrepares(s *PrepareSet, w node.Writer) {
 func RestorePrepares(s *PrepareSet, r node.Reader) error {
 	err := r.Scan("p/", func(k string, v []byte) error {
 		var e Held
-		if err := GobDecode(v, &e); err != nil {
+		if err := node.GobDecode(v, &e); err != nil {
 			return fmt.Errorf("bad prepare record %q: %v", k, err)
 		}
 		s.put(e.P.Key(), e)
@@ -281,18 +267,6 @@ func RestorePrepares(s *PrepareSet, r node.Reader) error {
 	s.TakeChanged(func(msg.PrepKey, Held, bool) {})
 	return nil
 }
-
-// GobBytes encodes v with encoding/gob.
-func GobBytes(v any) []byte {
-	var b bytes.Buffer
-	if err := gob.NewEncoder(&b).Encode(v); err != nil {
-		panic(fmt.Sprintf("gob encoding %T: %v", v, err)) // only fixed, encodable types reach here
-	}
-	return b.Bytes()
-}
-
-// GobDecode decodes what GobBytes encoded.
-func GobDecode(b []byte, v any) error { return gob.NewDecoder(bytes.NewReader(b)).Decode(v) }
 
 // Stored is the number of parity blocks the server holds.
 func (s *Server) Stored() int { return s.blocks.Len() }

@@ -50,14 +50,14 @@ func (s *Server) rcHash() uint64 {
 func (s *Server) Persist(w node.Writer) {
 	parity.PersistPrepares(&s.prepares, w)
 	if s.saved.cfg != s.cfgHash {
-		w.Put("cfg", parity.GobBytes(s.cfg))
+		w.Put("cfg", node.GobBytes(s.cfg))
 		s.saved.cfg = s.cfgHash
 	}
 	if rh := s.rcHash(); s.saved.rc != rh {
-		w.Put("rc", parity.GobBytes(witnessRC{Inc: s.inc, Stopped: s.stopped, Early: parity.EarlyToRecords(s.early)}))
+		w.Put("rc", node.GobBytes(witnessRC{Inc: s.inc, Stopped: s.stopped, Early: parity.EarlyToRecords(s.early)}))
 		s.saved.rc = rh
 	}
-	w.Put("meta", parity.GobBytes(witnessMeta{CfgHash: s.cfgHash}))
+	w.Put("meta", node.GobBytes(witnessMeta{CfgHash: s.cfgHash}))
 }
 
 // Restore implements node.Persistent.
@@ -67,7 +67,7 @@ func (s *Server) Restore(r node.Reader) error {
 		return err
 	}
 	var m witnessMeta
-	if err := parity.GobDecode(v, &m); err != nil {
+	if err := node.GobDecode(v, &m); err != nil {
 		return fmt.Errorf("witness/%d: meta: %w", s.me, err)
 	}
 	if err := s.restoreConfig(r, m.CfgHash); err != nil {
@@ -80,30 +80,17 @@ func (s *Server) Restore(r node.Reader) error {
 }
 
 func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
-	v, ok, err := r.Get("cfg")
-	if err != nil {
+	cfg, found, err := msg.ReadConfig(r, fmt.Sprintf("witness/%d", s.me), s.cfg, cfgHash)
+	if err != nil || !found {
 		return err
 	}
-	if !ok {
-		if cfgHash != s.cfgHash {
-			return fmt.Errorf("witness/%d: stored state is for another configuration", s.me)
-		}
-		return nil
-	}
-	var cfg msg.Config
-	if err := parity.GobDecode(v, &cfg); err != nil {
-		return fmt.Errorf("witness/%d: cfg: %w", s.me, err)
-	}
-	if cfg.Layout != s.cfg.Layout || node.HashOf(cfg) != cfgHash || s.me >= len(cfg.Witness) {
-		return fmt.Errorf("witness/%d: stored state is for another layout (or torn)", s.me)
-	}
 	s.cfg, s.cfgHash, s.inc = cfg, cfgHash, cfg.Witness[s.me]
-	v, ok, err = r.Get("rc")
+	v, ok, err := r.Get("rc")
 	if err != nil || !ok {
 		return err
 	}
 	var rc witnessRC
-	if err := parity.GobDecode(v, &rc); err != nil {
+	if err := node.GobDecode(v, &rc); err != nil {
 		return fmt.Errorf("witness/%d: rc: %w", s.me, err)
 	}
 	if len(rc.Stopped) != len(s.stopped) {
