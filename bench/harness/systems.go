@@ -59,16 +59,14 @@ type clientNode interface {
 }
 
 // machinesFor is the number of server machines a system gets: one per
-// group (Amalgam: per data server), but at least one per member of a
-// group so that no machine holds two members of one group (thesis 3.6.2:
-// "equal to the number of groups or the number of replicas in each group,
-// whichever is larger").
+// data server for Amalgam; the baselines' Config.Machines (one per group,
+// but at least one per member of a group).
 func machinesFor(system string, l erasure.Layout) int {
 	switch system {
 	case ShardedPaxos:
-		return max(l.N, 2*l.F+1)
+		return shardedpaxos.Config{Layout: l}.Machines()
 	case RSPaxos:
-		return max(l.N, 3*l.F+1)
+		return rspaxos.Config{Layout: l}.Machines()
 	}
 	return l.N
 }
@@ -117,7 +115,7 @@ func deploy(system string, l erasure.Layout, opt NetOptions) (*deployment, error
 			for i := 0; i < cfg.Members(); i++ {
 				r := shardedpaxos.NewReplica(cfg, g, i)
 				rs = append(rs, r)
-				d.net.Add(cfg.Addr(g, i), (g+i)%d.machines, r)
+				d.net.Add(cfg.Addr(g, i), cfg.Machine(g, i), r)
 			}
 		}
 		d.newClient = func(id uint64, script [][]msg.Op) clientNode {
@@ -144,7 +142,7 @@ func deploy(system string, l erasure.Layout, opt NetOptions) (*deployment, error
 			for i := 0; i < cfg.Members(); i++ {
 				r := rspaxos.NewReplica(cfg, code, g, i)
 				rs = append(rs, r)
-				d.net.Add(cfg.Addr(g, i), (g+i)%d.machines, r)
+				d.net.Add(cfg.Addr(g, i), cfg.Machine(g, i), r)
 			}
 		}
 		d.newClient = func(id uint64, script [][]msg.Op) clientNode {

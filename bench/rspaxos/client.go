@@ -50,6 +50,14 @@ func NewClient(id uint64, cfg Config, script [][]msg.Op) *Client {
 	return &Client{id: id, cfg: cfg, script: script, leader: make([]int, cfg.Groups())}
 }
 
+// StartAt makes the client number its GETs and PUTs from seq (before
+// Init), so that one-transaction clients the runtime runs for an outside
+// client never reuse the sequence numbers of earlier ones.
+func (c *Client) StartAt(seq uint64) { c.seq = seq - 1 }
+
+// Leaders is the member the client believes leads each group.
+func (c *Client) Leaders() []int { return append([]int(nil), c.leader...) }
+
 // SetLeaderGuess makes the client first try member i of group g.
 func (c *Client) SetLeaderGuess(g, i int) { c.leader[g] = i }
 

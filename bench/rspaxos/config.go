@@ -121,9 +121,14 @@ func (c Config) NewCode() (*erasure.Code, error) {
 	return erasure.NewCode(c.DataPieces(), 2*c.Layout.F)
 }
 
+// Machines is the number of machines a deployment uses: one per group, but
+// at least one per member (thesis 3.6.2), so members are on distinct
+// machines.
+func (c Config) Machines() int { return max(c.Layout.N, c.Members()) }
+
 // Machine is the machine hosting member i of group g (rotated like
-// Amalgam's stripes; distinct machines when N >= 3f+1).
-func (c Config) Machine(g, i int) int { return (g + i) % c.Layout.N }
+// Amalgam's stripes; member 0 of group g is on machine g).
+func (c Config) Machine(g, i int) int { return (g + i) % c.Machines() }
 
 // Addr is the address of member i of group g: "rs<g>.<i>/<machine>".
 func (c Config) Addr(g, i int) node.Addr {

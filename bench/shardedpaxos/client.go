@@ -18,7 +18,8 @@ type Client struct {
 	script  [][]msg.Op
 	next    int // index of the transaction in flight (done when == len)
 	replies []msg.Reply
-	leader  []int // the member believed to lead each group
+	leader  []int  // the member believed to lead each group
+	first   uint64 // the sequence number of script[0]
 }
 
 // retry is the client's only timer.
@@ -30,8 +31,19 @@ func (t retry) Hash(h *node.Hasher) { h.Uint64(131); h.Uint64(t.Seq) }
 // NewClient returns client id (ids start at 1) running script. Every
 // transaction's ops must be on one shard.
 func NewClient(id uint64, cfg Config, script [][]msg.Op) *Client {
-	return &Client{id: id, cfg: cfg, script: script, leader: make([]int, cfg.Groups())}
+	return &Client{id: id, cfg: cfg, script: script, leader: make([]int, cfg.Groups()), first: 1}
 }
+
+// StartAt numbers the script from seq instead of 1 (before Init): the
+// runtime runs one-transaction clients for an outside client whose
+// request has that sequence number.
+func (c *Client) StartAt(seq uint64) { c.first = seq }
+
+// Leaders is the member the client believes leads each group.
+func (c *Client) Leaders() []int { return append([]int(nil), c.leader...) }
+
+// seq is the sequence number of the transaction in flight.
+func (c *Client) seq() uint64 { return c.first + uint64(c.next) }
 
 // SetLeaderGuess makes the client first try member i of group g (before
 // Init; scenarios use it to spread clients over members).
@@ -54,13 +66,13 @@ func (c *Client) start(ctx node.Context) {
 		return
 	}
 	c.send(ctx)
-	ctx.SetTimer(retry{Seq: uint64(c.next + 1)}, c.cfg.timing().Retry, 2*c.cfg.timing().Retry)
+	ctx.SetTimer(retry{Seq: c.seq()}, c.cfg.timing().Retry, 2*c.cfg.timing().Retry)
 }
 
 func (c *Client) send(ctx node.Context) {
 	ops := c.script[c.next]
 	g := c.group(ops)
-	ctx.Send(c.cfg.Addr(g, c.leader[g]), msg.Request{Client: c.id, Seq: uint64(c.next + 1), Ops: ops})
+	ctx.Send(c.cfg.Addr(g, c.leader[g]), msg.Request{Client: c.id, Seq: c.seq(), Ops: ops})
 }
 
 // Handle implements node.Node.
@@ -68,7 +80,7 @@ func (c *Client) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 	if c.Done() {
 		return
 	}
-	seq := uint64(c.next + 1)
+	seq := c.seq()
 	switch m := m.(type) {
 	case msg.Reply:
 		if m.Seq != seq {
@@ -90,7 +102,7 @@ func (c *Client) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 // Timer implements node.Node.
 func (c *Client) Timer(ctx node.Context, t node.Timer) {
 	r, ok := t.(retry)
-	if !ok || c.Done() || r.Seq != uint64(c.next+1) {
+	if !ok || c.Done() || r.Seq != c.seq() {
 		return
 	}
 	g := c.group(c.script[c.next])
@@ -123,6 +135,7 @@ func (c *Client) Clone() node.Node {
 func (c *Client) Hash() uint64 {
 	h := node.NewHasher()
 	h.Uint64(c.id)
+	h.Uint64(c.first)
 	h.Int(c.next)
 	for _, r := range c.replies {
 		r.Hash(h)

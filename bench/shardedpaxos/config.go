@@ -110,10 +110,16 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Machines is the number of machines a deployment uses: one per group, but
+// at least one per member so that no machine holds two members of a group
+// (thesis 3.6.2: "the number of groups or the number of replicas in each
+// group, whichever is larger").
+func (c Config) Machines() int { return max(c.Layout.N, c.Members()) }
+
 // Machine is the machine hosting member i of group g: members are rotated
-// across machines like Amalgam's stripes, so every machine leads one group
-// and no machine holds two members of one group when N >= 2f+1.
-func (c Config) Machine(g, i int) int { return (g + i) % c.Layout.N }
+// across the machines like Amalgam's stripes, so member 0 of group g is on
+// machine g.
+func (c Config) Machine(g, i int) int { return (g + i) % c.Machines() }
 
 // Addr is the address of member i of group g: "sp<g>.<i>/<machine>". The
 // part after the slash is the machine, as for Amalgam's servers.
