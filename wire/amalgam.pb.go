@@ -86,6 +86,56 @@ func (OpKind) EnumDescriptor() ([]byte, []int) {
 	return file_amalgam_proto_rawDescGZIP(), []int{0}
 }
 
+// RSPaxosKind is rspaxos.Kind.
+type RSPaxosKind int32
+
+const (
+	RSPaxosKind_RS_PAXOS_KIND_NOOP RSPaxosKind = 0
+	RSPaxosKind_RS_PAXOS_KIND_GET  RSPaxosKind = 1
+	RSPaxosKind_RS_PAXOS_KIND_PUT  RSPaxosKind = 2
+)
+
+// Enum value maps for RSPaxosKind.
+var (
+	RSPaxosKind_name = map[int32]string{
+		0: "RS_PAXOS_KIND_NOOP",
+		1: "RS_PAXOS_KIND_GET",
+		2: "RS_PAXOS_KIND_PUT",
+	}
+	RSPaxosKind_value = map[string]int32{
+		"RS_PAXOS_KIND_NOOP": 0,
+		"RS_PAXOS_KIND_GET":  1,
+		"RS_PAXOS_KIND_PUT":  2,
+	}
+)
+
+func (x RSPaxosKind) Enum() *RSPaxosKind {
+	p := new(RSPaxosKind)
+	*p = x
+	return p
+}
+
+func (x RSPaxosKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RSPaxosKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_amalgam_proto_enumTypes[1].Descriptor()
+}
+
+func (RSPaxosKind) Type() protoreflect.EnumType {
+	return &file_amalgam_proto_enumTypes[1]
+}
+
+func (x RSPaxosKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RSPaxosKind.Descriptor instead.
+func (RSPaxosKind) EnumDescriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{1}
+}
+
 type Op struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kind          OpKind                 `protobuf:"varint,1,opt,name=kind,proto3,enum=amalgam.v1.OpKind" json:"kind,omitempty"`
@@ -672,7 +722,9 @@ type StatusResponse struct {
 	// Filled by machines answering about themselves.
 	Nodes []*NodeStatus `protobuf:"bytes,5,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// Registered spare machines (host:port), from the reconfiguration service.
-	Spares        []string `protobuf:"bytes,6,rep,name=spares,proto3" json:"spares,omitempty"`
+	Spares []string `protobuf:"bytes,6,rep,name=spares,proto3" json:"spares,omitempty"`
+	// "amalgam" (or empty), "shardedpaxos" or "rspaxos": the protocol the cluster runs.
+	Protocol      string `protobuf:"bytes,7,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -747,6 +799,13 @@ func (x *StatusResponse) GetSpares() []string {
 		return x.Spares
 	}
 	return nil
+}
+
+func (x *StatusResponse) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
 }
 
 type Request struct {
@@ -2104,6 +2163,1943 @@ func (x *SnapshotParity) GetHasBlock() bool {
 	return false
 }
 
+// PaxosBallot is shardedpaxos.Ballot and rspaxos.Ballot.
+type PaxosBallot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Round         uint64                 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	Leader        int32                  `protobuf:"varint,2,opt,name=leader,proto3" json:"leader,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosBallot) Reset() {
+	*x = PaxosBallot{}
+	mi := &file_amalgam_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosBallot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosBallot) ProtoMessage() {}
+
+func (x *PaxosBallot) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosBallot.ProtoReflect.Descriptor instead.
+func (*PaxosBallot) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *PaxosBallot) GetRound() uint64 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *PaxosBallot) GetLeader() int32 {
+	if x != nil {
+		return x.Leader
+	}
+	return 0
+}
+
+// PaxosP1a is shardedpaxos.P1a and rspaxos.P1a.
+type PaxosP1A struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                  `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	From          uint64                 `protobuf:"varint,3,opt,name=from,proto3" json:"from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosP1A) Reset() {
+	*x = PaxosP1A{}
+	mi := &file_amalgam_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosP1A) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosP1A) ProtoMessage() {}
+
+func (x *PaxosP1A) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosP1A.ProtoReflect.Descriptor instead.
+func (*PaxosP1A) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *PaxosP1A) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *PaxosP1A) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *PaxosP1A) GetFrom() uint64 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+// PaxosNack is shardedpaxos.Nack and rspaxos.Nack.
+type PaxosNack struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                  `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	Promised      *PaxosBallot           `protobuf:"bytes,3,opt,name=promised,proto3" json:"promised,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosNack) Reset() {
+	*x = PaxosNack{}
+	mi := &file_amalgam_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosNack) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosNack) ProtoMessage() {}
+
+func (x *PaxosNack) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosNack.ProtoReflect.Descriptor instead.
+func (*PaxosNack) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *PaxosNack) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *PaxosNack) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *PaxosNack) GetPromised() *PaxosBallot {
+	if x != nil {
+		return x.Promised
+	}
+	return nil
+}
+
+// PaxosHeartbeat is shardedpaxos.Heartbeat and rspaxos.Heartbeat.
+type PaxosHeartbeat struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                  `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	Commit        uint64                 `protobuf:"varint,3,opt,name=commit,proto3" json:"commit,omitempty"`
+	Gc            uint64                 `protobuf:"varint,4,opt,name=gc,proto3" json:"gc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosHeartbeat) Reset() {
+	*x = PaxosHeartbeat{}
+	mi := &file_amalgam_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosHeartbeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosHeartbeat) ProtoMessage() {}
+
+func (x *PaxosHeartbeat) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosHeartbeat.ProtoReflect.Descriptor instead.
+func (*PaxosHeartbeat) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *PaxosHeartbeat) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *PaxosHeartbeat) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *PaxosHeartbeat) GetCommit() uint64 {
+	if x != nil {
+		return x.Commit
+	}
+	return 0
+}
+
+func (x *PaxosHeartbeat) GetGc() uint64 {
+	if x != nil {
+		return x.Gc
+	}
+	return 0
+}
+
+// PaxosHeartbeatOK is shardedpaxos.HeartbeatOK and rspaxos.HeartbeatOK.
+type PaxosHeartbeatOK struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                  `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	Applied       uint64                 `protobuf:"varint,3,opt,name=applied,proto3" json:"applied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosHeartbeatOK) Reset() {
+	*x = PaxosHeartbeatOK{}
+	mi := &file_amalgam_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosHeartbeatOK) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosHeartbeatOK) ProtoMessage() {}
+
+func (x *PaxosHeartbeatOK) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosHeartbeatOK.ProtoReflect.Descriptor instead.
+func (*PaxosHeartbeatOK) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *PaxosHeartbeatOK) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *PaxosHeartbeatOK) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *PaxosHeartbeatOK) GetApplied() uint64 {
+	if x != nil {
+		return x.Applied
+	}
+	return 0
+}
+
+// PaxosRedirect is shardedpaxos.Redirect and rspaxos.Redirect.
+type PaxosRedirect struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Group         int32                  `protobuf:"varint,2,opt,name=group,proto3" json:"group,omitempty"`
+	Leader        int32                  `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosRedirect) Reset() {
+	*x = PaxosRedirect{}
+	mi := &file_amalgam_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosRedirect) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosRedirect) ProtoMessage() {}
+
+func (x *PaxosRedirect) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosRedirect.ProtoReflect.Descriptor instead.
+func (*PaxosRedirect) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *PaxosRedirect) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *PaxosRedirect) GetGroup() int32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+func (x *PaxosRedirect) GetLeader() int32 {
+	if x != nil {
+		return x.Leader
+	}
+	return 0
+}
+
+// ShardedPaxosValue is shardedpaxos.Value.
+type ShardedPaxosValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Noop          bool                   `protobuf:"varint,1,opt,name=noop,proto3" json:"noop,omitempty"`
+	Client        uint64                 `protobuf:"varint,2,opt,name=client,proto3" json:"client,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	From          string                 `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"` // the client's address
+	Ops           []*Op                  `protobuf:"bytes,5,rep,name=ops,proto3" json:"ops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardedPaxosValue) Reset() {
+	*x = ShardedPaxosValue{}
+	mi := &file_amalgam_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardedPaxosValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardedPaxosValue) ProtoMessage() {}
+
+func (x *ShardedPaxosValue) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardedPaxosValue.ProtoReflect.Descriptor instead.
+func (*ShardedPaxosValue) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ShardedPaxosValue) GetNoop() bool {
+	if x != nil {
+		return x.Noop
+	}
+	return false
+}
+
+func (x *ShardedPaxosValue) GetClient() uint64 {
+	if x != nil {
+		return x.Client
+	}
+	return 0
+}
+
+func (x *ShardedPaxosValue) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ShardedPaxosValue) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *ShardedPaxosValue) GetOps() []*Op {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+// ShardedPaxosID is shardedpaxos.ID.
+type ShardedPaxosID struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Noop          bool                   `protobuf:"varint,1,opt,name=noop,proto3" json:"noop,omitempty"`
+	Client        uint64                 `protobuf:"varint,2,opt,name=client,proto3" json:"client,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardedPaxosID) Reset() {
+	*x = ShardedPaxosID{}
+	mi := &file_amalgam_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardedPaxosID) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardedPaxosID) ProtoMessage() {}
+
+func (x *ShardedPaxosID) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardedPaxosID.ProtoReflect.Descriptor instead.
+func (*ShardedPaxosID) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ShardedPaxosID) GetNoop() bool {
+	if x != nil {
+		return x.Noop
+	}
+	return false
+}
+
+func (x *ShardedPaxosID) GetClient() uint64 {
+	if x != nil {
+		return x.Client
+	}
+	return 0
+}
+
+func (x *ShardedPaxosID) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// ShardedPaxosAccepted is shardedpaxos.Accepted.
+type ShardedPaxosAccepted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slot          uint64                 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,2,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Val           *ShardedPaxosValue     `protobuf:"bytes,3,opt,name=val,proto3" json:"val,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardedPaxosAccepted) Reset() {
+	*x = ShardedPaxosAccepted{}
+	mi := &file_amalgam_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardedPaxosAccepted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardedPaxosAccepted) ProtoMessage() {}
+
+func (x *ShardedPaxosAccepted) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardedPaxosAccepted.ProtoReflect.Descriptor instead.
+func (*ShardedPaxosAccepted) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ShardedPaxosAccepted) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *ShardedPaxosAccepted) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *ShardedPaxosAccepted) GetVal() *ShardedPaxosValue {
+	if x != nil {
+		return x.Val
+	}
+	return nil
+}
+
+// ShardedPaxosChosen is shardedpaxos.Chosen.
+type ShardedPaxosChosen struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slot          uint64                 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	Val           *ShardedPaxosValue     `protobuf:"bytes,2,opt,name=val,proto3" json:"val,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardedPaxosChosen) Reset() {
+	*x = ShardedPaxosChosen{}
+	mi := &file_amalgam_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardedPaxosChosen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardedPaxosChosen) ProtoMessage() {}
+
+func (x *ShardedPaxosChosen) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardedPaxosChosen.ProtoReflect.Descriptor instead.
+func (*ShardedPaxosChosen) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ShardedPaxosChosen) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *ShardedPaxosChosen) GetVal() *ShardedPaxosValue {
+	if x != nil {
+		return x.Val
+	}
+	return nil
+}
+
+// ShardedPaxosP1b is shardedpaxos.P1b.
+type ShardedPaxosP1B struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Ballot        *PaxosBallot            `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                   `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	Entries       []*ShardedPaxosAccepted `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardedPaxosP1B) Reset() {
+	*x = ShardedPaxosP1B{}
+	mi := &file_amalgam_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardedPaxosP1B) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardedPaxosP1B) ProtoMessage() {}
+
+func (x *ShardedPaxosP1B) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardedPaxosP1B.ProtoReflect.Descriptor instead.
+func (*ShardedPaxosP1B) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ShardedPaxosP1B) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *ShardedPaxosP1B) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *ShardedPaxosP1B) GetEntries() []*ShardedPaxosAccepted {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// ShardedPaxosP2a is shardedpaxos.P2a.
+type ShardedPaxosP2A struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                  `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	Slot          uint64                 `protobuf:"varint,3,opt,name=slot,proto3" json:"slot,omitempty"`
+	Val           *ShardedPaxosValue     `protobuf:"bytes,4,opt,name=val,proto3" json:"val,omitempty"`
+	Commit        uint64                 `protobuf:"varint,5,opt,name=commit,proto3" json:"commit,omitempty"`
+	Gc            uint64                 `protobuf:"varint,6,opt,name=gc,proto3" json:"gc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardedPaxosP2A) Reset() {
+	*x = ShardedPaxosP2A{}
+	mi := &file_amalgam_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardedPaxosP2A) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardedPaxosP2A) ProtoMessage() {}
+
+func (x *ShardedPaxosP2A) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardedPaxosP2A.ProtoReflect.Descriptor instead.
+func (*ShardedPaxosP2A) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ShardedPaxosP2A) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *ShardedPaxosP2A) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *ShardedPaxosP2A) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *ShardedPaxosP2A) GetVal() *ShardedPaxosValue {
+	if x != nil {
+		return x.Val
+	}
+	return nil
+}
+
+func (x *ShardedPaxosP2A) GetCommit() uint64 {
+	if x != nil {
+		return x.Commit
+	}
+	return 0
+}
+
+func (x *ShardedPaxosP2A) GetGc() uint64 {
+	if x != nil {
+		return x.Gc
+	}
+	return 0
+}
+
+// ShardedPaxosP2b is shardedpaxos.P2b.
+type ShardedPaxosP2B struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                  `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	Slot          uint64                 `protobuf:"varint,3,opt,name=slot,proto3" json:"slot,omitempty"`
+	Val           *ShardedPaxosID        `protobuf:"bytes,4,opt,name=val,proto3" json:"val,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardedPaxosP2B) Reset() {
+	*x = ShardedPaxosP2B{}
+	mi := &file_amalgam_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardedPaxosP2B) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardedPaxosP2B) ProtoMessage() {}
+
+func (x *ShardedPaxosP2B) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardedPaxosP2B.ProtoReflect.Descriptor instead.
+func (*ShardedPaxosP2B) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ShardedPaxosP2B) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *ShardedPaxosP2B) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *ShardedPaxosP2B) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *ShardedPaxosP2B) GetVal() *ShardedPaxosID {
+	if x != nil {
+		return x.Val
+	}
+	return nil
+}
+
+// ShardedPaxosLearn is shardedpaxos.Learn.
+type ShardedPaxosLearn struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                  `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	Entries       []*ShardedPaxosChosen  `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardedPaxosLearn) Reset() {
+	*x = ShardedPaxosLearn{}
+	mi := &file_amalgam_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardedPaxosLearn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardedPaxosLearn) ProtoMessage() {}
+
+func (x *ShardedPaxosLearn) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardedPaxosLearn.ProtoReflect.Descriptor instead.
+func (*ShardedPaxosLearn) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ShardedPaxosLearn) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *ShardedPaxosLearn) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *ShardedPaxosLearn) GetEntries() []*ShardedPaxosChosen {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// ShardedPaxosMessage is a node.Message of package shardedpaxos.
+type ShardedPaxosMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Body:
+	//
+	//	*ShardedPaxosMessage_P1A
+	//	*ShardedPaxosMessage_P1B
+	//	*ShardedPaxosMessage_P2A
+	//	*ShardedPaxosMessage_P2B
+	//	*ShardedPaxosMessage_Nack
+	//	*ShardedPaxosMessage_Heartbeat
+	//	*ShardedPaxosMessage_HeartbeatOk
+	//	*ShardedPaxosMessage_Learn
+	//	*ShardedPaxosMessage_Redirect
+	Body          isShardedPaxosMessage_Body `protobuf_oneof:"body"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardedPaxosMessage) Reset() {
+	*x = ShardedPaxosMessage{}
+	mi := &file_amalgam_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardedPaxosMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardedPaxosMessage) ProtoMessage() {}
+
+func (x *ShardedPaxosMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardedPaxosMessage.ProtoReflect.Descriptor instead.
+func (*ShardedPaxosMessage) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ShardedPaxosMessage) GetBody() isShardedPaxosMessage_Body {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *ShardedPaxosMessage) GetP1A() *PaxosP1A {
+	if x != nil {
+		if x, ok := x.Body.(*ShardedPaxosMessage_P1A); ok {
+			return x.P1A
+		}
+	}
+	return nil
+}
+
+func (x *ShardedPaxosMessage) GetP1B() *ShardedPaxosP1B {
+	if x != nil {
+		if x, ok := x.Body.(*ShardedPaxosMessage_P1B); ok {
+			return x.P1B
+		}
+	}
+	return nil
+}
+
+func (x *ShardedPaxosMessage) GetP2A() *ShardedPaxosP2A {
+	if x != nil {
+		if x, ok := x.Body.(*ShardedPaxosMessage_P2A); ok {
+			return x.P2A
+		}
+	}
+	return nil
+}
+
+func (x *ShardedPaxosMessage) GetP2B() *ShardedPaxosP2B {
+	if x != nil {
+		if x, ok := x.Body.(*ShardedPaxosMessage_P2B); ok {
+			return x.P2B
+		}
+	}
+	return nil
+}
+
+func (x *ShardedPaxosMessage) GetNack() *PaxosNack {
+	if x != nil {
+		if x, ok := x.Body.(*ShardedPaxosMessage_Nack); ok {
+			return x.Nack
+		}
+	}
+	return nil
+}
+
+func (x *ShardedPaxosMessage) GetHeartbeat() *PaxosHeartbeat {
+	if x != nil {
+		if x, ok := x.Body.(*ShardedPaxosMessage_Heartbeat); ok {
+			return x.Heartbeat
+		}
+	}
+	return nil
+}
+
+func (x *ShardedPaxosMessage) GetHeartbeatOk() *PaxosHeartbeatOK {
+	if x != nil {
+		if x, ok := x.Body.(*ShardedPaxosMessage_HeartbeatOk); ok {
+			return x.HeartbeatOk
+		}
+	}
+	return nil
+}
+
+func (x *ShardedPaxosMessage) GetLearn() *ShardedPaxosLearn {
+	if x != nil {
+		if x, ok := x.Body.(*ShardedPaxosMessage_Learn); ok {
+			return x.Learn
+		}
+	}
+	return nil
+}
+
+func (x *ShardedPaxosMessage) GetRedirect() *PaxosRedirect {
+	if x != nil {
+		if x, ok := x.Body.(*ShardedPaxosMessage_Redirect); ok {
+			return x.Redirect
+		}
+	}
+	return nil
+}
+
+type isShardedPaxosMessage_Body interface {
+	isShardedPaxosMessage_Body()
+}
+
+type ShardedPaxosMessage_P1A struct {
+	P1A *PaxosP1A `protobuf:"bytes,1,opt,name=p1a,proto3,oneof"`
+}
+
+type ShardedPaxosMessage_P1B struct {
+	P1B *ShardedPaxosP1B `protobuf:"bytes,2,opt,name=p1b,proto3,oneof"`
+}
+
+type ShardedPaxosMessage_P2A struct {
+	P2A *ShardedPaxosP2A `protobuf:"bytes,3,opt,name=p2a,proto3,oneof"`
+}
+
+type ShardedPaxosMessage_P2B struct {
+	P2B *ShardedPaxosP2B `protobuf:"bytes,4,opt,name=p2b,proto3,oneof"`
+}
+
+type ShardedPaxosMessage_Nack struct {
+	Nack *PaxosNack `protobuf:"bytes,5,opt,name=nack,proto3,oneof"`
+}
+
+type ShardedPaxosMessage_Heartbeat struct {
+	Heartbeat *PaxosHeartbeat `protobuf:"bytes,6,opt,name=heartbeat,proto3,oneof"`
+}
+
+type ShardedPaxosMessage_HeartbeatOk struct {
+	HeartbeatOk *PaxosHeartbeatOK `protobuf:"bytes,7,opt,name=heartbeat_ok,json=heartbeatOk,proto3,oneof"`
+}
+
+type ShardedPaxosMessage_Learn struct {
+	Learn *ShardedPaxosLearn `protobuf:"bytes,8,opt,name=learn,proto3,oneof"`
+}
+
+type ShardedPaxosMessage_Redirect struct {
+	Redirect *PaxosRedirect `protobuf:"bytes,9,opt,name=redirect,proto3,oneof"`
+}
+
+func (*ShardedPaxosMessage_P1A) isShardedPaxosMessage_Body() {}
+
+func (*ShardedPaxosMessage_P1B) isShardedPaxosMessage_Body() {}
+
+func (*ShardedPaxosMessage_P2A) isShardedPaxosMessage_Body() {}
+
+func (*ShardedPaxosMessage_P2B) isShardedPaxosMessage_Body() {}
+
+func (*ShardedPaxosMessage_Nack) isShardedPaxosMessage_Body() {}
+
+func (*ShardedPaxosMessage_Heartbeat) isShardedPaxosMessage_Body() {}
+
+func (*ShardedPaxosMessage_HeartbeatOk) isShardedPaxosMessage_Body() {}
+
+func (*ShardedPaxosMessage_Learn) isShardedPaxosMessage_Body() {}
+
+func (*ShardedPaxosMessage_Redirect) isShardedPaxosMessage_Body() {}
+
+// RSPaxosValue is rspaxos.Value.
+type RSPaxosValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          RSPaxosKind            `protobuf:"varint,1,opt,name=kind,proto3,enum=amalgam.v1.RSPaxosKind" json:"kind,omitempty"`
+	Client        uint64                 `protobuf:"varint,2,opt,name=client,proto3" json:"client,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	From          string                 `protobuf:"bytes,4,opt,name=from,proto3" json:"from,omitempty"` // the client's address
+	Block         uint64                 `protobuf:"varint,5,opt,name=block,proto3" json:"block,omitempty"`
+	Piece         []byte                 `protobuf:"bytes,6,opt,name=piece,proto3" json:"piece,omitempty"`                        // absent when the piece is not known
+	HasPiece      bool                   `protobuf:"varint,7,opt,name=has_piece,json=hasPiece,proto3" json:"has_piece,omitempty"` // distinguishes a nil piece from an empty one
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RSPaxosValue) Reset() {
+	*x = RSPaxosValue{}
+	mi := &file_amalgam_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RSPaxosValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RSPaxosValue) ProtoMessage() {}
+
+func (x *RSPaxosValue) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RSPaxosValue.ProtoReflect.Descriptor instead.
+func (*RSPaxosValue) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *RSPaxosValue) GetKind() RSPaxosKind {
+	if x != nil {
+		return x.Kind
+	}
+	return RSPaxosKind_RS_PAXOS_KIND_NOOP
+}
+
+func (x *RSPaxosValue) GetClient() uint64 {
+	if x != nil {
+		return x.Client
+	}
+	return 0
+}
+
+func (x *RSPaxosValue) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *RSPaxosValue) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *RSPaxosValue) GetBlock() uint64 {
+	if x != nil {
+		return x.Block
+	}
+	return 0
+}
+
+func (x *RSPaxosValue) GetPiece() []byte {
+	if x != nil {
+		return x.Piece
+	}
+	return nil
+}
+
+func (x *RSPaxosValue) GetHasPiece() bool {
+	if x != nil {
+		return x.HasPiece
+	}
+	return false
+}
+
+// RSPaxosID is rspaxos.ID.
+type RSPaxosID struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          RSPaxosKind            `protobuf:"varint,1,opt,name=kind,proto3,enum=amalgam.v1.RSPaxosKind" json:"kind,omitempty"`
+	Client        uint64                 `protobuf:"varint,2,opt,name=client,proto3" json:"client,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RSPaxosID) Reset() {
+	*x = RSPaxosID{}
+	mi := &file_amalgam_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RSPaxosID) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RSPaxosID) ProtoMessage() {}
+
+func (x *RSPaxosID) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RSPaxosID.ProtoReflect.Descriptor instead.
+func (*RSPaxosID) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *RSPaxosID) GetKind() RSPaxosKind {
+	if x != nil {
+		return x.Kind
+	}
+	return RSPaxosKind_RS_PAXOS_KIND_NOOP
+}
+
+func (x *RSPaxosID) GetClient() uint64 {
+	if x != nil {
+		return x.Client
+	}
+	return 0
+}
+
+func (x *RSPaxosID) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// RSPaxosAccepted is rspaxos.Accepted.
+type RSPaxosAccepted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slot          uint64                 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,2,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Val           *RSPaxosValue          `protobuf:"bytes,3,opt,name=val,proto3" json:"val,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RSPaxosAccepted) Reset() {
+	*x = RSPaxosAccepted{}
+	mi := &file_amalgam_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RSPaxosAccepted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RSPaxosAccepted) ProtoMessage() {}
+
+func (x *RSPaxosAccepted) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RSPaxosAccepted.ProtoReflect.Descriptor instead.
+func (*RSPaxosAccepted) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *RSPaxosAccepted) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *RSPaxosAccepted) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *RSPaxosAccepted) GetVal() *RSPaxosValue {
+	if x != nil {
+		return x.Val
+	}
+	return nil
+}
+
+// RSPaxosChosen is rspaxos.Chosen.
+type RSPaxosChosen struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slot          uint64                 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	Val           *RSPaxosValue          `protobuf:"bytes,2,opt,name=val,proto3" json:"val,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RSPaxosChosen) Reset() {
+	*x = RSPaxosChosen{}
+	mi := &file_amalgam_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RSPaxosChosen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RSPaxosChosen) ProtoMessage() {}
+
+func (x *RSPaxosChosen) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RSPaxosChosen.ProtoReflect.Descriptor instead.
+func (*RSPaxosChosen) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *RSPaxosChosen) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *RSPaxosChosen) GetVal() *RSPaxosValue {
+	if x != nil {
+		return x.Val
+	}
+	return nil
+}
+
+// RSPaxosP1b is rspaxos.P1b.
+type RSPaxosP1B struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                  `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	Entries       []*RSPaxosAccepted     `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RSPaxosP1B) Reset() {
+	*x = RSPaxosP1B{}
+	mi := &file_amalgam_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RSPaxosP1B) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RSPaxosP1B) ProtoMessage() {}
+
+func (x *RSPaxosP1B) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RSPaxosP1B.ProtoReflect.Descriptor instead.
+func (*RSPaxosP1B) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *RSPaxosP1B) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *RSPaxosP1B) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *RSPaxosP1B) GetEntries() []*RSPaxosAccepted {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// RSPaxosP2a is rspaxos.P2a.
+type RSPaxosP2A struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                  `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	Slot          uint64                 `protobuf:"varint,3,opt,name=slot,proto3" json:"slot,omitempty"`
+	Val           *RSPaxosValue          `protobuf:"bytes,4,opt,name=val,proto3" json:"val,omitempty"`
+	Commit        uint64                 `protobuf:"varint,5,opt,name=commit,proto3" json:"commit,omitempty"`
+	Gc            uint64                 `protobuf:"varint,6,opt,name=gc,proto3" json:"gc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RSPaxosP2A) Reset() {
+	*x = RSPaxosP2A{}
+	mi := &file_amalgam_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RSPaxosP2A) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RSPaxosP2A) ProtoMessage() {}
+
+func (x *RSPaxosP2A) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RSPaxosP2A.ProtoReflect.Descriptor instead.
+func (*RSPaxosP2A) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *RSPaxosP2A) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *RSPaxosP2A) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *RSPaxosP2A) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *RSPaxosP2A) GetVal() *RSPaxosValue {
+	if x != nil {
+		return x.Val
+	}
+	return nil
+}
+
+func (x *RSPaxosP2A) GetCommit() uint64 {
+	if x != nil {
+		return x.Commit
+	}
+	return 0
+}
+
+func (x *RSPaxosP2A) GetGc() uint64 {
+	if x != nil {
+		return x.Gc
+	}
+	return 0
+}
+
+// RSPaxosP2b is rspaxos.P2b.
+type RSPaxosP2B struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                  `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	Slot          uint64                 `protobuf:"varint,3,opt,name=slot,proto3" json:"slot,omitempty"`
+	Val           *RSPaxosID             `protobuf:"bytes,4,opt,name=val,proto3" json:"val,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RSPaxosP2B) Reset() {
+	*x = RSPaxosP2B{}
+	mi := &file_amalgam_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RSPaxosP2B) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RSPaxosP2B) ProtoMessage() {}
+
+func (x *RSPaxosP2B) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RSPaxosP2B.ProtoReflect.Descriptor instead.
+func (*RSPaxosP2B) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *RSPaxosP2B) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *RSPaxosP2B) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *RSPaxosP2B) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *RSPaxosP2B) GetVal() *RSPaxosID {
+	if x != nil {
+		return x.Val
+	}
+	return nil
+}
+
+// RSPaxosLearn is rspaxos.Learn.
+type RSPaxosLearn struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ballot        *PaxosBallot           `protobuf:"bytes,1,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Member        int32                  `protobuf:"varint,2,opt,name=member,proto3" json:"member,omitempty"`
+	Entries       []*RSPaxosChosen       `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RSPaxosLearn) Reset() {
+	*x = RSPaxosLearn{}
+	mi := &file_amalgam_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RSPaxosLearn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RSPaxosLearn) ProtoMessage() {}
+
+func (x *RSPaxosLearn) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RSPaxosLearn.ProtoReflect.Descriptor instead.
+func (*RSPaxosLearn) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *RSPaxosLearn) GetBallot() *PaxosBallot {
+	if x != nil {
+		return x.Ballot
+	}
+	return nil
+}
+
+func (x *RSPaxosLearn) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *RSPaxosLearn) GetEntries() []*RSPaxosChosen {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// RSPaxosPieceReply is rspaxos.PieceReply.
+type RSPaxosPieceReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Member        int32                  `protobuf:"varint,1,opt,name=member,proto3" json:"member,omitempty"`
+	Slot          uint64                 `protobuf:"varint,2,opt,name=slot,proto3" json:"slot,omitempty"`
+	Block         uint64                 `protobuf:"varint,3,opt,name=block,proto3" json:"block,omitempty"`
+	Version       uint64                 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	Piece         []byte                 `protobuf:"bytes,5,opt,name=piece,proto3" json:"piece,omitempty"`
+	HasPiece      bool                   `protobuf:"varint,6,opt,name=has_piece,json=hasPiece,proto3" json:"has_piece,omitempty"` // distinguishes a nil piece from an empty one
+	Missing       bool                   `protobuf:"varint,7,opt,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RSPaxosPieceReply) Reset() {
+	*x = RSPaxosPieceReply{}
+	mi := &file_amalgam_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RSPaxosPieceReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RSPaxosPieceReply) ProtoMessage() {}
+
+func (x *RSPaxosPieceReply) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RSPaxosPieceReply.ProtoReflect.Descriptor instead.
+func (*RSPaxosPieceReply) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *RSPaxosPieceReply) GetMember() int32 {
+	if x != nil {
+		return x.Member
+	}
+	return 0
+}
+
+func (x *RSPaxosPieceReply) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *RSPaxosPieceReply) GetBlock() uint64 {
+	if x != nil {
+		return x.Block
+	}
+	return 0
+}
+
+func (x *RSPaxosPieceReply) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *RSPaxosPieceReply) GetPiece() []byte {
+	if x != nil {
+		return x.Piece
+	}
+	return nil
+}
+
+func (x *RSPaxosPieceReply) GetHasPiece() bool {
+	if x != nil {
+		return x.HasPiece
+	}
+	return false
+}
+
+func (x *RSPaxosPieceReply) GetMissing() bool {
+	if x != nil {
+		return x.Missing
+	}
+	return false
+}
+
+// RSPaxosMessage is a node.Message of package rspaxos.
+type RSPaxosMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Body:
+	//
+	//	*RSPaxosMessage_P1A
+	//	*RSPaxosMessage_P1B
+	//	*RSPaxosMessage_P2A
+	//	*RSPaxosMessage_P2B
+	//	*RSPaxosMessage_Nack
+	//	*RSPaxosMessage_Heartbeat
+	//	*RSPaxosMessage_HeartbeatOk
+	//	*RSPaxosMessage_Learn
+	//	*RSPaxosMessage_Redirect
+	//	*RSPaxosMessage_PieceReply
+	Body          isRSPaxosMessage_Body `protobuf_oneof:"body"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RSPaxosMessage) Reset() {
+	*x = RSPaxosMessage{}
+	mi := &file_amalgam_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RSPaxosMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RSPaxosMessage) ProtoMessage() {}
+
+func (x *RSPaxosMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RSPaxosMessage.ProtoReflect.Descriptor instead.
+func (*RSPaxosMessage) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *RSPaxosMessage) GetBody() isRSPaxosMessage_Body {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *RSPaxosMessage) GetP1A() *PaxosP1A {
+	if x != nil {
+		if x, ok := x.Body.(*RSPaxosMessage_P1A); ok {
+			return x.P1A
+		}
+	}
+	return nil
+}
+
+func (x *RSPaxosMessage) GetP1B() *RSPaxosP1B {
+	if x != nil {
+		if x, ok := x.Body.(*RSPaxosMessage_P1B); ok {
+			return x.P1B
+		}
+	}
+	return nil
+}
+
+func (x *RSPaxosMessage) GetP2A() *RSPaxosP2A {
+	if x != nil {
+		if x, ok := x.Body.(*RSPaxosMessage_P2A); ok {
+			return x.P2A
+		}
+	}
+	return nil
+}
+
+func (x *RSPaxosMessage) GetP2B() *RSPaxosP2B {
+	if x != nil {
+		if x, ok := x.Body.(*RSPaxosMessage_P2B); ok {
+			return x.P2B
+		}
+	}
+	return nil
+}
+
+func (x *RSPaxosMessage) GetNack() *PaxosNack {
+	if x != nil {
+		if x, ok := x.Body.(*RSPaxosMessage_Nack); ok {
+			return x.Nack
+		}
+	}
+	return nil
+}
+
+func (x *RSPaxosMessage) GetHeartbeat() *PaxosHeartbeat {
+	if x != nil {
+		if x, ok := x.Body.(*RSPaxosMessage_Heartbeat); ok {
+			return x.Heartbeat
+		}
+	}
+	return nil
+}
+
+func (x *RSPaxosMessage) GetHeartbeatOk() *PaxosHeartbeatOK {
+	if x != nil {
+		if x, ok := x.Body.(*RSPaxosMessage_HeartbeatOk); ok {
+			return x.HeartbeatOk
+		}
+	}
+	return nil
+}
+
+func (x *RSPaxosMessage) GetLearn() *RSPaxosLearn {
+	if x != nil {
+		if x, ok := x.Body.(*RSPaxosMessage_Learn); ok {
+			return x.Learn
+		}
+	}
+	return nil
+}
+
+func (x *RSPaxosMessage) GetRedirect() *PaxosRedirect {
+	if x != nil {
+		if x, ok := x.Body.(*RSPaxosMessage_Redirect); ok {
+			return x.Redirect
+		}
+	}
+	return nil
+}
+
+func (x *RSPaxosMessage) GetPieceReply() *RSPaxosPieceReply {
+	if x != nil {
+		if x, ok := x.Body.(*RSPaxosMessage_PieceReply); ok {
+			return x.PieceReply
+		}
+	}
+	return nil
+}
+
+type isRSPaxosMessage_Body interface {
+	isRSPaxosMessage_Body()
+}
+
+type RSPaxosMessage_P1A struct {
+	P1A *PaxosP1A `protobuf:"bytes,1,opt,name=p1a,proto3,oneof"`
+}
+
+type RSPaxosMessage_P1B struct {
+	P1B *RSPaxosP1B `protobuf:"bytes,2,opt,name=p1b,proto3,oneof"`
+}
+
+type RSPaxosMessage_P2A struct {
+	P2A *RSPaxosP2A `protobuf:"bytes,3,opt,name=p2a,proto3,oneof"`
+}
+
+type RSPaxosMessage_P2B struct {
+	P2B *RSPaxosP2B `protobuf:"bytes,4,opt,name=p2b,proto3,oneof"`
+}
+
+type RSPaxosMessage_Nack struct {
+	Nack *PaxosNack `protobuf:"bytes,5,opt,name=nack,proto3,oneof"`
+}
+
+type RSPaxosMessage_Heartbeat struct {
+	Heartbeat *PaxosHeartbeat `protobuf:"bytes,6,opt,name=heartbeat,proto3,oneof"`
+}
+
+type RSPaxosMessage_HeartbeatOk struct {
+	HeartbeatOk *PaxosHeartbeatOK `protobuf:"bytes,7,opt,name=heartbeat_ok,json=heartbeatOk,proto3,oneof"`
+}
+
+type RSPaxosMessage_Learn struct {
+	Learn *RSPaxosLearn `protobuf:"bytes,8,opt,name=learn,proto3,oneof"`
+}
+
+type RSPaxosMessage_Redirect struct {
+	Redirect *PaxosRedirect `protobuf:"bytes,9,opt,name=redirect,proto3,oneof"`
+}
+
+type RSPaxosMessage_PieceReply struct {
+	PieceReply *RSPaxosPieceReply `protobuf:"bytes,10,opt,name=piece_reply,json=pieceReply,proto3,oneof"`
+}
+
+func (*RSPaxosMessage_P1A) isRSPaxosMessage_Body() {}
+
+func (*RSPaxosMessage_P1B) isRSPaxosMessage_Body() {}
+
+func (*RSPaxosMessage_P2A) isRSPaxosMessage_Body() {}
+
+func (*RSPaxosMessage_P2B) isRSPaxosMessage_Body() {}
+
+func (*RSPaxosMessage_Nack) isRSPaxosMessage_Body() {}
+
+func (*RSPaxosMessage_Heartbeat) isRSPaxosMessage_Body() {}
+
+func (*RSPaxosMessage_HeartbeatOk) isRSPaxosMessage_Body() {}
+
+func (*RSPaxosMessage_Learn) isRSPaxosMessage_Body() {}
+
+func (*RSPaxosMessage_Redirect) isRSPaxosMessage_Body() {}
+
+func (*RSPaxosMessage_PieceReply) isRSPaxosMessage_Body() {}
+
 type Message struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Body:
@@ -2126,6 +4122,8 @@ type Message struct {
 	//	*Message_SnapshotData
 	//	*Message_SnapshotParity
 	//	*Message_Resending
+	//	*Message_ShardedPaxos
+	//	*Message_RsPaxos
 	Body          isMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2133,7 +4131,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_amalgam_proto_msgTypes[28]
+	mi := &file_amalgam_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +4143,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[28]
+	mi := &file_amalgam_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +4156,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{28}
+	return file_amalgam_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Message) GetBody() isMessage_Body {
@@ -2330,6 +4328,24 @@ func (x *Message) GetResending() *Resending {
 	return nil
 }
 
+func (x *Message) GetShardedPaxos() *ShardedPaxosMessage {
+	if x != nil {
+		if x, ok := x.Body.(*Message_ShardedPaxos); ok {
+			return x.ShardedPaxos
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetRsPaxos() *RSPaxosMessage {
+	if x != nil {
+		if x, ok := x.Body.(*Message_RsPaxos); ok {
+			return x.RsPaxos
+		}
+	}
+	return nil
+}
+
 type isMessage_Body interface {
 	isMessage_Body()
 }
@@ -2406,6 +4422,14 @@ type Message_Resending struct {
 	Resending *Resending `protobuf:"bytes,18,opt,name=resending,proto3,oneof"`
 }
 
+type Message_ShardedPaxos struct {
+	ShardedPaxos *ShardedPaxosMessage `protobuf:"bytes,19,opt,name=sharded_paxos,json=shardedPaxos,proto3,oneof"`
+}
+
+type Message_RsPaxos struct {
+	RsPaxos *RSPaxosMessage `protobuf:"bytes,20,opt,name=rs_paxos,json=rsPaxos,proto3,oneof"`
+}
+
 func (*Message_Request) isMessage_Body() {}
 
 func (*Message_Reply) isMessage_Body() {}
@@ -2442,6 +4466,10 @@ func (*Message_SnapshotParity) isMessage_Body() {}
 
 func (*Message_Resending) isMessage_Body() {}
 
+func (*Message_ShardedPaxos) isMessage_Body() {}
+
+func (*Message_RsPaxos) isMessage_Body() {}
+
 // Envelope is one unordered message.
 type Envelope struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2454,7 +4482,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_amalgam_proto_msgTypes[29]
+	mi := &file_amalgam_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2466,7 +4494,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[29]
+	mi := &file_amalgam_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2479,7 +4507,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{29}
+	return file_amalgam_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Envelope) GetFrom() string {
@@ -2512,7 +4540,7 @@ type SendRequest struct {
 
 func (x *SendRequest) Reset() {
 	*x = SendRequest{}
-	mi := &file_amalgam_proto_msgTypes[30]
+	mi := &file_amalgam_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +4552,7 @@ func (x *SendRequest) String() string {
 func (*SendRequest) ProtoMessage() {}
 
 func (x *SendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[30]
+	mi := &file_amalgam_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2537,7 +4565,7 @@ func (x *SendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
 func (*SendRequest) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{30}
+	return file_amalgam_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SendRequest) GetEnvelopes() []*Envelope {
@@ -2555,7 +4583,7 @@ type SendResponse struct {
 
 func (x *SendResponse) Reset() {
 	*x = SendResponse{}
-	mi := &file_amalgam_proto_msgTypes[31]
+	mi := &file_amalgam_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2567,7 +4595,7 @@ func (x *SendResponse) String() string {
 func (*SendResponse) ProtoMessage() {}
 
 func (x *SendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[31]
+	mi := &file_amalgam_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2580,7 +4608,7 @@ func (x *SendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendResponse.ProtoReflect.Descriptor instead.
 func (*SendResponse) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{31}
+	return file_amalgam_proto_rawDescGZIP(), []int{56}
 }
 
 // StreamHello opens (or resumes) the ordered stream from -> to. stream_id
@@ -2603,7 +4631,7 @@ type StreamHello struct {
 
 func (x *StreamHello) Reset() {
 	*x = StreamHello{}
-	mi := &file_amalgam_proto_msgTypes[32]
+	mi := &file_amalgam_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2615,7 +4643,7 @@ func (x *StreamHello) String() string {
 func (*StreamHello) ProtoMessage() {}
 
 func (x *StreamHello) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[32]
+	mi := &file_amalgam_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2628,7 +4656,7 @@ func (x *StreamHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamHello.ProtoReflect.Descriptor instead.
 func (*StreamHello) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{32}
+	return file_amalgam_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *StreamHello) GetFrom() string {
@@ -2680,7 +4708,7 @@ type StreamFrame struct {
 
 func (x *StreamFrame) Reset() {
 	*x = StreamFrame{}
-	mi := &file_amalgam_proto_msgTypes[33]
+	mi := &file_amalgam_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +4720,7 @@ func (x *StreamFrame) String() string {
 func (*StreamFrame) ProtoMessage() {}
 
 func (x *StreamFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[33]
+	mi := &file_amalgam_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +4733,7 @@ func (x *StreamFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamFrame.ProtoReflect.Descriptor instead.
 func (*StreamFrame) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{33}
+	return file_amalgam_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *StreamFrame) GetHello() *StreamHello {
@@ -2742,7 +4770,7 @@ type StreamAck struct {
 
 func (x *StreamAck) Reset() {
 	*x = StreamAck{}
-	mi := &file_amalgam_proto_msgTypes[34]
+	mi := &file_amalgam_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +4782,7 @@ func (x *StreamAck) String() string {
 func (*StreamAck) ProtoMessage() {}
 
 func (x *StreamAck) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[34]
+	mi := &file_amalgam_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +4795,7 @@ func (x *StreamAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamAck.ProtoReflect.Descriptor instead.
 func (*StreamAck) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{34}
+	return file_amalgam_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *StreamAck) GetStreamId() uint64 {
@@ -2837,7 +4865,7 @@ const file_amalgam_proto_rawDesc = "" +
 	"\vincarnation\x18\x05 \x01(\x04R\vincarnation\x12\x1d\n" +
 	"\n" +
 	"config_num\x18\x06 \x01(\x04R\tconfigNum\x12'\n" +
-	"\x0fdegraded_blocks\x18\a \x01(\x03R\x0edegradedBlocks\"\xf2\x01\n" +
+	"\x0fdegraded_blocks\x18\a \x01(\x03R\x0edegradedBlocks\"\x8e\x02\n" +
 	"\x0eStatusResponse\x12\x1d\n" +
 	"\n" +
 	"config_num\x18\x01 \x01(\x04R\tconfigNum\x12*\n" +
@@ -2847,7 +4875,8 @@ const file_amalgam_proto_rawDesc = "" +
 	"durability\x18\x04 \x01(\tR\n" +
 	"durability\x12,\n" +
 	"\x05nodes\x18\x05 \x03(\v2\x16.amalgam.v1.NodeStatusR\x05nodes\x12\x16\n" +
-	"\x06spares\x18\x06 \x03(\tR\x06spares\"U\n" +
+	"\x06spares\x18\x06 \x03(\tR\x06spares\x12\x1a\n" +
+	"\bprotocol\x18\a \x01(\tR\bprotocol\"U\n" +
 	"\aRequest\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\x04R\x06client\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12 \n" +
@@ -2951,7 +4980,143 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x05nonce\x18\x03 \x01(\x04R\x05nonce\x12\x14\n" +
 	"\x05index\x18\x04 \x01(\x05R\x05index\x12\x14\n" +
 	"\x05block\x18\x05 \x01(\fR\x05block\x12\x1b\n" +
-	"\thas_block\x18\x06 \x01(\bR\bhasBlock\"\x9c\b\n" +
+	"\thas_block\x18\x06 \x01(\bR\bhasBlock\";\n" +
+	"\vPaxosBallot\x12\x14\n" +
+	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x16\n" +
+	"\x06leader\x18\x02 \x01(\x05R\x06leader\"g\n" +
+	"\bPaxosP1a\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x12\x12\n" +
+	"\x04from\x18\x03 \x01(\x04R\x04from\"\x89\x01\n" +
+	"\tPaxosNack\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x123\n" +
+	"\bpromised\x18\x03 \x01(\v2\x17.amalgam.v1.PaxosBallotR\bpromised\"\x81\x01\n" +
+	"\x0ePaxosHeartbeat\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x12\x16\n" +
+	"\x06commit\x18\x03 \x01(\x04R\x06commit\x12\x0e\n" +
+	"\x02gc\x18\x04 \x01(\x04R\x02gc\"u\n" +
+	"\x10PaxosHeartbeatOK\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x12\x18\n" +
+	"\aapplied\x18\x03 \x01(\x04R\aapplied\"O\n" +
+	"\rPaxosRedirect\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\x05R\x05group\x12\x16\n" +
+	"\x06leader\x18\x03 \x01(\x05R\x06leader\"\x87\x01\n" +
+	"\x11ShardedPaxosValue\x12\x12\n" +
+	"\x04noop\x18\x01 \x01(\bR\x04noop\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\x04R\x06client\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04from\x18\x04 \x01(\tR\x04from\x12 \n" +
+	"\x03ops\x18\x05 \x03(\v2\x0e.amalgam.v1.OpR\x03ops\"N\n" +
+	"\x0eShardedPaxosID\x12\x12\n" +
+	"\x04noop\x18\x01 \x01(\bR\x04noop\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\x04R\x06client\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\x8c\x01\n" +
+	"\x14ShardedPaxosAccepted\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12/\n" +
+	"\x06ballot\x18\x02 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12/\n" +
+	"\x03val\x18\x03 \x01(\v2\x1d.amalgam.v1.ShardedPaxosValueR\x03val\"Y\n" +
+	"\x12ShardedPaxosChosen\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12/\n" +
+	"\x03val\x18\x02 \x01(\v2\x1d.amalgam.v1.ShardedPaxosValueR\x03val\"\x96\x01\n" +
+	"\x0fShardedPaxosP1b\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x12:\n" +
+	"\aentries\x18\x03 \x03(\v2 .amalgam.v1.ShardedPaxosAcceptedR\aentries\"\xc7\x01\n" +
+	"\x0fShardedPaxosP2a\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x12\x12\n" +
+	"\x04slot\x18\x03 \x01(\x04R\x04slot\x12/\n" +
+	"\x03val\x18\x04 \x01(\v2\x1d.amalgam.v1.ShardedPaxosValueR\x03val\x12\x16\n" +
+	"\x06commit\x18\x05 \x01(\x04R\x06commit\x12\x0e\n" +
+	"\x02gc\x18\x06 \x01(\x04R\x02gc\"\x9c\x01\n" +
+	"\x0fShardedPaxosP2b\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x12\x12\n" +
+	"\x04slot\x18\x03 \x01(\x04R\x04slot\x12,\n" +
+	"\x03val\x18\x04 \x01(\v2\x1a.amalgam.v1.ShardedPaxosIDR\x03val\"\x96\x01\n" +
+	"\x11ShardedPaxosLearn\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x128\n" +
+	"\aentries\x18\x03 \x03(\v2\x1e.amalgam.v1.ShardedPaxosChosenR\aentries\"\xf6\x03\n" +
+	"\x13ShardedPaxosMessage\x12(\n" +
+	"\x03p1a\x18\x01 \x01(\v2\x14.amalgam.v1.PaxosP1aH\x00R\x03p1a\x12/\n" +
+	"\x03p1b\x18\x02 \x01(\v2\x1b.amalgam.v1.ShardedPaxosP1bH\x00R\x03p1b\x12/\n" +
+	"\x03p2a\x18\x03 \x01(\v2\x1b.amalgam.v1.ShardedPaxosP2aH\x00R\x03p2a\x12/\n" +
+	"\x03p2b\x18\x04 \x01(\v2\x1b.amalgam.v1.ShardedPaxosP2bH\x00R\x03p2b\x12+\n" +
+	"\x04nack\x18\x05 \x01(\v2\x15.amalgam.v1.PaxosNackH\x00R\x04nack\x12:\n" +
+	"\theartbeat\x18\x06 \x01(\v2\x1a.amalgam.v1.PaxosHeartbeatH\x00R\theartbeat\x12A\n" +
+	"\fheartbeat_ok\x18\a \x01(\v2\x1c.amalgam.v1.PaxosHeartbeatOKH\x00R\vheartbeatOk\x125\n" +
+	"\x05learn\x18\b \x01(\v2\x1d.amalgam.v1.ShardedPaxosLearnH\x00R\x05learn\x127\n" +
+	"\bredirect\x18\t \x01(\v2\x19.amalgam.v1.PaxosRedirectH\x00R\bredirectB\x06\n" +
+	"\x04body\"\xc2\x01\n" +
+	"\fRSPaxosValue\x12+\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x17.amalgam.v1.RSPaxosKindR\x04kind\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\x04R\x06client\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04from\x18\x04 \x01(\tR\x04from\x12\x14\n" +
+	"\x05block\x18\x05 \x01(\x04R\x05block\x12\x14\n" +
+	"\x05piece\x18\x06 \x01(\fR\x05piece\x12\x1b\n" +
+	"\thas_piece\x18\a \x01(\bR\bhasPiece\"b\n" +
+	"\tRSPaxosID\x12+\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x17.amalgam.v1.RSPaxosKindR\x04kind\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\x04R\x06client\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\x82\x01\n" +
+	"\x0fRSPaxosAccepted\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12/\n" +
+	"\x06ballot\x18\x02 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12*\n" +
+	"\x03val\x18\x03 \x01(\v2\x18.amalgam.v1.RSPaxosValueR\x03val\"O\n" +
+	"\rRSPaxosChosen\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12*\n" +
+	"\x03val\x18\x02 \x01(\v2\x18.amalgam.v1.RSPaxosValueR\x03val\"\x8c\x01\n" +
+	"\n" +
+	"RSPaxosP1b\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x125\n" +
+	"\aentries\x18\x03 \x03(\v2\x1b.amalgam.v1.RSPaxosAcceptedR\aentries\"\xbd\x01\n" +
+	"\n" +
+	"RSPaxosP2a\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x12\x12\n" +
+	"\x04slot\x18\x03 \x01(\x04R\x04slot\x12*\n" +
+	"\x03val\x18\x04 \x01(\v2\x18.amalgam.v1.RSPaxosValueR\x03val\x12\x16\n" +
+	"\x06commit\x18\x05 \x01(\x04R\x06commit\x12\x0e\n" +
+	"\x02gc\x18\x06 \x01(\x04R\x02gc\"\x92\x01\n" +
+	"\n" +
+	"RSPaxosP2b\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x12\x12\n" +
+	"\x04slot\x18\x03 \x01(\x04R\x04slot\x12'\n" +
+	"\x03val\x18\x04 \x01(\v2\x15.amalgam.v1.RSPaxosIDR\x03val\"\x8c\x01\n" +
+	"\fRSPaxosLearn\x12/\n" +
+	"\x06ballot\x18\x01 \x01(\v2\x17.amalgam.v1.PaxosBallotR\x06ballot\x12\x16\n" +
+	"\x06member\x18\x02 \x01(\x05R\x06member\x123\n" +
+	"\aentries\x18\x03 \x03(\v2\x19.amalgam.v1.RSPaxosChosenR\aentries\"\xbc\x01\n" +
+	"\x11RSPaxosPieceReply\x12\x16\n" +
+	"\x06member\x18\x01 \x01(\x05R\x06member\x12\x12\n" +
+	"\x04slot\x18\x02 \x01(\x04R\x04slot\x12\x14\n" +
+	"\x05block\x18\x03 \x01(\x04R\x05block\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x04R\aversion\x12\x14\n" +
+	"\x05piece\x18\x05 \x01(\fR\x05piece\x12\x1b\n" +
+	"\thas_piece\x18\x06 \x01(\bR\bhasPiece\x12\x18\n" +
+	"\amissing\x18\a \x01(\bR\amissing\"\x9f\x04\n" +
+	"\x0eRSPaxosMessage\x12(\n" +
+	"\x03p1a\x18\x01 \x01(\v2\x14.amalgam.v1.PaxosP1aH\x00R\x03p1a\x12*\n" +
+	"\x03p1b\x18\x02 \x01(\v2\x16.amalgam.v1.RSPaxosP1bH\x00R\x03p1b\x12*\n" +
+	"\x03p2a\x18\x03 \x01(\v2\x16.amalgam.v1.RSPaxosP2aH\x00R\x03p2a\x12*\n" +
+	"\x03p2b\x18\x04 \x01(\v2\x16.amalgam.v1.RSPaxosP2bH\x00R\x03p2b\x12+\n" +
+	"\x04nack\x18\x05 \x01(\v2\x15.amalgam.v1.PaxosNackH\x00R\x04nack\x12:\n" +
+	"\theartbeat\x18\x06 \x01(\v2\x1a.amalgam.v1.PaxosHeartbeatH\x00R\theartbeat\x12A\n" +
+	"\fheartbeat_ok\x18\a \x01(\v2\x1c.amalgam.v1.PaxosHeartbeatOKH\x00R\vheartbeatOk\x120\n" +
+	"\x05learn\x18\b \x01(\v2\x18.amalgam.v1.RSPaxosLearnH\x00R\x05learn\x127\n" +
+	"\bredirect\x18\t \x01(\v2\x19.amalgam.v1.PaxosRedirectH\x00R\bredirect\x12@\n" +
+	"\vpiece_reply\x18\n" +
+	" \x01(\v2\x1d.amalgam.v1.RSPaxosPieceReplyH\x00R\n" +
+	"pieceReplyB\x06\n" +
+	"\x04body\"\x9d\t\n" +
 	"\aMessage\x12/\n" +
 	"\arequest\x18\x01 \x01(\v2\x13.amalgam.v1.RequestH\x00R\arequest\x12)\n" +
 	"\x05reply\x18\x02 \x01(\v2\x11.amalgam.v1.ReplyH\x00R\x05reply\x12/\n" +
@@ -2975,7 +5140,9 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x0fsnapshot_marker\x18\x0f \x01(\v2\x1a.amalgam.v1.SnapshotMarkerH\x00R\x0esnapshotMarker\x12?\n" +
 	"\rsnapshot_data\x18\x10 \x01(\v2\x18.amalgam.v1.SnapshotDataH\x00R\fsnapshotData\x12E\n" +
 	"\x0fsnapshot_parity\x18\x11 \x01(\v2\x1a.amalgam.v1.SnapshotParityH\x00R\x0esnapshotParity\x125\n" +
-	"\tresending\x18\x12 \x01(\v2\x15.amalgam.v1.ResendingH\x00R\tresendingB\x06\n" +
+	"\tresending\x18\x12 \x01(\v2\x15.amalgam.v1.ResendingH\x00R\tresending\x12F\n" +
+	"\rsharded_paxos\x18\x13 \x01(\v2\x1f.amalgam.v1.ShardedPaxosMessageH\x00R\fshardedPaxos\x127\n" +
+	"\brs_paxos\x18\x14 \x01(\v2\x1a.amalgam.v1.RSPaxosMessageH\x00R\arsPaxosB\x06\n" +
 	"\x04body\"U\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
@@ -3004,7 +5171,11 @@ const file_amalgam_proto_rawDesc = "" +
 	"\vOP_KIND_XOR\x10\x03\x12\x0f\n" +
 	"\vOP_KIND_ADD\x10\x04\x12\x0f\n" +
 	"\vOP_KIND_CAS\x10\x05\x12\x11\n" +
-	"\rOP_KIND_CHECK\x10\x062\x8d\x01\n" +
+	"\rOP_KIND_CHECK\x10\x06*S\n" +
+	"\vRSPaxosKind\x12\x16\n" +
+	"\x12RS_PAXOS_KIND_NOOP\x10\x00\x12\x15\n" +
+	"\x11RS_PAXOS_KIND_GET\x10\x01\x12\x15\n" +
+	"\x11RS_PAXOS_KIND_PUT\x10\x022\x8d\x01\n" +
 	"\x06Client\x12B\n" +
 	"\aExecute\x12\x1a.amalgam.v1.ExecuteRequest\x1a\x1b.amalgam.v1.ExecuteResponse\x12?\n" +
 	"\x06Status\x12\x19.amalgam.v1.StatusRequest\x1a\x1a.amalgam.v1.StatusResponse2\x84\x01\n" +
@@ -3024,99 +5195,176 @@ func file_amalgam_proto_rawDescGZIP() []byte {
 	return file_amalgam_proto_rawDescData
 }
 
-var file_amalgam_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_amalgam_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_amalgam_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_amalgam_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_amalgam_proto_goTypes = []any{
-	(OpKind)(0),             // 0: amalgam.v1.OpKind
-	(*Op)(nil),              // 1: amalgam.v1.Op
-	(*Result)(nil),          // 2: amalgam.v1.Result
-	(*ExecuteRequest)(nil),  // 3: amalgam.v1.ExecuteRequest
-	(*ExecuteResponse)(nil), // 4: amalgam.v1.ExecuteResponse
-	(*StatusRequest)(nil),   // 5: amalgam.v1.StatusRequest
-	(*Layout)(nil),          // 6: amalgam.v1.Layout
-	(*Machine)(nil),         // 7: amalgam.v1.Machine
-	(*NodeStatus)(nil),      // 8: amalgam.v1.NodeStatus
-	(*StatusResponse)(nil),  // 9: amalgam.v1.StatusResponse
-	(*Request)(nil),         // 10: amalgam.v1.Request
-	(*Reply)(nil),           // 11: amalgam.v1.Reply
-	(*Prepare)(nil),         // 12: amalgam.v1.Prepare
-	(*PrepRef)(nil),         // 13: amalgam.v1.PrepRef
-	(*Replace)(nil),         // 14: amalgam.v1.Replace
-	(*StopShard)(nil),       // 15: amalgam.v1.StopShard
-	(*ClientRecord)(nil),    // 16: amalgam.v1.ClientRecord
-	(*StopShardOK)(nil),     // 17: amalgam.v1.StopShardOK
-	(*StopBackup)(nil),      // 18: amalgam.v1.StopBackup
-	(*StopBackupOK)(nil),    // 19: amalgam.v1.StopBackupOK
-	(*Config)(nil),          // 20: amalgam.v1.Config
-	(*Install)(nil),         // 21: amalgam.v1.Install
-	(*NewConfig)(nil),       // 22: amalgam.v1.NewConfig
-	(*ConfigOK)(nil),        // 23: amalgam.v1.ConfigOK
-	(*Resending)(nil),       // 24: amalgam.v1.Resending
-	(*StripeSnapshot)(nil),  // 25: amalgam.v1.StripeSnapshot
-	(*SnapshotMarker)(nil),  // 26: amalgam.v1.SnapshotMarker
-	(*SnapshotData)(nil),    // 27: amalgam.v1.SnapshotData
-	(*SnapshotParity)(nil),  // 28: amalgam.v1.SnapshotParity
-	(*Message)(nil),         // 29: amalgam.v1.Message
-	(*Envelope)(nil),        // 30: amalgam.v1.Envelope
-	(*SendRequest)(nil),     // 31: amalgam.v1.SendRequest
-	(*SendResponse)(nil),    // 32: amalgam.v1.SendResponse
-	(*StreamHello)(nil),     // 33: amalgam.v1.StreamHello
-	(*StreamFrame)(nil),     // 34: amalgam.v1.StreamFrame
-	(*StreamAck)(nil),       // 35: amalgam.v1.StreamAck
+	(OpKind)(0),                  // 0: amalgam.v1.OpKind
+	(RSPaxosKind)(0),             // 1: amalgam.v1.RSPaxosKind
+	(*Op)(nil),                   // 2: amalgam.v1.Op
+	(*Result)(nil),               // 3: amalgam.v1.Result
+	(*ExecuteRequest)(nil),       // 4: amalgam.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),      // 5: amalgam.v1.ExecuteResponse
+	(*StatusRequest)(nil),        // 6: amalgam.v1.StatusRequest
+	(*Layout)(nil),               // 7: amalgam.v1.Layout
+	(*Machine)(nil),              // 8: amalgam.v1.Machine
+	(*NodeStatus)(nil),           // 9: amalgam.v1.NodeStatus
+	(*StatusResponse)(nil),       // 10: amalgam.v1.StatusResponse
+	(*Request)(nil),              // 11: amalgam.v1.Request
+	(*Reply)(nil),                // 12: amalgam.v1.Reply
+	(*Prepare)(nil),              // 13: amalgam.v1.Prepare
+	(*PrepRef)(nil),              // 14: amalgam.v1.PrepRef
+	(*Replace)(nil),              // 15: amalgam.v1.Replace
+	(*StopShard)(nil),            // 16: amalgam.v1.StopShard
+	(*ClientRecord)(nil),         // 17: amalgam.v1.ClientRecord
+	(*StopShardOK)(nil),          // 18: amalgam.v1.StopShardOK
+	(*StopBackup)(nil),           // 19: amalgam.v1.StopBackup
+	(*StopBackupOK)(nil),         // 20: amalgam.v1.StopBackupOK
+	(*Config)(nil),               // 21: amalgam.v1.Config
+	(*Install)(nil),              // 22: amalgam.v1.Install
+	(*NewConfig)(nil),            // 23: amalgam.v1.NewConfig
+	(*ConfigOK)(nil),             // 24: amalgam.v1.ConfigOK
+	(*Resending)(nil),            // 25: amalgam.v1.Resending
+	(*StripeSnapshot)(nil),       // 26: amalgam.v1.StripeSnapshot
+	(*SnapshotMarker)(nil),       // 27: amalgam.v1.SnapshotMarker
+	(*SnapshotData)(nil),         // 28: amalgam.v1.SnapshotData
+	(*SnapshotParity)(nil),       // 29: amalgam.v1.SnapshotParity
+	(*PaxosBallot)(nil),          // 30: amalgam.v1.PaxosBallot
+	(*PaxosP1A)(nil),             // 31: amalgam.v1.PaxosP1a
+	(*PaxosNack)(nil),            // 32: amalgam.v1.PaxosNack
+	(*PaxosHeartbeat)(nil),       // 33: amalgam.v1.PaxosHeartbeat
+	(*PaxosHeartbeatOK)(nil),     // 34: amalgam.v1.PaxosHeartbeatOK
+	(*PaxosRedirect)(nil),        // 35: amalgam.v1.PaxosRedirect
+	(*ShardedPaxosValue)(nil),    // 36: amalgam.v1.ShardedPaxosValue
+	(*ShardedPaxosID)(nil),       // 37: amalgam.v1.ShardedPaxosID
+	(*ShardedPaxosAccepted)(nil), // 38: amalgam.v1.ShardedPaxosAccepted
+	(*ShardedPaxosChosen)(nil),   // 39: amalgam.v1.ShardedPaxosChosen
+	(*ShardedPaxosP1B)(nil),      // 40: amalgam.v1.ShardedPaxosP1b
+	(*ShardedPaxosP2A)(nil),      // 41: amalgam.v1.ShardedPaxosP2a
+	(*ShardedPaxosP2B)(nil),      // 42: amalgam.v1.ShardedPaxosP2b
+	(*ShardedPaxosLearn)(nil),    // 43: amalgam.v1.ShardedPaxosLearn
+	(*ShardedPaxosMessage)(nil),  // 44: amalgam.v1.ShardedPaxosMessage
+	(*RSPaxosValue)(nil),         // 45: amalgam.v1.RSPaxosValue
+	(*RSPaxosID)(nil),            // 46: amalgam.v1.RSPaxosID
+	(*RSPaxosAccepted)(nil),      // 47: amalgam.v1.RSPaxosAccepted
+	(*RSPaxosChosen)(nil),        // 48: amalgam.v1.RSPaxosChosen
+	(*RSPaxosP1B)(nil),           // 49: amalgam.v1.RSPaxosP1b
+	(*RSPaxosP2A)(nil),           // 50: amalgam.v1.RSPaxosP2a
+	(*RSPaxosP2B)(nil),           // 51: amalgam.v1.RSPaxosP2b
+	(*RSPaxosLearn)(nil),         // 52: amalgam.v1.RSPaxosLearn
+	(*RSPaxosPieceReply)(nil),    // 53: amalgam.v1.RSPaxosPieceReply
+	(*RSPaxosMessage)(nil),       // 54: amalgam.v1.RSPaxosMessage
+	(*Message)(nil),              // 55: amalgam.v1.Message
+	(*Envelope)(nil),             // 56: amalgam.v1.Envelope
+	(*SendRequest)(nil),          // 57: amalgam.v1.SendRequest
+	(*SendResponse)(nil),         // 58: amalgam.v1.SendResponse
+	(*StreamHello)(nil),          // 59: amalgam.v1.StreamHello
+	(*StreamFrame)(nil),          // 60: amalgam.v1.StreamFrame
+	(*StreamAck)(nil),            // 61: amalgam.v1.StreamAck
 }
 var file_amalgam_proto_depIdxs = []int32{
 	0,  // 0: amalgam.v1.Op.kind:type_name -> amalgam.v1.OpKind
-	1,  // 1: amalgam.v1.ExecuteRequest.ops:type_name -> amalgam.v1.Op
-	2,  // 2: amalgam.v1.ExecuteResponse.results:type_name -> amalgam.v1.Result
-	6,  // 3: amalgam.v1.StatusResponse.layout:type_name -> amalgam.v1.Layout
-	7,  // 4: amalgam.v1.StatusResponse.machines:type_name -> amalgam.v1.Machine
-	8,  // 5: amalgam.v1.StatusResponse.nodes:type_name -> amalgam.v1.NodeStatus
-	1,  // 6: amalgam.v1.Request.ops:type_name -> amalgam.v1.Op
-	2,  // 7: amalgam.v1.Reply.results:type_name -> amalgam.v1.Result
-	11, // 8: amalgam.v1.Prepare.reply:type_name -> amalgam.v1.Reply
-	11, // 9: amalgam.v1.ClientRecord.reply:type_name -> amalgam.v1.Reply
-	12, // 10: amalgam.v1.StopShardOK.prepares:type_name -> amalgam.v1.Prepare
-	16, // 11: amalgam.v1.StopShardOK.clients:type_name -> amalgam.v1.ClientRecord
-	6,  // 12: amalgam.v1.Config.layout:type_name -> amalgam.v1.Layout
-	12, // 13: amalgam.v1.Install.chain:type_name -> amalgam.v1.Prepare
-	16, // 14: amalgam.v1.Install.clients:type_name -> amalgam.v1.ClientRecord
-	20, // 15: amalgam.v1.NewConfig.config:type_name -> amalgam.v1.Config
-	21, // 16: amalgam.v1.NewConfig.install:type_name -> amalgam.v1.Install
-	10, // 17: amalgam.v1.Message.request:type_name -> amalgam.v1.Request
-	11, // 18: amalgam.v1.Message.reply:type_name -> amalgam.v1.Reply
-	12, // 19: amalgam.v1.Message.prepare:type_name -> amalgam.v1.Prepare
-	13, // 20: amalgam.v1.Message.prepare_ok:type_name -> amalgam.v1.PrepRef
-	13, // 21: amalgam.v1.Message.commit:type_name -> amalgam.v1.PrepRef
-	13, // 22: amalgam.v1.Message.prepare_drop:type_name -> amalgam.v1.PrepRef
-	14, // 23: amalgam.v1.Message.replace:type_name -> amalgam.v1.Replace
-	15, // 24: amalgam.v1.Message.stop_shard:type_name -> amalgam.v1.StopShard
-	17, // 25: amalgam.v1.Message.stop_shard_ok:type_name -> amalgam.v1.StopShardOK
-	18, // 26: amalgam.v1.Message.stop_backup:type_name -> amalgam.v1.StopBackup
-	19, // 27: amalgam.v1.Message.stop_backup_ok:type_name -> amalgam.v1.StopBackupOK
-	22, // 28: amalgam.v1.Message.new_config:type_name -> amalgam.v1.NewConfig
-	23, // 29: amalgam.v1.Message.config_ok:type_name -> amalgam.v1.ConfigOK
-	25, // 30: amalgam.v1.Message.stripe_snapshot:type_name -> amalgam.v1.StripeSnapshot
-	26, // 31: amalgam.v1.Message.snapshot_marker:type_name -> amalgam.v1.SnapshotMarker
-	27, // 32: amalgam.v1.Message.snapshot_data:type_name -> amalgam.v1.SnapshotData
-	28, // 33: amalgam.v1.Message.snapshot_parity:type_name -> amalgam.v1.SnapshotParity
-	24, // 34: amalgam.v1.Message.resending:type_name -> amalgam.v1.Resending
-	29, // 35: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
-	30, // 36: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
-	33, // 37: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
-	29, // 38: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
-	3,  // 39: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
-	5,  // 40: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
-	31, // 41: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
-	34, // 42: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
-	4,  // 43: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
-	9,  // 44: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
-	32, // 45: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
-	35, // 46: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
-	43, // [43:47] is the sub-list for method output_type
-	39, // [39:43] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	2,  // 1: amalgam.v1.ExecuteRequest.ops:type_name -> amalgam.v1.Op
+	3,  // 2: amalgam.v1.ExecuteResponse.results:type_name -> amalgam.v1.Result
+	7,  // 3: amalgam.v1.StatusResponse.layout:type_name -> amalgam.v1.Layout
+	8,  // 4: amalgam.v1.StatusResponse.machines:type_name -> amalgam.v1.Machine
+	9,  // 5: amalgam.v1.StatusResponse.nodes:type_name -> amalgam.v1.NodeStatus
+	2,  // 6: amalgam.v1.Request.ops:type_name -> amalgam.v1.Op
+	3,  // 7: amalgam.v1.Reply.results:type_name -> amalgam.v1.Result
+	12, // 8: amalgam.v1.Prepare.reply:type_name -> amalgam.v1.Reply
+	12, // 9: amalgam.v1.ClientRecord.reply:type_name -> amalgam.v1.Reply
+	13, // 10: amalgam.v1.StopShardOK.prepares:type_name -> amalgam.v1.Prepare
+	17, // 11: amalgam.v1.StopShardOK.clients:type_name -> amalgam.v1.ClientRecord
+	7,  // 12: amalgam.v1.Config.layout:type_name -> amalgam.v1.Layout
+	13, // 13: amalgam.v1.Install.chain:type_name -> amalgam.v1.Prepare
+	17, // 14: amalgam.v1.Install.clients:type_name -> amalgam.v1.ClientRecord
+	21, // 15: amalgam.v1.NewConfig.config:type_name -> amalgam.v1.Config
+	22, // 16: amalgam.v1.NewConfig.install:type_name -> amalgam.v1.Install
+	30, // 17: amalgam.v1.PaxosP1a.ballot:type_name -> amalgam.v1.PaxosBallot
+	30, // 18: amalgam.v1.PaxosNack.ballot:type_name -> amalgam.v1.PaxosBallot
+	30, // 19: amalgam.v1.PaxosNack.promised:type_name -> amalgam.v1.PaxosBallot
+	30, // 20: amalgam.v1.PaxosHeartbeat.ballot:type_name -> amalgam.v1.PaxosBallot
+	30, // 21: amalgam.v1.PaxosHeartbeatOK.ballot:type_name -> amalgam.v1.PaxosBallot
+	2,  // 22: amalgam.v1.ShardedPaxosValue.ops:type_name -> amalgam.v1.Op
+	30, // 23: amalgam.v1.ShardedPaxosAccepted.ballot:type_name -> amalgam.v1.PaxosBallot
+	36, // 24: amalgam.v1.ShardedPaxosAccepted.val:type_name -> amalgam.v1.ShardedPaxosValue
+	36, // 25: amalgam.v1.ShardedPaxosChosen.val:type_name -> amalgam.v1.ShardedPaxosValue
+	30, // 26: amalgam.v1.ShardedPaxosP1b.ballot:type_name -> amalgam.v1.PaxosBallot
+	38, // 27: amalgam.v1.ShardedPaxosP1b.entries:type_name -> amalgam.v1.ShardedPaxosAccepted
+	30, // 28: amalgam.v1.ShardedPaxosP2a.ballot:type_name -> amalgam.v1.PaxosBallot
+	36, // 29: amalgam.v1.ShardedPaxosP2a.val:type_name -> amalgam.v1.ShardedPaxosValue
+	30, // 30: amalgam.v1.ShardedPaxosP2b.ballot:type_name -> amalgam.v1.PaxosBallot
+	37, // 31: amalgam.v1.ShardedPaxosP2b.val:type_name -> amalgam.v1.ShardedPaxosID
+	30, // 32: amalgam.v1.ShardedPaxosLearn.ballot:type_name -> amalgam.v1.PaxosBallot
+	39, // 33: amalgam.v1.ShardedPaxosLearn.entries:type_name -> amalgam.v1.ShardedPaxosChosen
+	31, // 34: amalgam.v1.ShardedPaxosMessage.p1a:type_name -> amalgam.v1.PaxosP1a
+	40, // 35: amalgam.v1.ShardedPaxosMessage.p1b:type_name -> amalgam.v1.ShardedPaxosP1b
+	41, // 36: amalgam.v1.ShardedPaxosMessage.p2a:type_name -> amalgam.v1.ShardedPaxosP2a
+	42, // 37: amalgam.v1.ShardedPaxosMessage.p2b:type_name -> amalgam.v1.ShardedPaxosP2b
+	32, // 38: amalgam.v1.ShardedPaxosMessage.nack:type_name -> amalgam.v1.PaxosNack
+	33, // 39: amalgam.v1.ShardedPaxosMessage.heartbeat:type_name -> amalgam.v1.PaxosHeartbeat
+	34, // 40: amalgam.v1.ShardedPaxosMessage.heartbeat_ok:type_name -> amalgam.v1.PaxosHeartbeatOK
+	43, // 41: amalgam.v1.ShardedPaxosMessage.learn:type_name -> amalgam.v1.ShardedPaxosLearn
+	35, // 42: amalgam.v1.ShardedPaxosMessage.redirect:type_name -> amalgam.v1.PaxosRedirect
+	1,  // 43: amalgam.v1.RSPaxosValue.kind:type_name -> amalgam.v1.RSPaxosKind
+	1,  // 44: amalgam.v1.RSPaxosID.kind:type_name -> amalgam.v1.RSPaxosKind
+	30, // 45: amalgam.v1.RSPaxosAccepted.ballot:type_name -> amalgam.v1.PaxosBallot
+	45, // 46: amalgam.v1.RSPaxosAccepted.val:type_name -> amalgam.v1.RSPaxosValue
+	45, // 47: amalgam.v1.RSPaxosChosen.val:type_name -> amalgam.v1.RSPaxosValue
+	30, // 48: amalgam.v1.RSPaxosP1b.ballot:type_name -> amalgam.v1.PaxosBallot
+	47, // 49: amalgam.v1.RSPaxosP1b.entries:type_name -> amalgam.v1.RSPaxosAccepted
+	30, // 50: amalgam.v1.RSPaxosP2a.ballot:type_name -> amalgam.v1.PaxosBallot
+	45, // 51: amalgam.v1.RSPaxosP2a.val:type_name -> amalgam.v1.RSPaxosValue
+	30, // 52: amalgam.v1.RSPaxosP2b.ballot:type_name -> amalgam.v1.PaxosBallot
+	46, // 53: amalgam.v1.RSPaxosP2b.val:type_name -> amalgam.v1.RSPaxosID
+	30, // 54: amalgam.v1.RSPaxosLearn.ballot:type_name -> amalgam.v1.PaxosBallot
+	48, // 55: amalgam.v1.RSPaxosLearn.entries:type_name -> amalgam.v1.RSPaxosChosen
+	31, // 56: amalgam.v1.RSPaxosMessage.p1a:type_name -> amalgam.v1.PaxosP1a
+	49, // 57: amalgam.v1.RSPaxosMessage.p1b:type_name -> amalgam.v1.RSPaxosP1b
+	50, // 58: amalgam.v1.RSPaxosMessage.p2a:type_name -> amalgam.v1.RSPaxosP2a
+	51, // 59: amalgam.v1.RSPaxosMessage.p2b:type_name -> amalgam.v1.RSPaxosP2b
+	32, // 60: amalgam.v1.RSPaxosMessage.nack:type_name -> amalgam.v1.PaxosNack
+	33, // 61: amalgam.v1.RSPaxosMessage.heartbeat:type_name -> amalgam.v1.PaxosHeartbeat
+	34, // 62: amalgam.v1.RSPaxosMessage.heartbeat_ok:type_name -> amalgam.v1.PaxosHeartbeatOK
+	52, // 63: amalgam.v1.RSPaxosMessage.learn:type_name -> amalgam.v1.RSPaxosLearn
+	35, // 64: amalgam.v1.RSPaxosMessage.redirect:type_name -> amalgam.v1.PaxosRedirect
+	53, // 65: amalgam.v1.RSPaxosMessage.piece_reply:type_name -> amalgam.v1.RSPaxosPieceReply
+	11, // 66: amalgam.v1.Message.request:type_name -> amalgam.v1.Request
+	12, // 67: amalgam.v1.Message.reply:type_name -> amalgam.v1.Reply
+	13, // 68: amalgam.v1.Message.prepare:type_name -> amalgam.v1.Prepare
+	14, // 69: amalgam.v1.Message.prepare_ok:type_name -> amalgam.v1.PrepRef
+	14, // 70: amalgam.v1.Message.commit:type_name -> amalgam.v1.PrepRef
+	14, // 71: amalgam.v1.Message.prepare_drop:type_name -> amalgam.v1.PrepRef
+	15, // 72: amalgam.v1.Message.replace:type_name -> amalgam.v1.Replace
+	16, // 73: amalgam.v1.Message.stop_shard:type_name -> amalgam.v1.StopShard
+	18, // 74: amalgam.v1.Message.stop_shard_ok:type_name -> amalgam.v1.StopShardOK
+	19, // 75: amalgam.v1.Message.stop_backup:type_name -> amalgam.v1.StopBackup
+	20, // 76: amalgam.v1.Message.stop_backup_ok:type_name -> amalgam.v1.StopBackupOK
+	23, // 77: amalgam.v1.Message.new_config:type_name -> amalgam.v1.NewConfig
+	24, // 78: amalgam.v1.Message.config_ok:type_name -> amalgam.v1.ConfigOK
+	26, // 79: amalgam.v1.Message.stripe_snapshot:type_name -> amalgam.v1.StripeSnapshot
+	27, // 80: amalgam.v1.Message.snapshot_marker:type_name -> amalgam.v1.SnapshotMarker
+	28, // 81: amalgam.v1.Message.snapshot_data:type_name -> amalgam.v1.SnapshotData
+	29, // 82: amalgam.v1.Message.snapshot_parity:type_name -> amalgam.v1.SnapshotParity
+	25, // 83: amalgam.v1.Message.resending:type_name -> amalgam.v1.Resending
+	44, // 84: amalgam.v1.Message.sharded_paxos:type_name -> amalgam.v1.ShardedPaxosMessage
+	54, // 85: amalgam.v1.Message.rs_paxos:type_name -> amalgam.v1.RSPaxosMessage
+	55, // 86: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
+	56, // 87: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
+	59, // 88: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
+	55, // 89: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
+	4,  // 90: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
+	6,  // 91: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
+	57, // 92: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
+	60, // 93: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
+	5,  // 94: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
+	10, // 95: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
+	58, // 96: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
+	61, // 97: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
+	94, // [94:98] is the sub-list for method output_type
+	90, // [90:94] is the sub-list for method input_type
+	90, // [90:90] is the sub-list for extension type_name
+	90, // [90:90] is the sub-list for extension extendee
+	0,  // [0:90] is the sub-list for field type_name
 }
 
 func init() { file_amalgam_proto_init() }
@@ -3124,7 +5372,30 @@ func file_amalgam_proto_init() {
 	if File_amalgam_proto != nil {
 		return
 	}
-	file_amalgam_proto_msgTypes[28].OneofWrappers = []any{
+	file_amalgam_proto_msgTypes[42].OneofWrappers = []any{
+		(*ShardedPaxosMessage_P1A)(nil),
+		(*ShardedPaxosMessage_P1B)(nil),
+		(*ShardedPaxosMessage_P2A)(nil),
+		(*ShardedPaxosMessage_P2B)(nil),
+		(*ShardedPaxosMessage_Nack)(nil),
+		(*ShardedPaxosMessage_Heartbeat)(nil),
+		(*ShardedPaxosMessage_HeartbeatOk)(nil),
+		(*ShardedPaxosMessage_Learn)(nil),
+		(*ShardedPaxosMessage_Redirect)(nil),
+	}
+	file_amalgam_proto_msgTypes[52].OneofWrappers = []any{
+		(*RSPaxosMessage_P1A)(nil),
+		(*RSPaxosMessage_P1B)(nil),
+		(*RSPaxosMessage_P2A)(nil),
+		(*RSPaxosMessage_P2B)(nil),
+		(*RSPaxosMessage_Nack)(nil),
+		(*RSPaxosMessage_Heartbeat)(nil),
+		(*RSPaxosMessage_HeartbeatOk)(nil),
+		(*RSPaxosMessage_Learn)(nil),
+		(*RSPaxosMessage_Redirect)(nil),
+		(*RSPaxosMessage_PieceReply)(nil),
+	}
+	file_amalgam_proto_msgTypes[53].OneofWrappers = []any{
 		(*Message_Request)(nil),
 		(*Message_Reply)(nil),
 		(*Message_Prepare)(nil),
@@ -3143,14 +5414,16 @@ func file_amalgam_proto_init() {
 		(*Message_SnapshotData)(nil),
 		(*Message_SnapshotParity)(nil),
 		(*Message_Resending)(nil),
+		(*Message_ShardedPaxos)(nil),
+		(*Message_RsPaxos)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_amalgam_proto_rawDesc), len(file_amalgam_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   35,
+			NumEnums:      2,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

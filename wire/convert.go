@@ -142,6 +142,9 @@ func MessageToProto(m node.Message) (*Message, error) {
 	if p, ok := reconfigToProto(m); ok {
 		return p, nil
 	}
+	if p, ok := baselineToProto(m); ok {
+		return p, nil
+	}
 	return nil, fmt.Errorf("wire: no encoding for message type %T", m)
 }
 
@@ -212,6 +215,9 @@ func MessageFromProto(p *Message) (node.Message, error) {
 		return msg.PrepareDrop{Shard: int(r.GetShard()), Primary: r.GetPrimary(), OpNum: r.GetOpNum(), Stripe: int(r.GetStripe())}, nil
 	}
 	if m, ok, err := reconfigFromProto(p); ok {
+		return m, err
+	}
+	if m, ok, err := baselineFromProto(p); ok {
 		return m, err
 	}
 	return nil, fieldErr("msg.body", "missing or unknown message type")

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/amalgam-store/amalgam/bench/rspaxos"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
@@ -155,6 +156,9 @@ func fill(rng *rand.Rand, v reflect.Value) {
 		return
 	case reflect.TypeOf(erasure.Role(0)):
 		v.SetInt(int64(1 + rng.IntN(3)))
+		return
+	case reflect.TypeOf(rspaxos.Kind(0)):
+		v.SetUint(uint64(1 + rng.IntN(2))) // Get or Put
 		return
 	case reflect.TypeOf(node.Addr("")):
 		v.SetString(string(msg.ParityAddr(rng.IntN(6))))

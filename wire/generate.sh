@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the Go code for wire/amalgam.proto. Pinned tool versions:
+# Regenerates the Go code for wire/amalgam.proto and wire/reconfig.proto.
+# Pinned tool versions:
 #
 #   protoc              3.21.12  (Debian 12: apt-get install -y protobuf-compiler)
 #   protoc-gen-go       v1.36.12 (go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12)
