@@ -162,13 +162,19 @@ func (c *Client) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster %s sent a bad layout: %w", c.entry, err)
 	}
-	if len(st.GetMachines()) != l.N {
-		return fmt.Errorf("cluster %s lists %d machines for a layout of %d", c.entry, len(st.GetMachines()), l.N)
+	if n := len(st.GetMachines()); n != l.N && (!isBaseline(st) || n < l.N) {
+		return fmt.Errorf("cluster %s lists %d machines for a layout of %d", c.entry, n, l.N)
 	}
 	c.cmu.Lock()
 	c.status, c.layout = st, l
 	c.cmu.Unlock()
 	return nil
+}
+
+// isBaseline reports whether the cluster runs a baseline protocol
+// (ShardedPaxos or RSPaxos), whose machines each accept every request.
+func isBaseline(st *wire.StatusResponse) bool {
+	return st.GetProtocol() != "" && st.GetProtocol() != "amalgam"
 }
 
 func layoutFromProto(p *wire.Layout) (erasure.Layout, error) {
@@ -194,7 +200,8 @@ func (c *Client) Status(ctx context.Context) (*wire.StatusResponse, error) {
 	c.cmu.Lock()
 	st, bs := c.status, c.layout.BlockSize
 	c.cmu.Unlock()
-	out := &wire.StatusResponse{ConfigNum: st.ConfigNum, Layout: st.Layout, Machines: st.Machines, Durability: st.Durability, Spares: st.Spares}
+	out := &wire.StatusResponse{ConfigNum: st.ConfigNum, Layout: st.Layout, Machines: st.Machines, Durability: st.Durability,
+		Spares: st.Spares, Protocol: st.Protocol}
 	for _, m := range st.GetMachines() {
 		cc, err := c.conn(m.GetAddr(), bs)
 		if err != nil {
@@ -228,14 +235,20 @@ func (c *Client) Txn(ctx context.Context, ops []msg.Op) (msg.Outcome, error) {
 	c.seq++
 	req.Seq = c.seq
 	backoff := 20 * time.Millisecond
+	tries := 0
 	var last error
 	for {
 		c.cmu.Lock()
 		l, st := c.layout, c.status
 		c.cmu.Unlock()
-		shard := l.Shard(ops[0].Block)
+		m := l.Shard(ops[0].Block)
+		if isBaseline(st) {
+			// Any machine runs the request; move on from one that fails.
+			m = (m + tries) % len(st.GetMachines())
+		}
+		tries++
 		req.ConfigNum = st.GetConfigNum()
-		resp, err := c.attempt(ctx, st.GetMachines()[shard].GetAddr(), l.BlockSize, req)
+		resp, err := c.attempt(ctx, st.GetMachines()[m].GetAddr(), l.BlockSize, req)
 		if err == nil {
 			return msg.Outcome{Results: wire.ResultsFromProto(resp.GetResults()), Aborted: resp.GetAborted()}, nil
 		}

@@ -90,8 +90,10 @@ type Host struct {
 	conns   map[string]*grpc.ClientConn
 	senders map[string]*sender
 	waiters map[waitKey][]chan node.Message
-	started bool
-	stopped bool
+	// mailboxes receive the messages to client nodes run by RunClient.
+	mailboxes map[node.Addr]chan event
+	started   bool
+	stopped   bool
 
 	// ClientHandler, if set, serves the client API (see clientapi.go).
 	wire.UnimplementedClientServer
@@ -101,7 +103,8 @@ type Host struct {
 // NewHost returns a host that will serve on opts.Listener once started.
 func NewHost(opts Options) *Host {
 	h := &Host{opts: opts, loops: map[node.Addr]*loop{}, conns: map[string]*grpc.ClientConn{},
-		senders: map[string]*sender{}, waiters: map[waitKey][]chan node.Message{}}
+		senders: map[string]*sender{}, waiters: map[waitKey][]chan node.Message{},
+		mailboxes: map[node.Addr]chan event{}}
 	h.log = opts.Logger
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -619,6 +622,9 @@ type sender struct {
 }
 
 func (h *Host) send(from, to node.Addr, m node.Message) {
+	if h.toMailbox(from, to, m) {
+		return
+	}
 	if strings.HasPrefix(string(to), "client/") {
 		if r, ok := m.(msg.Reply); ok {
 			h.deliverLocal(to, m, r.Seq)
@@ -714,6 +720,9 @@ func (t *transport) Send(ctx context.Context, req *wire.SendRequest) (*wire.Send
 		to := node.Addr(e.GetTo())
 		m, err := wire.MessageFromProto(e.GetMsg())
 		if err != nil {
+			continue
+		}
+		if t.h.toMailbox(node.Addr(e.GetFrom()), to, m) {
 			continue
 		}
 		l := t.h.loop(to)

@@ -44,46 +44,13 @@ func StartLocal(o LocalOptions) (*Local, error) {
 	if err := o.Layout.Validate(); err != nil {
 		return nil, err
 	}
-	host, portStr, err := net.SplitHostPort(o.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("--addr %q: %w", o.Addr, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return nil, fmt.Errorf("--addr %q: bad port", o.Addr)
-	}
-	var lns []net.Listener
-	closeAll := func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}
-	listen := func(p int) (net.Listener, error) {
-		a := net.JoinHostPort(host, strconv.Itoa(p))
-		ln, err := net.Listen("tcp", a)
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		return ln, nil
-	}
-	entryLn, err := listen(port)
+	entryLn, mlns, err := listenLocal(o.Addr, o.Layout.N)
 	if err != nil {
 		return nil, err
 	}
+	closeAll := func() { closeListeners(append(mlns, entryLn)) }
 	cl := &Cluster{Config: msg.InitialConfig(o.Layout), Durability: o.Durability}
-	var mlns []net.Listener
-	for m := 0; m < o.Layout.N; m++ {
-		p := 0
-		if port != 0 {
-			p = port + 1 + m
-		}
-		ln, err := listen(p)
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("machine %d: %w", m, err)
-		}
-		mlns = append(mlns, ln)
+	for _, ln := range mlns {
 		cl.Machines = append(cl.Machines, ln.Addr().String())
 	}
 	code, err := erasure.NewCode(o.Layout.G, o.Layout.F)
@@ -102,17 +69,54 @@ func StartLocal(o LocalOptions) (*Local, error) {
 		}
 		lc.Machines = append(lc.Machines, mc)
 	}
-	lc.entry = grpc.NewServer(append(wire.ServerOptions(o.Layout.BlockSize), o.ServerOptions...)...)
-	wire.RegisterClientServer(lc.entry, &StatusServer{Cluster: cl})
+	lc.entry = serveEntry(entryLn, &StatusServer{Cluster: cl}, o)
+	return lc, nil
+}
+
+// listenLocal opens the entry listener at addr and n machine listeners:
+// with port P, machine m on port P+1+m of the same host; with port 0, on
+// free ports.
+func listenLocal(addr string, n int) (entry net.Listener, machines []net.Listener, err error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--addr %q: bad port", addr)
+	}
+	entry, err = net.Listen("tcp", net.JoinHostPort(host, portStr))
+	if err != nil {
+		return nil, nil, err
+	}
+	for m := 0; m < n; m++ {
+		p := 0
+		if port != 0 {
+			p = port + 1 + m
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err != nil {
+			closeListeners(append(machines, entry))
+			return nil, nil, fmt.Errorf("machine %d: %w", m, err)
+		}
+		machines = append(machines, ln)
+	}
+	return entry, machines, nil
+}
+
+// serveEntry serves the client API's Status at the entry listener.
+func serveEntry(ln net.Listener, srv wire.ClientServer, o LocalOptions) *grpc.Server {
+	s := grpc.NewServer(append(wire.ServerOptions(o.Layout.BlockSize), o.ServerOptions...)...)
+	wire.RegisterClientServer(s, srv)
 	if o.Register != nil {
-		o.Register(lc.entry)
+		o.Register(s)
 	}
 	go func() {
-		if err := lc.entry.Serve(entryLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) && o.Logger != nil {
+		if err := s.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) && o.Logger != nil {
 			o.Logger.Error("entry server stopped", "err", err)
 		}
 	}()
-	return lc, nil
+	return s
 }
 
 // Close stops everything and closes the stores.

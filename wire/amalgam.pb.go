@@ -630,6 +630,7 @@ type NodeStatus struct {
 	Incarnation    uint64                 `protobuf:"varint,5,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	ConfigNum      uint64                 `protobuf:"varint,6,opt,name=config_num,json=configNum,proto3" json:"config_num,omitempty"`                // the configuration the server is in
 	DegradedBlocks int64                  `protobuf:"varint,7,opt,name=degraded_blocks,json=degradedBlocks,proto3" json:"degraded_blocks,omitempty"` // data/parity servers: blocks not rebuilt yet
+	BytesStored    int64                  `protobuf:"varint,8,opt,name=bytes_stored,json=bytesStored,proto3" json:"bytes_stored,omitempty"`          // bytes of blocks (or, for RSPaxos, pieces) the node stores
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -709,6 +710,13 @@ func (x *NodeStatus) GetConfigNum() uint64 {
 func (x *NodeStatus) GetDegradedBlocks() int64 {
 	if x != nil {
 		return x.DegradedBlocks
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetBytesStored() int64 {
+	if x != nil {
+		return x.BytesStored
 	}
 	return 0
 }
@@ -4854,7 +4862,7 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12)\n" +
 	"\x10data_incarnation\x18\x03 \x01(\x04R\x0fdataIncarnation\x12-\n" +
 	"\x12parity_incarnation\x18\x04 \x01(\x04R\x11parityIncarnation\x12/\n" +
-	"\x13witness_incarnation\x18\x05 \x01(\x04R\x12witnessIncarnation\"\xf0\x01\n" +
+	"\x13witness_incarnation\x18\x05 \x01(\x04R\x12witnessIncarnation\"\x93\x02\n" +
 	"\n" +
 	"NodeStatus\x12\x12\n" +
 	"\x04addr\x18\x01 \x01(\tR\x04addr\x12\x1e\n" +
@@ -4865,7 +4873,8 @@ const file_amalgam_proto_rawDesc = "" +
 	"\vincarnation\x18\x05 \x01(\x04R\vincarnation\x12\x1d\n" +
 	"\n" +
 	"config_num\x18\x06 \x01(\x04R\tconfigNum\x12'\n" +
-	"\x0fdegraded_blocks\x18\a \x01(\x03R\x0edegradedBlocks\"\x8e\x02\n" +
+	"\x0fdegraded_blocks\x18\a \x01(\x03R\x0edegradedBlocks\x12!\n" +
+	"\fbytes_stored\x18\b \x01(\x03R\vbytesStored\"\x8e\x02\n" +
 	"\x0eStatusResponse\x12\x1d\n" +
 	"\n" +
 	"config_num\x18\x01 \x01(\x04R\tconfigNum\x12*\n" +

@@ -16,6 +16,7 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/runtime"
 )
 
 // status: the cluster's layout, machines and servers, with each server's
@@ -35,6 +36,7 @@ type statusNodeJSON struct {
 	NextOpNum      uint64 `json:"next_op_num,omitempty"`
 	PendingOps     int64  `json:"pending_ops"`
 	BlocksStored   int64  `json:"blocks_stored"`
+	BytesStored    int64  `json:"bytes_stored"`
 	Incarnation    uint64 `json:"incarnation"`
 	ConfigNum      uint64 `json:"config_num"`
 	DegradedBlocks int64  `json:"degraded_blocks"`
@@ -50,7 +52,10 @@ type statusNodeJSON struct {
 }
 
 type statusDoc struct {
-	Cluster    string              `json:"cluster"`
+	Cluster string `json:"cluster"`
+	// Protocol is amalgam, shardedpaxos or rspaxos (amalgam-server dev
+	// --protocol).
+	Protocol   string              `json:"protocol"`
 	ConfigNum  uint64              `json:"config_num"`
 	Durability string              `json:"durability"`
 	Layout     layoutDoc           `json:"layout"`
@@ -79,14 +84,25 @@ func fetchStatus(ctx context.Context, c *client.Client, cluster string) (*status
 	for _, m := range st.GetMachines() {
 		doc.Machines = append(doc.Machines, statusMachineJSON{int(m.GetIndex()), m.GetAddr()})
 	}
+	doc.Protocol = st.GetProtocol()
+	if doc.Protocol == "" {
+		doc.Protocol = runtime.Amalgam
+	}
 	doc.servers = 2 * len(doc.Machines)
 	if l.W > 0 {
 		doc.servers += len(doc.Machines)
 	}
+	if doc.Protocol != runtime.Amalgam {
+		b, err := runtime.NewBaseline(doc.Protocol, l)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %v", cluster, err)
+		}
+		doc.servers = l.N * b.Members()
+	}
 	doc.Healthy = len(st.GetNodes()) == doc.servers
 	for _, n := range st.GetNodes() {
 		nj := statusNodeJSON{Addr: n.GetAddr(), NextOpNum: n.GetNextOpNum(), PendingOps: n.GetPendingOps(),
-			BlocksStored: n.GetBlocksStored(), Incarnation: n.GetIncarnation(), ConfigNum: n.GetConfigNum(),
+			BlocksStored: n.GetBlocksStored(), BytesStored: n.GetBytesStored(), Incarnation: n.GetIncarnation(), ConfigNum: n.GetConfigNum(),
 			DegradedBlocks: n.GetDegradedBlocks()}
 		nj.Blocks = serverBlocks(l, nj.Addr)
 		nj.RebuiltPercent = 100
@@ -167,6 +183,10 @@ func (s *sampler) add(d *statusDoc) {
 }
 
 func printStatus(w io.Writer, doc *statusDoc) {
+	if doc.Protocol != runtime.Amalgam {
+		printBaselineStatus(w, doc)
+		return
+	}
 	l := doc.layout
 	fmt.Fprintf(w, "cluster %s, configuration %d, durability %s\n", doc.Cluster, doc.ConfigNum, doc.Durability)
 	fmt.Fprintf(w, "layout: n=%d g=%d f=%d w=%d, %d stripes, %d blocks of %d bytes, storage overhead f/g=%.2f\n",
@@ -192,6 +212,28 @@ func printStatus(w io.Writer, doc *statusDoc) {
 		fmt.Fprintln(w, "healthy")
 	} else {
 		fmt.Fprintln(w, "not healthy: servers missing, behind the newest configuration, or rebuilding")
+	}
+}
+
+// printBaselineStatus prints a ShardedPaxos or RSPaxos cluster: its
+// machines and the bytes each replica stores.
+func printBaselineStatus(w io.Writer, doc *statusDoc) {
+	l := doc.layout
+	fmt.Fprintf(w, "cluster %s, protocol %s, durability %s\n", doc.Cluster, doc.Protocol, doc.Durability)
+	fmt.Fprintf(w, "layout: %d groups, f=%d, %d blocks of %d bytes\n", l.N, l.F, l.NumBlocks(), l.BlockSize)
+	for _, m := range doc.Machines {
+		fmt.Fprintf(w, "machine %d at %s\n", m.Index, m.Addr)
+	}
+	var total int64
+	for _, n := range doc.Nodes {
+		fmt.Fprintf(w, "  %-10s bytes stored %d\n", n.Addr, n.BytesStored)
+		total += n.BytesStored
+	}
+	fmt.Fprintf(w, "%d of %d replicas answered, storing %d bytes\n", len(doc.Nodes), doc.servers, total)
+	if doc.Healthy {
+		fmt.Fprintln(w, "healthy")
+	} else {
+		fmt.Fprintln(w, "not healthy: replicas missing")
 	}
 }
 

@@ -30,6 +30,7 @@ type devFlags struct {
 	replicas   int
 	suspect    time.Duration
 	rebuild    string
+	protocol   string
 	common     commonFlags
 }
 
@@ -45,12 +46,23 @@ witness server), machine m on port P+1+m where P is --addr's port, and
 --spares spare machines on the ports after them. Clients reach it at --addr;
 data lives under --data-dir and survives restarts (with --durability
 durable, the default). A machine that stops sending heartbeats for
---suspect-after is replaced by a spare. Ctrl-C stops it cleanly.`,
+--suspect-after is replaced by a spare. Ctrl-C stops it cleanly.
+
+--protocol shardedpaxos or rspaxos runs a baseline instead (docs/baselines.md):
+one Paxos group per shard of the same layout (--machines groups, f from
+--f), on max(machines, replicas per group) machines, in memory only, with no
+reconfiguration service. Clients and amalgam-cli work unchanged.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := fl.baselineFlags(cmd); err != nil {
+				return cmdError(cmd, err)
+			}
 			l, err := fl.layout()
 			if err != nil {
 				return cmdError(cmd, err)
+			}
+			if fl.protocol != runtime.Amalgam {
+				return cmdError(cmd, runBaselineDev(cmd, fl, l))
 			}
 			return cmdError(cmd, runDev(cmd, fl, l))
 		},
@@ -69,6 +81,7 @@ durable, the default). A machine that stops sending heartbeats for
 	f.IntVar(&fl.replicas, "reconfig-replicas", 1, "replicas of the reconfiguration service (1, 3 or 5)")
 	f.DurationVar(&fl.suspect, "suspect-after", 3*time.Second, "replace a machine silent this long by a spare (0: never)")
 	f.StringVar(&fl.rebuild, "rebuild-rate", "0", rebuildRateUsage)
+	f.StringVar(&fl.protocol, "protocol", "amalgam", "amalgam, shardedpaxos or rspaxos")
 	fl.common.register(cmd)
 	return cmd
 }

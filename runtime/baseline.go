@@ -1,0 +1,329 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/amalgam-store/amalgam/bench/rspaxos"
+	"github.com/amalgam-store/amalgam/bench/shardedpaxos"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/wire"
+)
+
+// The protocols the runtime runs.
+const (
+	Amalgam      = "amalgam"
+	ShardedPaxos = "shardedpaxos"
+	RSPaxos      = "rspaxos"
+)
+
+// BaselineTiming is the baselines' timer settings on the runtime: slower
+// than the simulator's defaults, so that a loaded machine moving large
+// blocks over gRPC does not start elections or client retries.
+var BaselineTiming = struct{ Heartbeat, Election, Retry time.Duration }{
+	Heartbeat: 100 * time.Millisecond, Election: 500 * time.Millisecond, Retry: time.Second}
+
+// Baseline is a baseline protocol's deployment (ShardedPaxos or RSPaxos,
+// docs/baselines.md): its replicas, their placement on machines and the
+// client that runs an outside request.
+type Baseline struct {
+	Protocol string
+	Layout   erasure.Layout
+	machines int
+	members  int
+	addr     func(g, i int) node.Addr
+	machine  func(g, i int) int
+	replica  func(g, i int) node.Node
+	client   func(id, seq uint64, ops []msg.Op, leaders []int) baselineClient
+	stored   func(node.Node) int64
+}
+
+type baselineClient interface {
+	ClientNode
+	Replies() []msg.Reply
+	Leaders() []int
+}
+
+// NewBaseline describes protocol (ShardedPaxos or RSPaxos) on layout l:
+// one Paxos group per shard of l, f from l.
+func NewBaseline(protocol string, l erasure.Layout) (*Baseline, error) {
+	b := &Baseline{Protocol: protocol, Layout: l}
+	tm := BaselineTiming
+	switch protocol {
+	case ShardedPaxos:
+		cfg := shardedpaxos.Config{Layout: l, Timing: shardedpaxos.Timing{Heartbeat: tm.Heartbeat, Election: tm.Election, Retry: tm.Retry}}
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		b.machines, b.members, b.addr, b.machine = cfg.Machines(), cfg.Members(), cfg.Addr, cfg.Machine
+		b.replica = func(g, i int) node.Node { return shardedpaxos.NewReplica(cfg, g, i) }
+		b.client = func(id, seq uint64, ops []msg.Op, leaders []int) baselineClient {
+			c := shardedpaxos.NewClient(id, cfg, [][]msg.Op{ops})
+			c.StartAt(seq)
+			for g, i := range leaders {
+				c.SetLeaderGuess(g, i)
+			}
+			return c
+		}
+		b.stored = func(n node.Node) int64 { return int64(n.(*shardedpaxos.Replica).StoredBytes()) }
+	case RSPaxos:
+		cfg := rspaxos.Config{Layout: l, Timing: rspaxos.Timing{Heartbeat: tm.Heartbeat, Election: tm.Election, Retry: tm.Retry}}
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		code, err := cfg.NewCode()
+		if err != nil {
+			return nil, err
+		}
+		b.machines, b.members, b.addr, b.machine = cfg.Machines(), cfg.Members(), cfg.Addr, cfg.Machine
+		b.replica = func(g, i int) node.Node { return rspaxos.NewReplica(cfg, code, g, i) }
+		b.client = func(id, seq uint64, ops []msg.Op, leaders []int) baselineClient {
+			c := rspaxos.NewClient(id, cfg, [][]msg.Op{ops})
+			// A transaction makes at most 2*MaxTxnOps GETs and PUTs.
+			c.StartAt(seq * 2 * wire.MaxTxnOps)
+			for g, i := range leaders {
+				c.SetLeaderGuess(g, i)
+			}
+			return c
+		}
+		b.stored = func(n node.Node) int64 { return int64(n.(*rspaxos.Replica).StoredBytes()) }
+	default:
+		return nil, fmt.Errorf("unknown protocol %q (want %s, %s or %s)", protocol, Amalgam, ShardedPaxos, RSPaxos)
+	}
+	return b, nil
+}
+
+// Machines is the number of machines the deployment needs.
+func (b *Baseline) Machines() int { return b.machines }
+
+// Members is the number of replicas per group.
+func (b *Baseline) Members() int { return b.members }
+
+// Hosted lists the replicas machine m hosts, by address.
+func (b *Baseline) Hosted(m int) map[node.Addr]node.Node {
+	out := map[node.Addr]node.Node{}
+	for g := 0; g < b.Layout.N; g++ {
+		for i := 0; i < b.members; i++ {
+			if b.machine(g, i) == m {
+				out[b.addr(g, i)] = b.replica(g, i)
+			}
+		}
+	}
+	return out
+}
+
+// BaselineMachine is one machine of a baseline deployment: a host running
+// its replicas and serving the client API. Every machine accepts requests
+// for every block: it runs the protocol's client for the request, which
+// finds the group's leader (baselines have no reconfiguration service).
+type BaselineMachine struct {
+	*Host
+	wire.UnimplementedClientServer
+	b        *Baseline
+	me       int
+	machines []string
+	nonce    atomic.Uint64
+	mu       sync.Mutex
+	leaders  []int // the leader each group was last found at
+}
+
+// baselineResolve maps an address ending in "/<machine>" (replicas and
+// the clients RunClient runs) to that machine's host.
+func baselineResolve(machines []string) func(node.Addr) (string, bool) {
+	return func(a node.Addr) (string, bool) {
+		i := strings.LastIndexByte(string(a), '/')
+		m, err := strconv.Atoi(string(a)[i+1:])
+		if i < 0 || err != nil || m < 0 || m >= len(machines) {
+			return "", false
+		}
+		return machines[m], true
+	}
+}
+
+// StartBaselineMachine starts machine me of b; machines lists every
+// machine's host:port. The baselines run in memory only.
+func StartBaselineMachine(b *Baseline, me int, machines []string, o MachineOptions) (*BaselineMachine, error) {
+	if len(machines) != b.machines || me < 0 || me >= b.machines {
+		return nil, fmt.Errorf("%s on this layout needs %d machines", b.Protocol, b.machines)
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	bm := &BaselineMachine{b: b, me: me, machines: machines, leaders: make([]int, b.Layout.N)}
+	bm.Host = NewHost(Options{Listener: o.Listener, Resolve: baselineResolve(machines), BlockSize: b.Layout.BlockSize,
+		Logger: log.With("machine", me), ServerOptions: o.ServerOptions, DialOptions: o.DialOptions,
+		Register: o.Register, Metrics: o.Metrics})
+	for a, n := range b.Hosted(me) {
+		if err := bm.AddNode(a, n); err != nil {
+			return nil, err
+		}
+	}
+	bm.SetClientServer(bm)
+	bm.Start()
+	return bm, nil
+}
+
+// Execute implements the client API: it runs the protocol's client for
+// the request at "proxy/<client>.<n>/<machine>" and returns its reply.
+func (bm *BaselineMachine) Execute(ctx context.Context, req *wire.ExecuteRequest) (*wire.ExecuteResponse, error) {
+	ops, _, err := wire.DecodeExecute(req, bm.b.Layout)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	bm.mu.Lock()
+	leaders := append([]int(nil), bm.leaders...)
+	bm.mu.Unlock()
+	c := bm.b.client(req.GetClientId(), req.GetSeq(), ops, leaders)
+	a := node.Addr(fmt.Sprintf("proxy/%d.%d/%d", req.GetClientId(), bm.nonce.Add(1), bm.me))
+	if err := bm.RunClient(ctx, a, c); err != nil {
+		return nil, ctxStatus(err)
+	}
+	bm.mu.Lock()
+	bm.leaders = c.Leaders()
+	bm.mu.Unlock()
+	r := c.Replies()[0]
+	if r.Err != "" {
+		return nil, status.Error(codes.InvalidArgument, r.Err)
+	}
+	return &wire.ExecuteResponse{Seq: req.GetSeq(), Results: wire.ResultsToProto(r.Outcome.Results), Aborted: r.Outcome.Aborted}, nil
+}
+
+// Status implements the client API: the deployment and this machine's
+// replicas.
+func (bm *BaselineMachine) Status(ctx context.Context, _ *wire.StatusRequest) (*wire.StatusResponse, error) {
+	r := baselineStatus(bm.b, bm.machines)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for _, a := range bm.addrs() {
+		var bytes int64
+		if bm.Inspect(ctx, a, func(n node.Node) { bytes = bm.b.stored(n) }) == nil {
+			r.Nodes = append(r.Nodes, &wire.NodeStatus{Addr: string(a), BytesStored: bytes})
+		}
+	}
+	return r, nil
+}
+
+// StoredBytes sums the bytes this machine's replicas store.
+func (bm *BaselineMachine) StoredBytes(ctx context.Context) int64 {
+	var sum int64
+	for _, a := range bm.addrs() {
+		_ = bm.Inspect(ctx, a, func(n node.Node) { sum += bm.b.stored(n) })
+	}
+	return sum
+}
+
+func baselineStatus(b *Baseline, machines []string) *wire.StatusResponse {
+	l := b.Layout
+	r := &wire.StatusResponse{Protocol: b.Protocol, Durability: "memory",
+		Layout: &wire.Layout{N: int32(l.N), G: int32(l.G), F: int32(l.F), W: int32(l.W), Stripes: int32(l.Stripes), BlockSize: int32(l.BlockSize)}}
+	for m, a := range machines {
+		r.Machines = append(r.Machines, &wire.Machine{Index: int32(m), Addr: a})
+	}
+	return r
+}
+
+// baselineEntry serves Status at a baseline cluster's entry address.
+type baselineEntry struct {
+	wire.UnimplementedClientServer
+	b        *Baseline
+	machines []string
+}
+
+func (e *baselineEntry) Status(context.Context, *wire.StatusRequest) (*wire.StatusResponse, error) {
+	return baselineStatus(e.b, e.machines), nil
+}
+
+func (e *baselineEntry) Execute(context.Context, *wire.ExecuteRequest) (*wire.ExecuteResponse, error) {
+	return nil, status.Error(codes.FailedPrecondition, "this is the entry address: send operations to a machine (see Status)")
+}
+
+// BaselineLocal is a baseline deployment in one process.
+type BaselineLocal struct {
+	Baseline  *Baseline
+	Machines  []*BaselineMachine
+	EntryAddr string
+	entry     *grpc.Server
+}
+
+// StartBaselineLocal starts protocol on o.Layout: the entry address and
+// Baseline.Machines machines on the ports after it (as StartLocal).
+func StartBaselineLocal(protocol string, o LocalOptions) (*BaselineLocal, error) {
+	if o.Durability != "memory" {
+		return nil, fmt.Errorf("%s runs in memory only (its replicas persist nothing): use durability memory", protocol)
+	}
+	b, err := NewBaseline(protocol, o.Layout)
+	if err != nil {
+		return nil, err
+	}
+	entryLn, lns, err := listenLocal(o.Addr, b.machines)
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, ln := range lns {
+		addrs = append(addrs, ln.Addr().String())
+	}
+	bl := &BaselineLocal{Baseline: b, EntryAddr: entryLn.Addr().String()}
+	for m := range lns {
+		bm, err := StartBaselineMachine(b, m, addrs, MachineOptions{Listener: lns[m], Logger: o.Logger,
+			ServerOptions: o.ServerOptions, DialOptions: o.DialOptions, Register: o.Register, Metrics: o.Metrics})
+		if err != nil {
+			bl.Close()
+			closeListeners(append(lns[m:], entryLn))
+			return nil, fmt.Errorf("machine %d: %w", m, err)
+		}
+		bl.Machines = append(bl.Machines, bm)
+	}
+	bl.entry = serveEntry(entryLn, &baselineEntry{b: b, machines: addrs}, o)
+	return bl, nil
+}
+
+// Close stops every machine.
+func (bl *BaselineLocal) Close() {
+	if bl.entry != nil {
+		bl.entry.Stop()
+	}
+	for _, m := range bl.Machines {
+		m.Stop()
+	}
+}
+
+func closeListeners(lns []net.Listener) {
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+}
+
+// Replicas lists the replicas the machine hosts, space-separated.
+func (bm *BaselineMachine) Replicas() string {
+	var as []string
+	for _, a := range bm.addrs() {
+		as = append(as, string(a))
+	}
+	return strings.Join(as, " ")
+}
+
+// addrs lists the replicas the machine hosts, sorted.
+func (bm *BaselineMachine) addrs() []node.Addr {
+	var as []node.Addr
+	for a := range bm.b.Hosted(bm.me) {
+		as = append(as, a)
+	}
+	slices.Sort(as)
+	return as
+}
