@@ -2,8 +2,8 @@ package runtime
 
 import (
 	"context"
-	"math/rand/v2"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"

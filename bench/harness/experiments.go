@@ -21,6 +21,10 @@ type Options struct {
 	// Bandwidth per machine link in bytes/s; 0 picks DefaultBandwidth,
 	// negative means unlimited.
 	Bandwidth float64
+	// Transport is TransportSim (default: the in-process host and its
+	// network model) or TransportGRPC (the production runtime on loopback;
+	// Bandwidth does not apply).
+	Transport string
 	// Progress, if set, is called as runs start and advance.
 	Progress func(run, runs int, label string, done float64)
 }
@@ -118,7 +122,7 @@ func (o Options) spec(exp, system string, l erasure.Layout, w Workload, clients 
 		}
 	}
 	return RunSpec{Experiment: exp, System: system, Layout: l, Workload: w, Clients: clients,
-		Warmup: warm, Duration: dur, Net: NetOptions{Bandwidth: o.bandwidth()}}
+		Warmup: warm, Duration: dur, Net: NetOptions{Bandwidth: o.bandwidth()}, Transport: o.Transport}
 }
 
 func sizeLabel(b int) string {

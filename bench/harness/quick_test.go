@@ -26,3 +26,24 @@ func TestRunEachSystem(t *testing.T) {
 		}
 	}
 }
+
+// The same workloads on the production runtime (gRPC on loopback).
+func TestRunEachSystemGRPC(t *testing.T) {
+	l := erasure.Layout{N: 7, G: 5, F: 2, Stripes: 20, BlockSize: 4096}
+	for _, sys := range Systems {
+		for _, w := range []Workload{{Write: 1}, {RMW: 1}, {Read: 1}, {Write: 1, Keys: "seq"}} {
+			p, err := Run(RunSpec{System: sys, Layout: l, Workload: w, Clients: 4, Warmup: 100 * time.Millisecond,
+				Duration: 300 * time.Millisecond, Transport: TransportGRPC})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Ops == 0 || p.OpsPerSec <= 0 || p.P50ms <= 0 || p.Errors != 0 || p.Transport != TransportGRPC {
+				t.Errorf("%s %s: %d ops, %.0f ops/s, p50 %.2f ms, %d errors, transport %q", sys, w, p.Ops, p.OpsPerSec, p.P50ms, p.Errors, p.Transport)
+			}
+			if w.Keys == "seq" && p.StoredPerLogical <= 1 {
+				t.Errorf("%s: stored/logical %.3f, want > 1", sys, p.StoredPerLogical)
+			}
+			t.Logf("%s %s %s: %.0f ops/s p50 %.2fms p99 %.2fms cpu %.0fus stored %.3f", sys, w, w.Keys, p.OpsPerSec, p.P50ms, p.P99ms, p.CPUus, p.StoredPerLogical)
+		}
+	}
+}

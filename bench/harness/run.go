@@ -3,7 +3,6 @@ package harness
 import (
 	"fmt"
 	"runtime"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +20,7 @@ type Point struct {
 	X          float64 `json:"x"`
 	Series     string  `json:"series"`
 	Durability string  `json:"durability"`
+	Transport  string  `json:"transport"` // sim or grpc
 	Workload   string  `json:"workload"`
 	Keys       string  `json:"keys"`
 	BlockSize  int     `json:"block_size"`
@@ -60,6 +60,8 @@ type RunSpec struct {
 	Warmup     time.Duration
 	Duration   time.Duration // for Keys == "seq": an upper bound
 	Net        NetOptions
+	// Transport is TransportSim (default) or TransportGRPC.
+	Transport string
 	// Progress, if set, is called about every 100 ms with the fraction of
 	// the run done.
 	Progress func(done float64)
@@ -163,13 +165,20 @@ func (d *driver) Hash() uint64     { return uint64(d.idx) }
 
 // Run measures one system on one workload.
 func Run(s RunSpec) (Point, error) {
+	if s.Clients < 1 {
+		return Point{}, fmt.Errorf("need at least one client, got %d", s.Clients)
+	}
+	switch s.Transport {
+	case TransportGRPC:
+		return runGRPC(s)
+	case "", TransportSim:
+	default:
+		return Point{}, fmt.Errorf("unknown transport %q (want %s or %s)", s.Transport, TransportSim, TransportGRPC)
+	}
 	l := s.Layout
 	dep, err := deploy(s.System, l, s.Net)
 	if err != nil {
 		return Point{}, err
-	}
-	if s.Clients < 1 {
-		return Point{}, fmt.Errorf("need at least one client, got %d", s.Clients)
 	}
 	seqRun := s.Workload.Keys == "seq"
 	// A batch holds at most ~4 MiB of replies (reads return blocks).
@@ -196,34 +205,9 @@ func Run(s RunSpec) (Point, error) {
 	}
 	dep.net.Start()
 	defer dep.net.Stop()
-	total := warm + s.Duration
-	t0 := time.Now()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var cpu0 time.Duration
 	var net0 int64
-	var start time.Time
-	measuring := false
-	for {
-		now := time.Now()
-		if !measuring && now.Sub(t0) >= warm {
-			measuring = true
-			cpu0 = cpuTime()
-			net0 = dep.net.BytesBetweenMachines()
-			start = now
-			phase.Store(1)
-		}
-		if now.Sub(t0) >= total || (seqRun && int(done.Load()) == s.Clients) {
-			break
-		}
-		if s.Progress != nil {
-			s.Progress(min(1, float64(now.Sub(t0))/float64(total)))
-		}
-		<-tick.C
-	}
-	phase.Store(2)
-	elapsed := time.Since(start)
-	cpu1 := cpuTime()
+	elapsed, cpu := measure(s, warm, &phase, func() { net0 = dep.net.BytesBetweenMachines() },
+		func() bool { return seqRun && int(done.Load()) == s.Clients })
 	net1 := dep.net.BytesBetweenMachines()
 	if seqRun {
 		// Let followers catch up (heartbeats, learning) before counting
@@ -234,43 +218,15 @@ func Run(s RunSpec) (Point, error) {
 	if s.Progress != nil {
 		s.Progress(1)
 	}
-
-	var all []time.Duration
-	var errs int64
-	written := map[uint64]bool{}
-	for _, r := range recs {
-		all = append(all, r.lat...)
-		errs += r.errs
-		for b := range r.blocks {
-			written[b] = true
-		}
+	p := point(s, recs, elapsed, cpu)
+	p.Machines, p.Bandwidth, p.Dropped, p.Transport = dep.machines, s.Net.Bandwidth, dep.net.Dropped(), TransportSim
+	if p.Ops > 0 {
+		p.NetBytesPerOp = float64(net1-net0) / float64(p.Ops)
 	}
-	slices.Sort(all)
-	ops := int64(len(all))
-	p := Point{
-		Experiment: s.Experiment, System: s.System, Durability: "memory",
-		Workload: s.Workload.String(), Keys: s.Workload.Keys, BlockSize: l.BlockSize,
-		Groups: l.N, Machines: dep.machines, G: l.G, F: l.F, Clients: s.Clients,
-		Seconds: elapsed.Seconds(), Ops: ops, Errors: errs, Bandwidth: s.Net.Bandwidth,
-		Dropped: dep.net.Dropped(),
+	if len(p.written) > 0 {
+		p.StoredPerLogical = float64(dep.stored()) / float64(int64(len(p.written))*int64(s.Layout.BlockSize))
 	}
-	if s.System != Amalgam {
-		p.G = 0
-	}
-	if ops > 0 {
-		p.OpsPerSec = float64(ops) / elapsed.Seconds()
-		p.MBPerSec = p.OpsPerSec * float64(l.BlockSize) / 1e6
-		pct := func(q float64) float64 {
-			return float64(all[min(len(all)-1, int(q*float64(len(all))))]) / 1e6
-		}
-		p.P50ms, p.P99ms, p.P999ms = pct(0.50), pct(0.99), pct(0.999)
-		p.CPUus = float64((cpu1 - cpu0).Microseconds()) / float64(ops)
-		p.NetBytesPerOp = float64(net1-net0) / float64(ops)
-	}
-	if len(written) > 0 {
-		p.StoredPerLogical = float64(dep.stored()) / float64(int64(len(written))*int64(l.BlockSize))
-	}
-	return p, nil
+	return p.Point, nil
 }
 
 // cpuTime is the process's user+system CPU time.

@@ -25,11 +25,14 @@ func newBenchCmd(gl *globalFlags) *cobra.Command {
 		Short:     "Benchmark Amalgam against ShardedPaxos and RSPaxos (offline)",
 		ValidArgs: append([]string{"all"}, harness.ExperimentNames()...),
 		Long: `bench runs the evaluation of thesis 3.6 on this machine: every experiment
-runs Amalgam, ShardedPaxos and RSPaxos, one after the other, in the same
-in-process harness (bench/harness: one event loop per node, wall-clock
-timers, an in-memory network whose machine links have a bandwidth limit),
-in memory (no persistence), with closed-loop clients, a warm-up and a
-fixed measured interval. It needs no cluster.
+runs Amalgam, ShardedPaxos and RSPaxos, one after the other, in memory (no
+persistence), with closed-loop clients, a warm-up and a fixed measured
+interval. It needs no cluster: with --transport sim (the default) every
+system runs in the in-process harness (bench/harness: one event loop per
+node, wall-clock timers, an in-memory network whose machine links have a
+bandwidth limit); with --transport grpc each runs as a local cluster on the
+production runtime (what amalgam-server dev --protocol starts: gRPC on
+loopback, no bandwidth limit) driven through the Go client.
 
 Experiments: all, ` + strings.Join(harness.ExperimentNames(), ", ") + `.
 --quick runs every experiment briefly (bench all --quick: under 2 minutes).
@@ -48,6 +51,9 @@ See docs/benchmarks.md.`,
 			}
 			if o.Warmup < 0 || o.Duration < 0 {
 				return fmt.Errorf("--warmup and --duration must not be negative")
+			}
+			if o.Transport != harness.TransportSim && o.Transport != harness.TransportGRPC {
+				return fmt.Errorf("--transport must be %s or %s, got %q", harness.TransportSim, harness.TransportGRPC, o.Transport)
 			}
 			o.Bandwidth = bandwidth * 1e6
 			if bandwidth < 0 {
@@ -106,6 +112,7 @@ See docs/benchmarks.md.`,
 	f.StringVar(&o.Keys, "keys", "uniform", "key distribution: uniform or zipf")
 	f.Float64Var(&o.Zipf, "zipf", 1.1, "zipf exponent (with --keys zipf)")
 	f.Float64Var(&bandwidth, "bandwidth", 0, fmt.Sprintf("link speed per machine and direction in MB/s (0: the thesis's bandwidth per core, %.1f here; negative: unlimited)", harness.DefaultBandwidth()/1e6))
+	f.StringVar(&o.Transport, "transport", harness.TransportSim, "sim (in-process, modelled links) or grpc (the production runtime on loopback)")
 	f.StringVar(&csvFile, "csv", "", "also write the points as CSV to this file")
 	f.StringVar(&plotDir, "plot", "", "also draw SVG plots into this directory")
 	f.BoolVar(&noProgress, "no-progress", false, "do not draw the progress bar (on stderr)")
