@@ -28,6 +28,13 @@ type Scenario struct {
 	// Replace, when set, adds the reconfiguration service and an operator
 	// that asks it for these replacements at a moment the search chooses.
 	Replace []msg.Replace
+	// InitState and Predicates, when set, replace the Amalgam cluster Init
+	// builds (Layout, Scripts and Replace are then unused) and the Amalgam
+	// predicate library of Invariants, so that scenarios of other systems
+	// (the baselines' in bench/simcheck) run, explain, save and replay
+	// their traces like Amalgam's.
+	InitState  func() *State
+	Predicates func() []Predicate
 }
 
 // Code is the scenario's erasure code.
@@ -39,8 +46,11 @@ func (sc *Scenario) Code() *erasure.Code {
 	return code
 }
 
-// Init builds the initial state.
+// Init builds the initial state (InitState's, if set).
 func (sc *Scenario) Init() *State {
+	if sc.InitState != nil {
+		return sc.InitState()
+	}
 	cfg := msg.InitialConfig(sc.Layout)
 	nodes := Amalgam(cfg, sc.Code(), sc.Scripts)
 	if sc.Replace != nil {
@@ -49,8 +59,12 @@ func (sc *Scenario) Init() *State {
 	return NewState(nodes)
 }
 
-// Invariants is the Amalgam predicate library for the scenario's layout.
+// Invariants is the Amalgam predicate library for the scenario's layout
+// (Predicates', if set), then Extra.
 func (sc *Scenario) Invariants() []Predicate {
+	if sc.Predicates != nil {
+		return append(sc.Predicates(), sc.Extra...)
+	}
 	return append([]Predicate{
 		ParityConsistency(sc.Layout, sc.Code()),
 		CommitInvariant(sc.Layout),

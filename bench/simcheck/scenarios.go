@@ -20,6 +20,8 @@ import (
 type Scenario struct {
 	Name string
 	Doc  string
+	// System is the protocol checked: "shardedpaxos" or "rspaxos".
+	System string
 	// Init builds the initial state.
 	Init func() *mc.State
 	// Settings bound failures and timer firings per path.
@@ -36,38 +38,27 @@ type Scenario struct {
 	Plan func(sc *Scenario) []mc.Phase
 }
 
-// Options is a search of the scenario with strategy st and its invariants.
-func (sc *Scenario) Options(st mc.Strategy) mc.Options {
-	return mc.Options{Strategy: st, Settings: sc.Settings, Invariants: sc.Invariants(), MaxDepth: sc.MaxDepth}
+// MC is the scenario as an mc.Scenario (its InitState and Predicates
+// set), for the code that takes one: mc.Explain, mc.NewTraceFile,
+// mc.Replay and the CLI's mc commands. Each call builds a new value.
+func (sc *Scenario) MC() *mc.Scenario {
+	m := &mc.Scenario{Name: sc.Name, Doc: sc.Doc, Settings: sc.Settings, MaxDepth: sc.MaxDepth,
+		InitState: sc.Init, Predicates: sc.Invariants}
+	if sc.Plan != nil {
+		m.Plan = func(*mc.Scenario) []mc.Phase { return sc.Plan(sc) }
+	}
+	return m
 }
 
+// Options is a search of the scenario with strategy st and its invariants.
+func (sc *Scenario) Options(st mc.Strategy) mc.Options { return sc.MC().Options(st) }
+
 // Phases is the scenario's guided plan.
-func (sc *Scenario) Phases() []mc.Phase {
-	if sc.Plan != nil {
-		return sc.Plan(sc)
-	}
-	calm := sc.Options(mc.BFS)
-	calm.Settings = mc.Settings{}
-	calm.Goals = []mc.Predicate{mc.RepliesAtLeast(1)}
-	calm.MaxDepth = 0
-	rest := sc.Options(mc.BFS)
-	return []mc.Phase{{Name: "first reply, no failures", Options: calm}, {Name: "failures", Options: rest}}
-}
+func (sc *Scenario) Phases() []mc.Phase { return sc.MC().Phases() }
 
 // Run searches the scenario with strategy st; common supplies limits,
 // workers, seed and progress, as for mc.Scenario.Run.
-func (sc *Scenario) Run(st mc.Strategy, common mc.Options) *mc.Result {
-	if st == mc.Guided {
-		return mc.RunGuided(sc.Init(), sc.Phases(), common)
-	}
-	o := sc.Options(st)
-	o.MaxTime, o.MaxStates, o.Workers, o.Seed, o.Walks = common.MaxTime, common.MaxStates, common.Workers, common.Seed, common.Walks
-	o.Progress, o.ProgressEvery, o.Checks = common.Progress, common.ProgressEvery, common.Checks
-	if common.MaxDepth != 0 {
-		o.MaxDepth = common.MaxDepth
-	}
-	return mc.Search(sc.Init(), o)
-}
+func (sc *Scenario) Run(st mc.Strategy, common mc.Options) *mc.Result { return sc.MC().Run(st, common) }
 
 // Scenarios lists the baselines' scenarios by name.
 func Scenarios() []*Scenario {
@@ -221,7 +212,8 @@ func rsInvariants() []mc.Predicate {
 // exhaustion; the others are searched within time limits.
 var (
 	ShardedPaxosNormal = &Scenario{
-		Name: "shardedpaxos-normal",
+		Name:   "shardedpaxos-normal",
+		System: "shardedpaxos",
 		Doc: "ShardedPaxos f=1 (2 replicas + 1 witness), 1 group; one client: write b0, read b0; " +
 			"one timer firing per path (an election at any point, a heartbeat or a retry), no loss",
 		Init:       spInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}),
@@ -230,7 +222,8 @@ var (
 		Invariants: spInvariants,
 	}
 	ShardedPaxosLossy = &Scenario{
-		Name: "shardedpaxos-lossy",
+		Name:   "shardedpaxos-lossy",
+		System: "shardedpaxos",
 		Doc: "shardedpaxos-normal with up to 1 drop, 1 duplicate and 3 timer firings per path " +
 			"(elections, heartbeats, retries)",
 		Init:       ShardedPaxosNormal.Init,
@@ -238,7 +231,8 @@ var (
 		Invariants: spInvariants,
 	}
 	ShardedPaxosTwoClients = &Scenario{
-		Name: "shardedpaxos-two-clients",
+		Name:   "shardedpaxos-two-clients",
+		System: "shardedpaxos",
 		Doc: "ShardedPaxos f=1, 1 group; client 0 writes b0 (starting at member 0, the leader), client 1 " +
 			"reads b0 (starting at member 1); up to 2 timer firings per path, no loss",
 		Init:       spInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}, 0, 1),
@@ -246,7 +240,8 @@ var (
 		Invariants: spInvariants,
 	}
 	RSPaxosNormal = &Scenario{
-		Name: "rspaxos-normal",
+		Name:   "rspaxos-normal",
+		System: "rspaxos",
 		Doc: "RSPaxos f=1 (4 replicas, quorums of 3, 2 data + 2 parity pieces), 1 group; one client: " +
 			"PUT b0, GET b0; no timers, no loss",
 		Init:       rsInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}),
@@ -255,6 +250,7 @@ var (
 	}
 	RSPaxosLossy = &Scenario{
 		Name:       "rspaxos-lossy",
+		System:     "rspaxos",
 		Doc:        "rspaxos-normal with up to 1 drop, 1 duplicate and 2 timer firings per path",
 		Init:       RSPaxosNormal.Init,
 		Settings:   mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 2},
@@ -262,6 +258,7 @@ var (
 	}
 	RSPaxosTwoClients = &Scenario{
 		Name:       "rspaxos-two-clients",
+		System:     "rspaxos",
 		Doc:        "RSPaxos f=1, 1 group; client 0 PUTs b0, client 1 GETs b0; up to 1 timer firing per path, no loss",
 		Init:       rsInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}),
 		Settings:   mc.Settings{MaxTimerFires: 1},

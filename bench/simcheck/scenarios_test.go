@@ -51,7 +51,7 @@ func fail(t *testing.T, sc *Scenario, r *mc.Result) {
 	t.Helper()
 	if r.Outcome == mc.Violation {
 		var b strings.Builder
-		mc.PrintTrace(&b, sc.Init(), r.Trace)
+		PrintTrace(&b, sc.Init(), r.Trace)
 		t.Fatalf("violation of %s: %s\n%s", r.Predicate, r.Explanation, b.String())
 	}
 }

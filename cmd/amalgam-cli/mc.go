@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/amalgam-store/amalgam/bench/simcheck"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/spf13/cobra"
 )
@@ -18,33 +18,69 @@ func newMCCmd(gl *globalFlags) *cobra.Command {
 		Short: "Model-check the protocol code (offline)",
 		Long: `mc runs the model checker in mc/ on named scenarios: the unmodified data,
 parity and witness servers under every interleaving, loss, duplication and
-crash the scenario allows. It needs no cluster. See docs/model-checking.md.`,
+crash the scenario allows. The baselines' scenarios (bench/simcheck) check
+the ShardedPaxos and RSPaxos replicas the same way. It needs no cluster.
+See docs/model-checking.md.`,
 	}
 	cmd.AddCommand(newMCListCmd(gl), newMCRunCmd(gl), newMCReplayCmd(gl))
 	return cmd
 }
 
+// mcScenario is a scenario the mc commands offer: Amalgam's (mc) or a
+// baseline's (bench/simcheck, as an mc.Scenario), and the system it checks.
+type mcScenario struct {
+	*mc.Scenario
+	System string
+	// printTrace writes a trace with the system's node descriptions.
+	printTrace func(w io.Writer, init *mc.State, events []mc.Event)
+}
+
+// mcScenarios lists Amalgam's scenarios by name, then the baselines'.
+func mcScenarios() []mcScenario {
+	var out []mcScenario
+	for _, sc := range mc.Scenarios() {
+		out = append(out, mcScenario{sc, "amalgam", mc.PrintTrace})
+	}
+	for _, sc := range simcheck.Scenarios() {
+		out = append(out, mcScenario{sc.MC(), sc.System, simcheck.PrintTrace})
+	}
+	return out
+}
+
+// mcLookup finds a scenario of any system by name.
+func mcLookup(name string) (mcScenario, error) {
+	var names []string
+	for _, sc := range mcScenarios() {
+		if sc.Name == name {
+			return sc, nil
+		}
+		names = append(names, sc.Name)
+	}
+	return mcScenario{}, fmt.Errorf("unknown scenario %q (have %v)", name, names)
+}
+
 func newMCListCmd(gl *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List the scenarios",
+		Short: "List the scenarios: name, system checked (amalgam, shardedpaxos or rspaxos), setup",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
 			if gl.output == "json" {
 				type js struct {
-					Name string `json:"name"`
-					Doc  string `json:"doc"`
+					Name   string `json:"name"`
+					System string `json:"system"`
+					Doc    string `json:"doc"`
 				}
 				var out []js
-				for _, sc := range mc.Scenarios() {
-					out = append(out, js{sc.Name, sc.Doc})
+				for _, sc := range mcScenarios() {
+					out = append(out, js{sc.Name, sc.System, sc.Doc})
 				}
 				return writeJSON(w, out)
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			for _, sc := range mc.Scenarios() {
-				fmt.Fprintf(tw, "%s\t%s\n", sc.Name, sc.Doc)
+			for _, sc := range mcScenarios() {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", sc.Name, sc.System, sc.Doc)
 			}
 			return tw.Flush()
 		},
@@ -54,6 +90,7 @@ func newMCListCmd(gl *globalFlags) *cobra.Command {
 // mcSummary is the --output json summary of mc run and mc replay.
 type mcSummary struct {
 	Scenario   string       `json:"scenario"`
+	System     string       `json:"system"`
 	Strategy   string       `json:"strategy"`
 	States     int          `json:"states"`
 	MaxDepth   int          `json:"max_depth"`
@@ -90,7 +127,7 @@ mc replay. --checks takes a comma list of determinism, clone-hash and
 idempotence (self-checks, slower). Progress goes to stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := mc.Lookup(args[0])
+			sc, err := mcLookup(args[0])
 			if err != nil {
 				return fmt.Errorf("mc run: %w", err)
 			}
@@ -122,13 +159,13 @@ idempotence (self-checks, slower). Progress goes to stderr.`,
 				opt.Progress = cmd.ErrOrStderr()
 			}
 			r := sc.Run(st, opt)
-			mc.Explain(sc, r)
-			sum := mcSummary{Scenario: sc.Name, Strategy: strategy, States: r.States, MaxDepth: r.MaxDepth,
+			mc.Explain(sc.Scenario, r)
+			sum := mcSummary{Scenario: sc.Name, System: sc.System, Strategy: strategy, States: r.States, MaxDepth: r.MaxDepth,
 				ElapsedS: r.Elapsed.Seconds(), StatesPerS: r.StatesPerSecond(), Result: string(r.Outcome)}
 			if r.Outcome == mc.Violation {
 				sum.Violation = &mcViolation{Predicate: r.Predicate, Explanation: r.Explanation, TraceLength: len(r.Trace)}
 				if saveTrace != "" {
-					if err := mc.NewTraceFile(sc, r).Save(saveTrace); err != nil {
+					if err := mc.NewTraceFile(sc.Scenario, r).Save(saveTrace); err != nil {
 						return fmt.Errorf("mc run: save trace: %w", err)
 					}
 					sum.Violation.TraceFile = saveTrace
@@ -141,7 +178,7 @@ idempotence (self-checks, slower). Progress goes to stderr.`,
 			printSummary(w, sum, r.Idempotence)
 			if r.Outcome == mc.Violation || r.Outcome == mc.GoalFound {
 				fmt.Fprintln(w, "trace:")
-				mc.PrintTrace(w, sc.Init(), r.Trace)
+				sc.printTrace(w, sc.Init(), r.Trace)
 			}
 			return nil
 		},
@@ -183,16 +220,16 @@ func newMCReplayCmd(gl *globalFlags) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("mc replay: %s: %w", args[0], err)
 			}
-			sc, err := mc.Lookup(tf.Scenario)
+			sc, err := mcLookup(tf.Scenario)
 			if err != nil {
 				return fmt.Errorf("mc replay: %s: %w", args[0], err)
 			}
 			start := time.Now()
-			rp, err := mc.Replay(sc, tf)
+			rp, err := mc.Replay(sc.Scenario, tf)
 			if err != nil {
 				return fmt.Errorf("mc replay: %s: %w", args[0], err)
 			}
-			sum := mcSummary{Scenario: sc.Name, Strategy: "replay", States: len(rp.Events) + 1, MaxDepth: len(rp.Events),
+			sum := mcSummary{Scenario: sc.Name, System: sc.System, Strategy: "replay", States: len(rp.Events) + 1, MaxDepth: len(rp.Events),
 				ElapsedS: time.Since(start).Seconds(), Result: "no_violation"}
 			if rp.Predicate != "" {
 				sum.Result = string(mc.Violation)
@@ -203,7 +240,7 @@ func newMCReplayCmd(gl *globalFlags) *cobra.Command {
 					return err
 				}
 			} else {
-				mc.PrintTrace(cmd.OutOrStdout(), sc.Init(), rp.Events)
+				sc.printTrace(cmd.OutOrStdout(), sc.Init(), rp.Events)
 				printSummary(cmd.OutOrStdout(), sum, nil)
 			}
 			if rp.Predicate != tf.Predicate {

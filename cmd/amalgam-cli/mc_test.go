@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/amalgam-store/amalgam/bench/simcheck"
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/msg"
 )
 
 // runMC runs the CLI in-process with separate stdout and stderr.
@@ -67,13 +70,17 @@ func TestMCList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != len(mc.Scenarios()) {
-		t.Fatalf("%d lines for %d scenarios:\n%s", len(lines), len(mc.Scenarios()), out)
+	all := mcScenarios()
+	if len(all) != len(mc.Scenarios())+len(simcheck.Scenarios()) {
+		t.Fatalf("%d scenarios offered, want %d of Amalgam and %d of the baselines", len(all), len(mc.Scenarios()), len(simcheck.Scenarios()))
 	}
-	for i, sc := range mc.Scenarios() {
-		if f := strings.Fields(lines[i]); len(f) < 2 || f[0] != sc.Name {
-			t.Errorf("line %d = %q, want scenario %s and its description", i, lines[i], sc.Name)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(all) {
+		t.Fatalf("%d lines for %d scenarios:\n%s", len(lines), len(all), out)
+	}
+	for i, sc := range all {
+		if f := strings.Fields(lines[i]); len(f) < 3 || f[0] != sc.Name || f[1] != sc.System {
+			t.Errorf("line %d = %q, want scenario %s, system %s and its description", i, lines[i], sc.Name, sc.System)
 		}
 	}
 	for _, name := range []string{"normal", "two-clients", "witness", "txn", "crash-data"} {
@@ -81,17 +88,38 @@ func TestMCList(t *testing.T) {
 			t.Errorf("scenario %s not listed:\n%s", name, out)
 		}
 	}
+	for _, sc := range simcheck.Scenarios() {
+		if sc.System != "shardedpaxos" && sc.System != "rspaxos" {
+			t.Errorf("baseline scenario %s: system %q", sc.Name, sc.System)
+		}
+		if !strings.Contains(out, sc.Name+" ") {
+			t.Errorf("baseline scenario %s not listed:\n%s", sc.Name, out)
+		}
+	}
 
 	out, _, err = runMC(t, "--output", "json", "mc", "list")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list []struct{ Name, Doc string }
+	var list []struct{ Name, System, Doc string }
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("%v in:\n%s", err, out)
 	}
-	if len(list) != len(mc.Scenarios()) || list[0].Name != mc.Scenarios()[0].Name || list[0].Doc == "" {
-		t.Fatalf("json list: %+v", list)
+	if len(list) != len(all) {
+		t.Fatalf("json list of %d, want %d: %+v", len(list), len(all), list)
+	}
+	seen := map[string]bool{}
+	for i, e := range list {
+		if e.Name != all[i].Name || e.System != all[i].System || e.Doc == "" {
+			t.Errorf("json entry %d = %+v, want %s (%s)", i, e, all[i].Name, all[i].System)
+		}
+		if seen[e.Name] {
+			t.Errorf("scenario name %s offered twice", e.Name)
+		}
+		seen[e.Name] = true
+	}
+	if list[0].System != "amalgam" || list[len(list)-1].System != simcheck.Scenarios()[len(simcheck.Scenarios())-1].System {
+		t.Errorf("json list: %+v", list)
 	}
 }
 
@@ -152,6 +180,10 @@ func TestMCRunErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"mc", "run", "no-such"}, `mc run: unknown scenario "no-such"`},
+		{[]string{"mc", "run", "no-such"}, " normal "}, // the list names every system's scenarios
+		{[]string{"mc", "run", "no-such"}, " shardedpaxos-normal "},
+		{[]string{"mc", "run", "no-such"}, " rspaxos-two-clients]"},
+		{[]string{"mc", "run", "shardedpaxos-normal", "--strategy", "bogus"}, "--strategy must be"},
 		{[]string{"mc", "run", "normal", "--strategy", "bogus"}, "--strategy must be"},
 		{[]string{"mc", "run", "normal", "--workers", "0"}, "--workers must be at least 1"},
 		{[]string{"mc", "run", "normal", "--checks", "speed"}, `unknown check "speed"`},
@@ -251,5 +283,139 @@ func TestMCReplayRefuses(t *testing.T) {
 	// The valid trace exits 0 through the same path.
 	if code, _, stderr := runBinary(t, "mc", "replay", path); code != 0 {
 		t.Errorf("valid trace: exit %d, %s", code, stderr)
+	}
+}
+
+// TestMCRunBaselines searches the baselines' scenarios through the CLI:
+// the exhaustive ones end exhausted with as many states as the library's
+// own search (bench/simcheck), whatever the strategy; the others stop at
+// their limits without a violation.
+func TestMCRunBaselines(t *testing.T) {
+	states := map[string]int{}
+	for _, sc := range []*simcheck.Scenario{simcheck.ShardedPaxosNormal, simcheck.RSPaxosNormal} {
+		if !sc.Exhaustive {
+			t.Fatalf("%s is not exhaustive", sc.Name)
+		}
+		want := sc.Run(mc.BFS, mc.Options{Workers: 2})
+		if want.Outcome != mc.Exhausted {
+			t.Fatalf("%s: library BFS %s", sc.Name, want.Outcome)
+		}
+		out, stderr, err := runMC(t, "--output", "json", "mc", "run", sc.Name, "--strategy", "bfs", "--workers", "2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum mcSummary
+		if err := json.Unmarshal([]byte(out), &sum); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		if sum.Scenario != sc.Name || sum.System != sc.System || sum.Strategy != "bfs" || sum.Result != string(mc.Exhausted) ||
+			sum.States != want.States || sum.MaxDepth != want.MaxDepth || sum.Violation != nil {
+			t.Errorf("%s: %+v, want exhausted after %d states, depth %d", sc.Name, sum, want.States, want.MaxDepth)
+		}
+		if !strings.Contains(stderr, fmt.Sprintf("mc: states=%d", want.States)) {
+			t.Errorf("%s: no final progress line on stderr: %q", sc.Name, stderr)
+		}
+		states[sc.Name] = want.States
+		t.Logf("%s: %d states, depth %d", sc.Name, sum.States, sum.MaxDepth)
+	}
+	// DFS finds the same states; text output.
+	want := states["rspaxos-normal"]
+	out, _, err := runMC(t, "mc", "run", "rspaxos-normal", "--strategy", "dfs", "--quiet")
+	if err != nil || !strings.Contains(out, "scenario rspaxos-normal, strategy dfs: exhausted") ||
+		!strings.Contains(out, fmt.Sprintf("\n%d states,", want)) {
+		t.Fatalf("dfs text: %v\n%s", err, out)
+	}
+	// The other strategies and scenarios, half a second each.
+	for _, args := range [][]string{
+		{"shardedpaxos-lossy", "--strategy", "random", "--seed", "3", "--max-depth", "40"},
+		{"shardedpaxos-two-clients", "--strategy", "guided"},
+		{"rspaxos-lossy", "--strategy", "bfs", "--checks", "determinism,clone-hash"},
+		{"rspaxos-two-clients", "--strategy", "random", "--seed", "5"},
+	} {
+		out, _, err := runMC(t, append([]string{"--output", "json", "mc", "run", "--quiet", "--max-time", "500ms", "--workers", "2"}, args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		var s mcSummary
+		if err := json.Unmarshal([]byte(out), &s); err != nil || s.Scenario != args[0] || s.States < 100 || s.Violation != nil ||
+			s.Result != string(mc.TimeLimit) {
+			t.Fatalf("%v: %v %+v", args, err, s)
+		}
+	}
+}
+
+// TestMCBaselineTraceReplay saves and replays a baseline's trace through
+// the CLI. The baselines have no violation to find, so the test adds an
+// invariant to shardedpaxos-normal that fails once client/0 has both its
+// replies: mc run finds it, minimizes the trace and saves it, mc replay
+// reaches it again, and without the added invariant replay says the trace
+// no longer reaches it. The trace is refused for another system's
+// scenario, and an Amalgam trace for a baseline's.
+func TestMCBaselineTraceReplay(t *testing.T) {
+	sc := simcheck.ShardedPaxosNormal
+	orig := sc.Invariants
+	defer func() { sc.Invariants = orig }()
+	const pred = "client/0 never finishes (test)"
+	sc.Invariants = func() []mc.Predicate {
+		return append(orig(), mc.Pred(pred, func(s *mc.State) (bool, string) {
+			c := s.Node(msg.ClientAddr(0)).(simcheck.Client)
+			return !c.Done(), fmt.Sprintf("client/0 has %d of %d replies", len(c.Replies()), len(c.Script()))
+		}))
+	}
+
+	path := filepath.Join(t.TempDir(), "sp.json")
+	out, _, err := runMC(t, "mc", "run", sc.Name, "--quiet", "--workers", "2", "--save-trace", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "scenario shardedpaxos-normal, strategy bfs: violation") || !strings.Contains(out, `violation of "`+pred+`"`) ||
+		!strings.Contains(out, "saved to "+path) || !strings.Contains(out, "client/0: 2/2 replies") || !strings.Contains(out, ", ballot ") {
+		t.Fatalf("run:\n%s", out)
+	}
+	tf, err := mc.LoadTrace(path)
+	if err != nil || tf.Scenario != sc.Name || tf.Predicate != pred || len(tf.Events) == 0 {
+		t.Fatalf("saved trace: %v %+v", err, tf)
+	}
+	t.Logf("trace of %d steps:\n%s", len(tf.Events), out)
+
+	out, _, err = runMC(t, "--output", "json", "mc", "replay", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rp mcSummary
+	if err := json.Unmarshal([]byte(out), &rp); err != nil || rp.Scenario != sc.Name || rp.System != "shardedpaxos" ||
+		rp.Result != string(mc.Violation) || rp.Violation == nil || rp.Violation.Predicate != pred || rp.Violation.TraceLength != len(tf.Events) {
+		t.Fatalf("replay: %v %s", err, out)
+	}
+	out, _, err = runMC(t, "mc", "replay", path)
+	if err != nil || !strings.Contains(out, "  1. ") || !strings.Contains(out, `violation of "`+pred+`"`) {
+		t.Fatalf("text replay: %v\n%s", err, out)
+	}
+
+	sc.Invariants = orig
+	if _, _, err := runMC(t, "mc", "replay", path); err == nil || !strings.Contains(err.Error(), "no longer reaches") {
+		t.Fatalf("replay without the added invariant: %v", err)
+	}
+
+	// Another system's scenario, and an Amalgam trace, are refused.
+	dir := t.TempDir()
+	tf.Scenario = "rspaxos-normal"
+	other := filepath.Join(dir, "rs.json")
+	if err := tf.Save(other); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runMC(t, "mc", "replay", other); err == nil || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), `another initial state than scenario "rspaxos-normal"`) {
+		t.Fatalf("trace for rspaxos-normal: %v", err)
+	}
+	_, amalgam := goalTrace(t)
+	amalgam.Scenario = sc.Name
+	renamed := filepath.Join(dir, "amalgam.json")
+	if err := amalgam.Save(renamed); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runMC(t, "mc", "replay", renamed); err == nil ||
+		!strings.Contains(err.Error(), `another initial state than scenario "shardedpaxos-normal"`) {
+		t.Fatalf("Amalgam trace for %s: %v", sc.Name, err)
 	}
 }
