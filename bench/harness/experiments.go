@@ -21,9 +21,9 @@ type Options struct {
 	// Bandwidth per machine link in bytes/s; 0 picks DefaultBandwidth,
 	// negative means unlimited.
 	Bandwidth float64
-	// Transport is TransportSim (default: the in-process host and its
-	// network model) or TransportGRPC (the production runtime on loopback;
-	// Bandwidth does not apply).
+	// Transport is TransportGRPC (default: the production runtime on
+	// loopback; Bandwidth does not apply) or TransportSim (the in-process
+	// host and its network model).
 	Transport string
 	// Progress, if set, is called as runs start and advance.
 	Progress func(run, runs int, label string, done float64)
@@ -51,6 +51,13 @@ func (o Options) bandwidth() float64 {
 		return DefaultBandwidth()
 	}
 	return o.Bandwidth
+}
+
+func (o Options) transport() string {
+	if o.Transport == "" {
+		return TransportGRPC
+	}
+	return o.Transport
 }
 
 func (o Options) timing() (warm, dur time.Duration) {
@@ -122,7 +129,7 @@ func (o Options) spec(exp, system string, l erasure.Layout, w Workload, clients 
 		}
 	}
 	return RunSpec{Experiment: exp, System: system, Layout: l, Workload: w, Clients: clients,
-		Warmup: warm, Duration: dur, Net: NetOptions{Bandwidth: o.bandwidth()}, Transport: o.Transport}
+		Warmup: warm, Duration: dur, Net: NetOptions{Bandwidth: o.bandwidth()}, Transport: o.transport()}
 }
 
 func sizeLabel(b int) string {
@@ -243,10 +250,15 @@ func Execute(exps []Experiment, o Options) (*Report, error) {
 	}
 	warm, dur := o.timing()
 	rep := &Report{
-		Mode: "full", Durability: "memory", Host: "in-process (bench/harness): one goroutine per node, wall-clock timers, in-memory network",
+		Mode: "full", Durability: "memory", Transport: o.transport(),
+		Host:  "production runtime (package runtime): a local cluster of gRPC hosts on loopback per system, clients through package client",
 		Cores: Cores(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
-		LinkBytesPerSec: o.bandwidth(), WarmupSec: warm.Seconds(), DurationSec: dur.Seconds(), Seed: o.Seed,
+		WarmupSec: warm.Seconds(), DurationSec: dur.Seconds(), Seed: o.Seed,
 		Started: time.Now().UTC().Format(time.RFC3339),
+	}
+	if rep.Transport == TransportSim {
+		rep.Host = "in-process (bench/harness): one goroutine per node, wall-clock timers, in-memory network"
+		rep.LinkBytesPerSec = o.bandwidth()
 	}
 	if o.Quick {
 		rep.Mode = "quick"

@@ -13,6 +13,7 @@ import (
 type Report struct {
 	Mode            string           `json:"mode"` // quick or full
 	Durability      string           `json:"durability"`
+	Transport       string           `json:"transport"` // grpc or sim
 	Host            string           `json:"host"`
 	Cores           int              `json:"cores"`
 	GoVersion       string           `json:"go_version"`
@@ -131,7 +132,7 @@ func (r *Report) computeTargets() {
 	}
 }
 
-var csvHeader = []string{"experiment", "system", "series", "x", "durability", "workload", "keys", "block_size", "groups", "machines", "g", "f", "clients",
+var csvHeader = []string{"experiment", "system", "series", "x", "transport", "durability", "workload", "keys", "block_size", "groups", "machines", "g", "f", "clients",
 	"seconds", "ops", "errors", "ops_per_sec", "mb_per_sec", "p50_ms", "p99_ms", "p999_ms", "cpu_us_per_op", "net_bytes_per_op", "stored_per_logical_byte", "link_bytes_per_sec"}
 
 // WriteCSV writes one row per point.
@@ -142,7 +143,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	for _, p := range r.Points {
-		row := []string{p.Experiment, p.System, p.Series, f(p.X), p.Durability, p.Workload, p.Keys, strconv.Itoa(p.BlockSize),
+		row := []string{p.Experiment, p.System, p.Series, f(p.X), p.Transport, p.Durability, p.Workload, p.Keys, strconv.Itoa(p.BlockSize),
 			strconv.Itoa(p.Groups), strconv.Itoa(p.Machines), strconv.Itoa(p.G), strconv.Itoa(p.F), strconv.Itoa(p.Clients),
 			f(p.Seconds), strconv.FormatInt(p.Ops, 10), strconv.FormatInt(p.Errors, 10), f(p.OpsPerSec), f(p.MBPerSec),
 			f(p.P50ms), f(p.P99ms), f(p.P999ms), f(p.CPUus), f(p.NetBytesPerOp), f(p.StoredPerLogical), f(p.Bandwidth)}
@@ -156,12 +157,15 @@ func (r *Report) WriteCSV(w io.Writer) error {
 
 // WriteText prints the report as tables.
 func (r *Report) WriteText(w io.Writer) error {
-	bw := "unlimited"
-	if r.LinkBytesPerSec > 0 {
-		bw = fmt.Sprintf("%.1f MB/s per machine and direction", r.LinkBytesPerSec/1e6)
+	net := "production runtime, gRPC on loopback"
+	if r.Transport == TransportSim {
+		net = "in-process host, links unlimited"
+		if r.LinkBytesPerSec > 0 {
+			net = fmt.Sprintf("in-process host, links %.1f MB/s per machine and direction", r.LinkBytesPerSec/1e6)
+		}
 	}
-	fmt.Fprintf(w, "mode %s, durability %s, %d cores, links %s, warm-up %.2fs, measured %.2fs per run, seed %d\n",
-		r.Mode, r.Durability, r.Cores, bw, r.WarmupSec, r.DurationSec, r.Seed)
+	fmt.Fprintf(w, "mode %s, durability %s, %d cores, %s, warm-up %.2fs, measured %.2fs per run, seed %d\n",
+		r.Mode, r.Durability, r.Cores, net, r.WarmupSec, r.DurationSec, r.Seed)
 	for _, e := range r.Experiments {
 		fmt.Fprintf(w, "\n== %s: %s (thesis %s)\n", e.Name, e.Title, e.Figures)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -170,8 +174,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			if p.Experiment != e.Name {
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%g\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%.3f\t\n", p.System, p.Series, p.X, p.Clients,
-				p.OpsPerSec, p.MBPerSec, p.P50ms, p.P99ms, p.P999ms, p.CPUus, p.NetBytesPerOp, p.StoredPerLogical)
+			net := "-" // not measured on gRPC
+			if p.Transport == TransportSim {
+				net = fmt.Sprintf("%.0f", p.NetBytesPerOp)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%g\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%s\t%.3f\t\n", p.System, p.Series, p.X, p.Clients,
+				p.OpsPerSec, p.MBPerSec, p.P50ms, p.P99ms, p.P999ms, p.CPUus, net, p.StoredPerLogical)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -27,12 +27,13 @@ func newBenchCmd(gl *globalFlags) *cobra.Command {
 		Long: `bench runs the evaluation of thesis 3.6 on this machine: every experiment
 runs Amalgam, ShardedPaxos and RSPaxos, one after the other, in memory (no
 persistence), with closed-loop clients, a warm-up and a fixed measured
-interval. It needs no cluster: with --transport sim (the default) every
-system runs in the in-process harness (bench/harness: one event loop per
-node, wall-clock timers, an in-memory network whose machine links have a
-bandwidth limit); with --transport grpc each runs as a local cluster on the
-production runtime (what amalgam-server dev --protocol starts: gRPC on
-loopback, no bandwidth limit) driven through the Go client.
+interval. It needs no cluster: with --transport grpc (the default) each
+system runs as a local cluster on the production runtime (what
+amalgam-server dev --protocol starts: gRPC on loopback, no bandwidth limit)
+driven through the Go client; with --transport sim every system runs in the
+in-process harness (bench/harness: one event loop per node, wall-clock
+timers, an in-memory network whose machine links have a bandwidth limit,
+--bandwidth), which models the thesis's network-bound testbed.
 
 Experiments: all, ` + strings.Join(harness.ExperimentNames(), ", ") + `.
 --quick runs every experiment briefly (bench all --quick: under 2 minutes).
@@ -53,7 +54,10 @@ See docs/benchmarks.md.`,
 				return fmt.Errorf("--warmup and --duration must not be negative")
 			}
 			if o.Transport != harness.TransportSim && o.Transport != harness.TransportGRPC {
-				return fmt.Errorf("--transport must be %s or %s, got %q", harness.TransportSim, harness.TransportGRPC, o.Transport)
+				return fmt.Errorf("--transport must be %s or %s, got %q", harness.TransportGRPC, harness.TransportSim, o.Transport)
+			}
+			if o.Transport == harness.TransportGRPC && cmd.Flags().Changed("bandwidth") {
+				return fmt.Errorf("--bandwidth models links in --transport sim only; gRPC on loopback has no link model")
 			}
 			o.Bandwidth = bandwidth * 1e6
 			if bandwidth < 0 {
@@ -111,8 +115,8 @@ See docs/benchmarks.md.`,
 	f.Uint64Var(&o.Seed, "seed", 1, "workload seed")
 	f.StringVar(&o.Keys, "keys", "uniform", "key distribution: uniform or zipf")
 	f.Float64Var(&o.Zipf, "zipf", 1.1, "zipf exponent (with --keys zipf)")
-	f.Float64Var(&bandwidth, "bandwidth", 0, fmt.Sprintf("link speed per machine and direction in MB/s (0: the thesis's bandwidth per core, %.1f here; negative: unlimited)", harness.DefaultBandwidth()/1e6))
-	f.StringVar(&o.Transport, "transport", harness.TransportSim, "sim (in-process, modelled links) or grpc (the production runtime on loopback)")
+	f.Float64Var(&bandwidth, "bandwidth", 0, fmt.Sprintf("--transport sim: link speed per machine and direction in MB/s (0: the thesis's bandwidth per core, %.1f here; negative: unlimited)", harness.DefaultBandwidth()/1e6))
+	f.StringVar(&o.Transport, "transport", harness.TransportGRPC, "grpc (the production runtime on loopback) or sim (in-process, modelled links)")
 	f.StringVar(&csvFile, "csv", "", "also write the points as CSV to this file")
 	f.StringVar(&plotDir, "plot", "", "also draw SVG plots into this directory")
 	f.BoolVar(&noProgress, "no-progress", false, "do not draw the progress bar (on stderr)")

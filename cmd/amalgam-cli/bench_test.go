@@ -13,17 +13,23 @@ import (
 // and checks that every system reports positive throughput and latency,
 // and that the ratios, targets, CSV and plots are there.
 func TestBenchJSON(t *testing.T) {
+	for _, tr := range []string{"grpc", "sim"} {
+		t.Run(tr, func(t *testing.T) { testBenchJSON(t, tr) })
+	}
+}
+
+func testBenchJSON(t *testing.T, transport string) {
 	dir := t.TempDir()
 	csvFile := filepath.Join(dir, "out.csv")
 	root := newRootCmd()
 	var out bytes.Buffer
 	root.SetOut(&out)
-	root.SetArgs([]string{"bench", "storage", "--quick", "--no-progress", "--output", "json", "--csv", csvFile, "--plot", dir})
+	root.SetArgs([]string{"bench", "storage", "--quick", "--no-progress", "--output", "json", "--csv", csvFile, "--plot", dir, "--transport", transport})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	var rep struct {
-		Mode, Durability string
+		Mode, Durability, Transport string
 		Points           []map[string]any
 		Ratios           []map[string]any
 		Targets          []map[string]any
@@ -31,13 +37,20 @@ func TestBenchJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if rep.Mode != "quick" || rep.Durability != "memory" {
-		t.Errorf("mode %q durability %q", rep.Mode, rep.Durability)
+	if rep.Mode != "quick" || rep.Durability != "memory" || rep.Transport != transport {
+		t.Errorf("mode %q durability %q transport %q", rep.Mode, rep.Durability, rep.Transport)
 	}
 	systems := map[string]bool{}
 	for _, p := range rep.Points {
 		systems[p["system"].(string)] = true
-		for _, k := range []string{"ops_per_sec", "mb_per_sec", "p50_ms", "p99_ms", "p999_ms", "cpu_us_per_op", "net_bytes_per_op", "stored_per_logical_byte"} {
+		keys := []string{"ops_per_sec", "mb_per_sec", "p50_ms", "p99_ms", "p999_ms", "cpu_us_per_op", "stored_per_logical_byte"}
+		if transport == "sim" {
+			keys = append(keys, "net_bytes_per_op") // measured by the simulated network only
+		}
+		if p["transport"] != transport {
+			t.Errorf("%s: transport %v", p["system"], p["transport"])
+		}
+		for _, k := range keys {
 			if v, ok := p[k].(float64); !ok || v <= 0 {
 				t.Errorf("%s %s: %s = %v, want > 0", p["experiment"], p["system"], k, p[k])
 			}
@@ -73,11 +86,20 @@ func TestBenchJSON(t *testing.T) {
 	}
 }
 
-func TestBenchUnknownExperiment(t *testing.T) {
-	root := newRootCmd()
-	root.SetArgs([]string{"bench", "nope"})
-	err := root.Execute()
-	if err == nil || !strings.Contains(err.Error(), "unknown experiment") {
-		t.Fatalf("err = %v", err)
+func TestBenchBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "nope"}, "unknown experiment"},
+		{[]string{"bench", "storage", "--transport", "udp"}, "--transport must be grpc or sim"},
+		{[]string{"bench", "storage", "--bandwidth", "10"}, "--bandwidth models links in --transport sim only"},
+	} {
+		root := newRootCmd()
+		root.SetArgs(tc.args)
+		err := root.Execute()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }
