@@ -30,9 +30,9 @@ func testBenchJSON(t *testing.T, transport string) {
 	}
 	var rep struct {
 		Mode, Durability, Transport string
-		Points           []map[string]any
-		Ratios           []map[string]any
-		Targets          []map[string]any
+		Points                      []map[string]any
+		Ratios                      []map[string]any
+		Targets                     []map[string]any
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
