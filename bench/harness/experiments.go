@@ -25,6 +25,8 @@ type Options struct {
 	// loopback; Bandwidth does not apply) or TransportSim (the in-process
 	// host and its network model).
 	Transport string
+	// Systems, if not empty, limits the runs to these systems.
+	Systems []string
 	// Progress, if set, is called as runs start and advance.
 	Progress func(run, runs int, label string, done float64)
 }
@@ -246,7 +248,11 @@ func Lookup(names []string) ([]Experiment, error) {
 func Execute(exps []Experiment, o Options) (*Report, error) {
 	var plan []plannedRun
 	for _, e := range exps {
-		plan = append(plan, e.runs(o)...)
+		for _, pr := range e.runs(o) {
+			if len(o.Systems) == 0 || slices.Contains(o.Systems, pr.spec.System) {
+				plan = append(plan, pr)
+			}
+		}
 	}
 	warm, dur := o.timing()
 	rep := &Report{

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ func newBenchCmd(gl *globalFlags) *cobra.Command {
 		plotDir    string
 		noProgress bool
 		bandwidth  float64
+		cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:       "bench <experiment>...",
@@ -58,6 +61,22 @@ See docs/benchmarks.md.`,
 			}
 			if o.Transport == harness.TransportGRPC && cmd.Flags().Changed("bandwidth") {
 				return fmt.Errorf("--bandwidth models links in --transport sim only; gRPC on loopback has no link model")
+			}
+			for _, sys := range o.Systems {
+				if !slices.Contains(harness.Systems, sys) {
+					return fmt.Errorf("--systems: unknown system %q (want some of %s)", sys, strings.Join(harness.Systems, ","))
+				}
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
 			}
 			o.Bandwidth = bandwidth * 1e6
 			if bandwidth < 0 {
@@ -117,6 +136,8 @@ See docs/benchmarks.md.`,
 	f.Float64Var(&o.Zipf, "zipf", 1.1, "zipf exponent (with --keys zipf)")
 	f.Float64Var(&bandwidth, "bandwidth", 0, fmt.Sprintf("--transport sim: link speed per machine and direction in MB/s (0: the thesis's bandwidth per core, %.1f here; negative: unlimited)", harness.DefaultBandwidth()/1e6))
 	f.StringVar(&o.Transport, "transport", harness.TransportGRPC, "grpc (the production runtime on loopback) or sim (in-process, modelled links)")
+	f.StringSliceVar(&o.Systems, "systems", nil, "run only these systems (comma-separated: amalgam,shardedpaxos,rspaxos; default all)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (servers and clients) to this file (go tool pprof)")
 	f.StringVar(&csvFile, "csv", "", "also write the points as CSV to this file")
 	f.StringVar(&plotDir, "plot", "", "also draw SVG plots into this directory")
 	f.BoolVar(&noProgress, "no-progress", false, "do not draw the progress bar (on stderr)")

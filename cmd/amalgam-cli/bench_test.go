@@ -94,12 +94,39 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"bench", "nope"}, "unknown experiment"},
 		{[]string{"bench", "storage", "--transport", "udp"}, "--transport must be grpc or sim"},
 		{[]string{"bench", "storage", "--bandwidth", "10"}, "--bandwidth models links in --transport sim only"},
+		{[]string{"bench", "storage", "--systems", "amalgam,paxos"}, `--systems: unknown system "paxos"`},
 	} {
 		root := newRootCmd()
 		root.SetArgs(tc.args)
 		err := root.Execute()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// --systems limits the runs; the report then has no ratios.
+func TestBenchSystems(t *testing.T) {
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"bench", "storage", "--quick", "--no-progress", "--output", "json", "--systems", "rspaxos"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Points []struct{ System string }
+		Ratios []any
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Points) == 0 || len(rep.Ratios) != 0 {
+		t.Fatalf("%d points, %d ratios", len(rep.Points), len(rep.Ratios))
+	}
+	for _, p := range rep.Points {
+		if p.System != "rspaxos" {
+			t.Errorf("point for %s", p.System)
 		}
 	}
 }
