@@ -33,7 +33,7 @@ var requiredDirs = []string{"data", "parity", "witness", "msg", "erasure"}
 
 // benchProtocolNames are directory names under bench/ that hold baseline
 // protocols, which obey the same rule.
-var benchProtocolNames = []string{"shardedpaxos", "rspaxos"}
+var benchProtocolNames = []string{"shardedpaxos", "rspaxos", "paxos"}
 
 // forbiddenImports maps an import path to the reason it is banned. A key
 // ending in "/..." also bans every path below it.

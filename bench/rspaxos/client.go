@@ -117,7 +117,8 @@ func (c *Client) group() int { return c.cfg.Layout.Shard(c.request().Ops[0].Bloc
 func (c *Client) send(ctx node.Context, fresh bool) {
 	if fresh {
 		c.seq++
-		ctx.SetTimer(retry{Seq: c.seq}, c.cfg.timing().Retry, 2*c.cfg.timing().Retry)
+		lo, hi := c.cfg.Timing.WithDefaults().RetryTimeout()
+		ctx.SetTimer(retry{Seq: c.seq}, lo, hi)
 	}
 	g := c.group()
 	ctx.Send(c.cfg.Addr(g, c.leader[g]), c.request())
@@ -188,7 +189,8 @@ func (c *Client) Timer(ctx node.Context, t node.Timer) {
 	g := c.group()
 	c.leader[g] = (c.leader[g] + 1) % c.cfg.Members()
 	c.send(ctx, false)
-	ctx.SetTimer(r, c.cfg.timing().Retry, 2*c.cfg.timing().Retry)
+	lo, hi := c.cfg.Timing.WithDefaults().RetryTimeout()
+	ctx.SetTimer(r, lo, hi)
 }
 
 // Done reports whether every transaction has its reply.

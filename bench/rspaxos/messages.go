@@ -3,32 +3,12 @@ package rspaxos
 import (
 	"fmt"
 
+	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/node"
 )
 
-// Ballot is a proposal number: rounds are totally ordered, and the leading
-// member breaks ties, so every ballot belongs to one member. The zero
-// ballot is member 0's initial leadership, which needs no phase 1: every
-// acceptor starts promised to it with nothing accepted.
-type Ballot struct {
-	Round  uint64
-	Leader int
-}
-
-// Less orders ballots.
-func (b Ballot) Less(o Ballot) bool {
-	if b.Round != o.Round {
-		return b.Round < o.Round
-	}
-	return b.Leader < o.Leader
-}
-
-func (b Ballot) String() string { return fmt.Sprintf("%d.%d", b.Round, b.Leader) }
-
-func (b Ballot) hash(h *node.Hasher) {
-	h.Uint64(b.Round)
-	h.Int(b.Leader)
-}
+// Ballot is a proposal number (paxos.Ballot).
+type Ballot = paxos.Ballot
 
 // Kind is what a log slot does.
 type Kind uint8
@@ -203,7 +183,7 @@ type Redirect struct {
 // Hash implements node.Message.
 func (m P1a) Hash(h *node.Hasher) {
 	h.Uint64(201)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.From)
 }
@@ -211,12 +191,12 @@ func (m P1a) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m P1b) Hash(h *node.Hasher) {
 	h.Uint64(202)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Int(len(m.Entries))
 	for _, e := range m.Entries {
 		h.Uint64(e.Slot)
-		e.Ballot.hash(h)
+		e.Ballot.Hash(h)
 		e.Val.hash(h)
 	}
 }
@@ -224,7 +204,7 @@ func (m P1b) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m P2a) Hash(h *node.Hasher) {
 	h.Uint64(203)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Slot)
 	m.Val.hash(h)
@@ -235,7 +215,7 @@ func (m P2a) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m P2b) Hash(h *node.Hasher) {
 	h.Uint64(204)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Slot)
 	m.Val.hash(h)
@@ -244,15 +224,15 @@ func (m P2b) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m Nack) Hash(h *node.Hasher) {
 	h.Uint64(205)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
-	m.Promised.hash(h)
+	m.Promised.Hash(h)
 }
 
 // Hash implements node.Message.
 func (m Heartbeat) Hash(h *node.Hasher) {
 	h.Uint64(206)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Commit)
 	h.Uint64(m.GC)
@@ -261,7 +241,7 @@ func (m Heartbeat) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m HeartbeatOK) Hash(h *node.Hasher) {
 	h.Uint64(207)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Applied)
 }
@@ -269,7 +249,7 @@ func (m HeartbeatOK) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m Learn) Hash(h *node.Hasher) {
 	h.Uint64(208)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Int(len(m.Entries))
 	for _, e := range m.Entries {
@@ -308,4 +288,4 @@ type heartbeatTimer struct{ Ballot Ballot }
 func (electionTimer) Hash(h *node.Hasher) { h.Uint64(221) }
 
 // Hash implements node.Timer.
-func (t heartbeatTimer) Hash(h *node.Hasher) { h.Uint64(222); t.Ballot.hash(h) }
+func (t heartbeatTimer) Hash(h *node.Hasher) { h.Uint64(222); t.Ballot.Hash(h) }

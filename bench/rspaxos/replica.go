@@ -1,32 +1,13 @@
 package rspaxos
 
 import (
-	"math/bits"
 	"slices"
-	"time"
 
+	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
-
-type role uint8
-
-const (
-	follower role = iota
-	candidate
-	leader
-)
-
-func (r role) String() string {
-	switch r {
-	case candidate:
-		return "candidate"
-	case leader:
-		return "leader"
-	}
-	return "follower"
-}
 
 // entry is one log slot: the acceptor part (bal, acc, accepted), the
 // learner part (chosen, val) and, at the leader that proposed a PUT, every
@@ -37,7 +18,7 @@ type entry struct {
 	accepted bool
 	chosen   bool
 	val      Value
-	votes    uint64
+	votes    paxos.Votes
 	full     [][]byte
 }
 
@@ -75,21 +56,19 @@ type Replica struct {
 	me    int
 
 	promised Ballot
-	gc       uint64
-	log      []entry // log[i] is slot gc+1+i
+	log      paxos.Window[entry] // every replica applied slots 1..log.Base; they are discarded
 
 	applied  uint64
 	store    map[uint64]stored
 	storeAcc uint64 // XOR of the stored entries' hashes
-	clients  clientTable
+	clients  paxos.ClientTable
 	shared   bool // store and clients are shared with a clone: copy before changing
 
-	role        role
+	role        paxos.Role
 	bal         Ballot
 	next        uint64
-	promises    uint64
-	p1Base      uint64
-	p1          [][]report // candidate: reports per slot, p1[i] is slot p1Base+1+i
+	promises    paxos.Votes
+	p1          paxos.Window[[]report] // candidate: the reports of each slot after p1.Base
 	peerApplied []uint64
 	reads       []read // leader: GETs being decoded, by client
 	heard       bool
@@ -99,15 +78,15 @@ type Replica struct {
 // NewReplica returns member me of group g; code is Config.NewCode's.
 // Member 0 starts as the leader of the zero ballot.
 func NewReplica(cfg Config, code *erasure.Code, g, me int) *Replica {
-	return &Replica{cfg: cfg, tm: cfg.timing(), code: code, group: g, me: me,
-		store: map[uint64]stored{}, clients: newClientTable()}
+	return &Replica{cfg: cfg, tm: cfg.Timing.WithDefaults(), code: code, group: g, me: me,
+		store: map[uint64]stored{}, clients: paxos.NewClientTable()}
 }
 
 // Init implements node.Node.
 func (r *Replica) Init(ctx node.Context) {
 	r.setElectionTimer(ctx)
 	if r.me == 0 {
-		r.role = leader
+		r.role = paxos.Leader
 		r.next = 1
 		r.peerApplied = make([]uint64, r.cfg.Members())
 		ctx.SetTimer(heartbeatTimer{Ballot: r.bal}, r.tm.Heartbeat, r.tm.Heartbeat)
@@ -115,8 +94,8 @@ func (r *Replica) Init(ctx node.Context) {
 }
 
 func (r *Replica) setElectionTimer(ctx node.Context) {
-	e := r.tm.Election
-	ctx.SetTimer(electionTimer{}, e*time.Duration(2+r.me), e*time.Duration(3+r.me))
+	lo, hi := r.tm.ElectionTimeout(r.me)
+	ctx.SetTimer(electionTimer{}, lo, hi)
 }
 
 // Handle implements node.Node.
@@ -165,27 +144,11 @@ func (r *Replica) others(fn func(i int, a node.Addr)) {
 	}
 }
 
-func (r *Replica) at(s uint64) *entry {
-	if s <= r.gc || s > r.gc+uint64(len(r.log)) {
-		return nil
-	}
-	return &r.log[s-r.gc-1]
-}
-
-func (r *Replica) grow(s uint64) *entry {
-	for r.gc+uint64(len(r.log)) < s {
-		r.log = append(r.log, entry{})
-	}
-	return &r.log[s-r.gc-1]
-}
-
-func (r *Replica) lastSlot() uint64 { return r.gc + uint64(len(r.log)) }
-
 func (r *Replica) observe(b Ballot, fromLeader bool) {
 	if r.promised.Less(b) {
 		r.promised = b
 	}
-	if r.role != follower && r.bal.Less(b) {
+	if r.role != paxos.Follower && r.bal.Less(b) {
 		r.stepDown()
 	}
 	if fromLeader && b == r.promised {
@@ -194,15 +157,15 @@ func (r *Replica) observe(b Ballot, fromLeader bool) {
 }
 
 func (r *Replica) stepDown() {
-	r.role = follower
-	r.p1 = nil
+	r.role = paxos.Follower
+	r.p1.Entries = nil
 	r.promises = 0
 	r.peerApplied = nil
 	r.reads = nil
 	r.heard = false
 	r.misses = 0
-	for i := range r.log {
-		r.log[i].votes = 0
+	for i := range r.log.Entries {
+		r.log.Entries[i].votes = 0
 	}
 }
 
@@ -279,7 +242,7 @@ func (r *Replica) opKind(req msg.Request) (Kind, bool) {
 const ErrUnsupported = "rspaxos: only whole-block GET and PUT of one block of the shard are supported"
 
 func (r *Replica) onRequest(ctx node.Context, from node.Addr, req msg.Request) {
-	if r.role != leader {
+	if r.role != paxos.Leader {
 		if hint := r.promised.Leader; hint != r.me {
 			ctx.Send(from, Redirect{Seq: req.Seq, Group: r.group, Leader: hint})
 		}
@@ -290,18 +253,18 @@ func (r *Replica) onRequest(ctx node.Context, from node.Addr, req msg.Request) {
 		ctx.Send(from, msg.Reply{Seq: req.Seq, Err: ErrUnsupported})
 		return
 	}
-	if e, ok := r.clients.get(req.Client); ok {
-		if req.Seq == e.seq {
-			ctx.Send(from, e.reply) // a PUT executed; the reply was lost
+	if e, ok := r.clients.Get(req.Client); ok {
+		if req.Seq == e.Seq {
+			ctx.Send(from, e.Reply) // a PUT executed; the reply was lost
 			return
 		}
-		if req.Seq < e.seq {
+		if req.Seq < e.Seq {
 			return
 		}
 	}
 	id := ID{Kind: kind, Client: req.Client, Seq: req.Seq}
 	for s := r.applied + 1; s < r.next; s++ {
-		if e := r.at(s); e != nil && e.accepted && e.acc.ID() == id {
+		if e := r.log.At(s); e != nil && e.accepted && e.acc.ID() == id {
 			return // already proposed; heartbeats retransmit it
 		}
 	}
@@ -323,8 +286,8 @@ func (r *Replica) onRequest(ctx node.Context, from node.Addr, req msg.Request) {
 // propose puts v (with all its pieces, for a PUT) in slot at the leader's
 // ballot, accepts it locally and asks every other member to accept it.
 func (r *Replica) propose(ctx node.Context, slot uint64, v Value, full [][]byte) {
-	e := r.grow(slot)
-	e.bal, e.accepted, e.votes, e.full = r.bal, true, 1<<r.me, full
+	e := r.log.Grow(slot)
+	e.bal, e.accepted, e.votes, e.full = r.bal, true, paxos.Vote(r.me), full
 	e.acc = v.withPiece(r.piece(full, r.me))
 	r.sendP2a(ctx, slot, e, 0)
 }
@@ -336,11 +299,11 @@ func (r *Replica) piece(full [][]byte, i int) []byte {
 	return full[i]
 }
 
-func (r *Replica) sendP2a(ctx node.Context, slot uint64, e *entry, skip uint64) {
+func (r *Replica) sendP2a(ctx node.Context, slot uint64, e *entry, skip paxos.Votes) {
 	r.others(func(i int, a node.Addr) {
-		if skip&(1<<i) == 0 {
+		if !skip.Has(i) {
 			ctx.Send(a, P2a{Ballot: r.bal, Member: r.me, Slot: slot, Val: e.acc.withPiece(r.piece(e.full, i)),
-				Commit: r.applied, GC: r.gc})
+				Commit: r.applied, GC: r.log.Base})
 		}
 	})
 }
@@ -349,14 +312,14 @@ func (r *Replica) sendP2a(ctx node.Context, slot uint64, e *entry, skip uint64) 
 
 func (r *Replica) onElectionTimer(ctx node.Context) {
 	switch r.role {
-	case candidate:
-		m := P1a{Ballot: r.bal, Member: r.me, From: r.p1Base}
+	case paxos.Candidate:
+		m := P1a{Ballot: r.bal, Member: r.me, From: r.p1.Base}
 		r.others(func(i int, a node.Addr) {
-			if r.promises&(1<<i) == 0 {
+			if !r.promises.Has(i) {
 				ctx.Send(a, m)
 			}
 		})
-	case follower:
+	case paxos.Follower:
 		if r.heard {
 			r.heard, r.misses = false, 0
 		} else if r.misses++; r.misses >= r.tm.Misses {
@@ -369,28 +332,24 @@ func (r *Replica) onElectionTimer(ctx node.Context) {
 func (r *Replica) startElection(ctx node.Context) {
 	r.bal = Ballot{Round: r.promised.Round + 1, Leader: r.me}
 	r.promised = r.bal
-	r.role = candidate
-	r.promises = 1 << r.me
-	r.p1Base = r.applied
-	r.p1 = nil
-	for s := r.applied + 1; s <= r.lastSlot(); s++ {
-		if e := r.at(s); e.accepted {
+	r.role = paxos.Candidate
+	r.promises = paxos.Vote(r.me)
+	r.p1 = paxos.Window[[]report]{Base: r.applied}
+	for s := r.applied + 1; s <= r.log.Last(); s++ {
+		if e := r.log.At(s); e.accepted {
 			r.mergeP1(r.me, Accepted{Slot: s, Ballot: e.bal, Val: e.acc})
 		}
 	}
-	m := P1a{Ballot: r.bal, Member: r.me, From: r.p1Base}
+	m := P1a{Ballot: r.bal, Member: r.me, From: r.p1.Base}
 	r.others(func(_ int, a node.Addr) { ctx.Send(a, m) })
 }
 
 func (r *Replica) mergeP1(member int, a Accepted) {
-	if a.Slot <= r.p1Base {
+	if a.Slot <= r.p1.Base {
 		return
 	}
-	i := int(a.Slot - r.p1Base - 1)
-	for len(r.p1) <= i {
-		r.p1 = append(r.p1, nil)
-	}
-	r.p1[i] = append(r.p1[i], report{member: member, bal: a.Ballot, val: a.Val})
+	reps := r.p1.Grow(a.Slot)
+	*reps = append(*reps, report{member: member, bal: a.Ballot, val: a.Val})
 }
 
 func (r *Replica) onP1a(ctx node.Context, from node.Addr, m P1a) {
@@ -401,8 +360,8 @@ func (r *Replica) onP1a(ctx node.Context, from node.Addr, m P1a) {
 	r.observe(m.Ballot, false)
 	r.heard = true
 	var acc []Accepted
-	for s := max(m.From, r.gc) + 1; s <= r.lastSlot(); s++ {
-		if e := r.at(s); e.accepted {
+	for s := max(m.From, r.log.Base) + 1; s <= r.log.Last(); s++ {
+		if e := r.log.At(s); e.accepted {
 			acc = append(acc, Accepted{Slot: s, Ballot: e.bal, Val: e.acc})
 		}
 	}
@@ -410,14 +369,14 @@ func (r *Replica) onP1a(ctx node.Context, from node.Addr, m P1a) {
 }
 
 func (r *Replica) onP1b(ctx node.Context, m P1b) {
-	if r.role != candidate || m.Ballot != r.bal || r.promises&(1<<m.Member) != 0 {
+	if r.role != paxos.Candidate || m.Ballot != r.bal || r.promises.Has(m.Member) {
 		return
 	}
-	r.promises |= 1 << m.Member
+	r.promises |= paxos.Vote(m.Member)
 	for _, a := range m.Entries {
 		r.mergeP1(m.Member, a)
 	}
-	if bits.OnesCount64(r.promises) >= r.cfg.Quorum() {
+	if r.promises.Count() >= r.cfg.Quorum() {
 		r.becomeLeader(ctx)
 	}
 }
@@ -455,19 +414,19 @@ func (r *Replica) recover(reps []report) (Value, [][]byte) {
 }
 
 func (r *Replica) becomeLeader(ctx node.Context) {
-	r.role = leader
+	r.role = paxos.Leader
 	r.peerApplied = make([]uint64, r.cfg.Members())
-	end := max(r.p1Base+uint64(len(r.p1)), r.lastSlot(), r.applied)
+	end := max(r.p1.Last(), r.log.Last(), r.applied)
 	r.next = end + 1
 	for s := r.applied + 1; s <= end; s++ {
 		var reps []report
-		if i := s - r.p1Base - 1; s > r.p1Base && i < uint64(len(r.p1)) {
-			reps = r.p1[i]
+		if p := r.p1.At(s); p != nil {
+			reps = *p
 		}
 		v, full := r.recover(reps)
 		r.propose(ctx, s, v, full)
 	}
-	r.p1 = nil
+	r.p1.Entries = nil
 	r.promises = 0
 	ctx.SetTimer(heartbeatTimer{Ballot: r.bal}, r.tm.Heartbeat, r.tm.Heartbeat)
 }
@@ -480,8 +439,8 @@ func (r *Replica) onP2a(ctx node.Context, from node.Addr, m P2a) {
 		return
 	}
 	r.observe(m.Ballot, true)
-	if m.Slot > r.gc {
-		e := r.grow(m.Slot)
+	if m.Slot > r.log.Base {
+		e := r.log.Grow(m.Slot)
 		e.bal, e.acc, e.accepted = m.Ballot, m.Val, true
 		ctx.Send(from, P2b{Ballot: m.Ballot, Member: r.me, Slot: m.Slot, Val: m.Val.ID()})
 	}
@@ -491,15 +450,15 @@ func (r *Replica) onP2a(ctx node.Context, from node.Addr, m P2a) {
 }
 
 func (r *Replica) onP2b(ctx node.Context, m P2b) {
-	if r.role != leader || m.Ballot != r.bal {
+	if r.role != paxos.Leader || m.Ballot != r.bal {
 		return
 	}
-	e := r.at(m.Slot)
+	e := r.log.At(m.Slot)
 	if e == nil || e.chosen || !e.accepted || e.bal != r.bal || m.Slot >= r.next {
 		return
 	}
-	e.votes |= 1 << m.Member
-	if bits.OnesCount64(e.votes) >= r.cfg.Quorum() {
+	e.votes |= paxos.Vote(m.Member)
+	if e.votes.Count() >= r.cfg.Quorum() {
 		e.chosen, e.val = true, e.acc
 		r.advance(ctx)
 	}
@@ -509,27 +468,21 @@ func (r *Replica) onNack(m Nack) {
 	if r.promised.Less(m.Promised) {
 		r.promised = m.Promised
 	}
-	if r.role != follower && m.Ballot == r.bal && r.bal.Less(m.Promised) {
+	if r.role != paxos.Follower && m.Ballot == r.bal && r.bal.Less(m.Promised) {
 		r.stepDown()
 	}
 }
 
 func (r *Replica) learnCommit(b Ballot, commit uint64) {
-	for s := r.applied + 1; s <= min(commit, r.lastSlot()); s++ {
-		if e := r.at(s); e.accepted && !e.chosen && !e.bal.Less(b) {
+	for s := r.applied + 1; s <= min(commit, r.log.Last()); s++ {
+		if e := r.log.At(s); e.accepted && !e.chosen && !e.bal.Less(b) {
 			e.chosen, e.val = true, e.acc
 		}
 	}
 }
 
 func (r *Replica) collect(gc uint64) {
-	gc = min(gc, r.applied)
-	if gc <= r.gc {
-		return
-	}
-	k := min(gc-r.gc, uint64(len(r.log)))
-	r.log = slices.Clone(r.log[k:])
-	r.gc = gc
+	r.log.Discard(min(gc, r.applied))
 }
 
 // advance executes the chosen slots after the applied prefix. A leader
@@ -538,15 +491,15 @@ func (r *Replica) collect(gc uint64) {
 func (r *Replica) advance(ctx node.Context) {
 	gets := false
 	for {
-		e := r.at(r.applied + 1)
+		e := r.log.At(r.applied + 1)
 		if e == nil || !e.chosen {
 			break
 		}
 		r.applied++
 		gets = r.execute(ctx, r.applied, e.val) || gets
 	}
-	if gets && r.role == leader {
-		hb := Heartbeat{Ballot: r.bal, Member: r.me, Commit: r.applied, GC: r.gc}
+	if gets && r.role == paxos.Leader {
+		hb := Heartbeat{Ballot: r.bal, Member: r.me, Commit: r.applied, GC: r.log.Base}
 		r.others(func(_ int, a node.Addr) { ctx.Send(a, hb) })
 	}
 }
@@ -573,14 +526,14 @@ func (st stored) hash(b uint64) uint64 {
 func (r *Replica) execute(ctx node.Context, s uint64, v Value) bool {
 	switch v.Kind {
 	case Put:
-		if e, ok := r.clients.get(v.Client); ok && e.seq >= v.Seq {
+		if e, ok := r.clients.Get(v.Client); ok && e.Seq >= v.Seq {
 			return false // a retried PUT chosen twice runs once
 		}
 		r.putStored(v.Block, stored{version: s, piece: v.Piece, missing: v.Piece == nil})
 		reply := msg.Reply{Seq: v.Seq, Outcome: msg.Outcome{Results: []msg.Result{{}}}}
 		r.own()
-		r.clients.put(v.Client, clientEntry{seq: v.Seq, reply: reply})
-		if r.role == leader {
+		r.clients.Put(v.Client, paxos.ClientEntry{Seq: v.Seq, Reply: reply})
+		if r.role == paxos.Leader {
 			ctx.Send(v.From, reply)
 		}
 	case Get:
@@ -588,7 +541,7 @@ func (r *Replica) execute(ctx node.Context, s uint64, v Value) bool {
 		if !ok {
 			st.piece = make([]byte, r.cfg.PieceSize()) // never written: zeros
 		}
-		if r.role != leader {
+		if r.role != paxos.Leader {
 			if l := r.promised.Leader; l != r.me {
 				ctx.Send(r.addr(l), PieceReply{Member: r.me, Slot: s, Block: v.Block, Version: st.version,
 					Piece: st.piece, Missing: st.missing})
@@ -620,7 +573,7 @@ func cmpU64(a, b uint64) int {
 }
 
 func (r *Replica) onPiece(ctx node.Context, m PieceReply) {
-	if r.role != leader || m.Missing || m.Member < 0 || m.Member >= r.cfg.Members() {
+	if r.role != paxos.Leader || m.Missing || m.Member < 0 || m.Member >= r.cfg.Members() {
 		return
 	}
 	for i := range r.reads {
@@ -648,13 +601,13 @@ func (r *Replica) finishRead(ctx node.Context, i int) {
 // --- Heartbeats, catch-up and garbage collection ---
 
 func (r *Replica) onHeartbeatTimer(ctx node.Context, t heartbeatTimer) {
-	if r.role != leader || t.Ballot != r.bal {
+	if r.role != paxos.Leader || t.Ballot != r.bal {
 		return
 	}
-	hb := Heartbeat{Ballot: r.bal, Member: r.me, Commit: r.applied, GC: r.gc}
+	hb := Heartbeat{Ballot: r.bal, Member: r.me, Commit: r.applied, GC: r.log.Base}
 	r.others(func(_ int, a node.Addr) { ctx.Send(a, hb) })
 	for s := r.applied + 1; s < r.next; s++ {
-		if e := r.at(s); e != nil && !e.chosen && e.bal == r.bal {
+		if e := r.log.At(s); e != nil && !e.chosen && e.bal == r.bal {
 			r.sendP2a(ctx, s, e, e.votes)
 		}
 	}
@@ -674,14 +627,14 @@ func (r *Replica) onHeartbeat(ctx node.Context, from node.Addr, m Heartbeat) {
 }
 
 func (r *Replica) onHeartbeatOK(ctx node.Context, from node.Addr, m HeartbeatOK) {
-	if r.role != leader || m.Ballot != r.bal || m.Member < 0 || m.Member >= r.cfg.Members() {
+	if r.role != paxos.Leader || m.Ballot != r.bal || m.Member < 0 || m.Member >= r.cfg.Members() {
 		return
 	}
 	r.peerApplied[m.Member] = max(r.peerApplied[m.Member], m.Applied)
 	if m.Applied < r.applied {
 		var es []Chosen
 		for s := m.Applied + 1; s <= r.applied && len(es) < r.tm.LearnBatch; s++ {
-			if e := r.at(s); e != nil && e.chosen {
+			if e := r.log.At(s); e != nil && e.chosen {
 				v := e.val.withPiece(nil)
 				if e.full != nil && e.acc.ID() == e.val.ID() {
 					v.Piece = e.full[m.Member]
@@ -705,7 +658,7 @@ func (r *Replica) onHeartbeatOK(ctx node.Context, from node.Addr, m HeartbeatOK)
 func (r *Replica) onLearn(ctx node.Context, m Learn) {
 	for _, c := range m.Entries {
 		if c.Slot > r.applied {
-			e := r.grow(c.Slot)
+			e := r.log.Grow(c.Slot)
 			e.chosen, e.val = true, c.Val
 			if e.accepted && e.acc.ID() == c.Val.ID() && c.Val.Piece == nil {
 				e.val = e.acc // keep the piece this replica accepted

@@ -66,7 +66,8 @@ func (c *Client) start(ctx node.Context) {
 		return
 	}
 	c.send(ctx)
-	ctx.SetTimer(retry{Seq: c.seq()}, c.cfg.timing().Retry, 2*c.cfg.timing().Retry)
+	lo, hi := c.cfg.Timing.WithDefaults().RetryTimeout()
+	ctx.SetTimer(retry{Seq: c.seq()}, lo, hi)
 }
 
 func (c *Client) send(ctx node.Context) {

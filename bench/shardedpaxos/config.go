@@ -14,10 +14,8 @@ package shardedpaxos
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
-	"time"
 
+	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -32,53 +30,9 @@ type Config struct {
 	Timing Timing
 }
 
-// Timing holds the protocol's timer settings.
-type Timing struct {
-	// Heartbeat is the leader's period for heartbeats, retransmissions
-	// and log garbage collection.
-	Heartbeat time.Duration
-	// Election is the base follower timeout; member i waits between
-	// (2+i) and (3+i) times Election, so that elections by different
-	// members rarely collide (a deterministic backoff, no randomness).
-	Election time.Duration
-	// Misses is how many election timeouts in a row a follower must see
-	// without hearing from a leader before it runs for leader.
-	Misses int
-	// Retry is the client's base retry timeout (Retry to 2*Retry).
-	Retry time.Duration
-	// LearnBatch bounds the chosen slots sent in one catch-up message.
-	LearnBatch int
-}
-
-// DefaultTiming is used for zero fields of Config.Timing.
-var DefaultTiming = Timing{
-	Heartbeat:  20 * time.Millisecond,
-	Election:   50 * time.Millisecond,
-	Misses:     1,
-	Retry:      50 * time.Millisecond,
-	LearnBatch: 64,
-}
-
-func (c Config) timing() Timing {
-	t := c.Timing
-	d := DefaultTiming
-	if t.Heartbeat <= 0 {
-		t.Heartbeat = d.Heartbeat
-	}
-	if t.Election <= 0 {
-		t.Election = d.Election
-	}
-	if t.Misses <= 0 {
-		t.Misses = d.Misses
-	}
-	if t.Retry <= 0 {
-		t.Retry = d.Retry
-	}
-	if t.LearnBatch <= 0 {
-		t.LearnBatch = d.LearnBatch
-	}
-	return t
-}
+// Timing holds the protocol's timer settings; zero fields take
+// paxos.DefaultTiming's.
+type Timing = paxos.Timing
 
 // F is the number of failures a group tolerates.
 func (c Config) F() int { return c.Layout.F }
@@ -104,40 +58,26 @@ func (c Config) Validate() error {
 	if err := c.Layout.Validate(); err != nil {
 		return err
 	}
-	if c.Members() > 64 {
-		return fmt.Errorf("shardedpaxos: at most 64 members per group (votes are a 64-bit mask), got %d", c.Members())
+	if c.Members() > paxos.MaxMembers {
+		return fmt.Errorf("shardedpaxos: at most %d members per group (votes are a 64-bit mask), got %d", paxos.MaxMembers, c.Members())
 	}
 	return nil
 }
 
-// Machines is the number of machines a deployment uses: one per group, but
-// at least one per member so that no machine holds two members of a group
-// (thesis 3.6.2: "the number of groups or the number of replicas in each
-// group, whichever is larger").
-func (c Config) Machines() int { return max(c.Layout.N, c.Members()) }
+// Machines is the number of machines a deployment uses (paxos.Machines).
+func (c Config) Machines() int { return paxos.Machines(c.Layout.N, c.Members()) }
 
-// Machine is the machine hosting member i of group g: members are rotated
-// across the machines like Amalgam's stripes, so member 0 of group g is on
-// machine g.
-func (c Config) Machine(g, i int) int { return (g + i) % c.Machines() }
+// Machine is the machine hosting member i of group g (paxos.Machine):
+// member 0 of group g is on machine g.
+func (c Config) Machine(g, i int) int { return paxos.Machine(g, i, c.Machines()) }
 
-// Addr is the address of member i of group g: "sp<g>.<i>/<machine>". The
-// part after the slash is the machine, as for Amalgam's servers.
-func (c Config) Addr(g, i int) node.Addr {
-	return node.Addr(fmt.Sprintf("sp%d.%d/%d", g, i, c.Machine(g, i)))
-}
+// Addr is the address of member i of group g: "sp<g>.<i>/<machine>".
+func (c Config) Addr(g, i int) node.Addr { return paxos.Addr("sp", g, i, c.Machine(g, i)) }
 
 // ParseAddr returns the group and member of a replica address.
 func ParseAddr(a node.Addr) (g, i int, err error) {
-	role, _, ok := strings.Cut(string(a), "/")
-	rest, ok2 := strings.CutPrefix(role, "sp")
-	gs, is, ok3 := strings.Cut(rest, ".")
-	if ok && ok2 && ok3 {
-		g, err1 := strconv.Atoi(gs)
-		i, err2 := strconv.Atoi(is)
-		if err1 == nil && err2 == nil && g >= 0 && i >= 0 {
-			return g, i, nil
-		}
+	if g, i, ok := paxos.ParseAddr("sp", a); ok {
+		return g, i, nil
 	}
 	return 0, 0, fmt.Errorf("shardedpaxos: bad replica address %q", a)
 }

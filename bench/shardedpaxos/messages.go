@@ -3,33 +3,13 @@ package shardedpaxos
 import (
 	"fmt"
 
+	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
 
-// Ballot is a proposal number: rounds are totally ordered, and the leading
-// member breaks ties, so every ballot belongs to one member. The zero
-// ballot is member 0's initial leadership, which needs no phase 1: every
-// acceptor starts promised to it with nothing accepted.
-type Ballot struct {
-	Round  uint64
-	Leader int
-}
-
-// Less orders ballots.
-func (b Ballot) Less(o Ballot) bool {
-	if b.Round != o.Round {
-		return b.Round < o.Round
-	}
-	return b.Leader < o.Leader
-}
-
-func (b Ballot) String() string { return fmt.Sprintf("%d.%d", b.Round, b.Leader) }
-
-func (b Ballot) hash(h *node.Hasher) {
-	h.Uint64(b.Round)
-	h.Int(b.Leader)
-}
+// Ballot is a proposal number (paxos.Ballot).
+type Ballot = paxos.Ballot
 
 // Value is what a log slot holds: a client transaction, run as a stored
 // procedure by every full replica, or a no-op that fills a hole after a
@@ -165,7 +145,7 @@ type Redirect struct {
 // Hash implements node.Message.
 func (m P1a) Hash(h *node.Hasher) {
 	h.Uint64(101)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.From)
 }
@@ -173,12 +153,12 @@ func (m P1a) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m P1b) Hash(h *node.Hasher) {
 	h.Uint64(102)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Int(len(m.Entries))
 	for _, e := range m.Entries {
 		h.Uint64(e.Slot)
-		e.Ballot.hash(h)
+		e.Ballot.Hash(h)
 		e.Val.hash(h)
 	}
 }
@@ -186,7 +166,7 @@ func (m P1b) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m P2a) Hash(h *node.Hasher) {
 	h.Uint64(103)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Slot)
 	m.Val.hash(h)
@@ -197,7 +177,7 @@ func (m P2a) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m P2b) Hash(h *node.Hasher) {
 	h.Uint64(104)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Slot)
 	m.Val.hash(h)
@@ -206,15 +186,15 @@ func (m P2b) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m Nack) Hash(h *node.Hasher) {
 	h.Uint64(105)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
-	m.Promised.hash(h)
+	m.Promised.Hash(h)
 }
 
 // Hash implements node.Message.
 func (m Heartbeat) Hash(h *node.Hasher) {
 	h.Uint64(106)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Commit)
 	h.Uint64(m.GC)
@@ -223,7 +203,7 @@ func (m Heartbeat) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m HeartbeatOK) Hash(h *node.Hasher) {
 	h.Uint64(107)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Applied)
 }
@@ -231,7 +211,7 @@ func (m HeartbeatOK) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m Learn) Hash(h *node.Hasher) {
 	h.Uint64(108)
-	m.Ballot.hash(h)
+	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Int(len(m.Entries))
 	for _, e := range m.Entries {
@@ -259,4 +239,4 @@ type heartbeatTimer struct{ Ballot Ballot }
 func (electionTimer) Hash(h *node.Hasher) { h.Uint64(121) }
 
 // Hash implements node.Timer.
-func (t heartbeatTimer) Hash(h *node.Hasher) { h.Uint64(122); t.Ballot.hash(h) }
+func (t heartbeatTimer) Hash(h *node.Hasher) { h.Uint64(122); t.Ballot.Hash(h) }

@@ -1,32 +1,12 @@
 package shardedpaxos
 
 import (
-	"math/bits"
 	"slices"
-	"time"
 
+	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
-
-// role is what a full replica is doing for its group.
-type role uint8
-
-const (
-	follower role = iota
-	candidate
-	leader
-)
-
-func (r role) String() string {
-	switch r {
-	case candidate:
-		return "candidate"
-	case leader:
-		return "leader"
-	}
-	return "follower"
-}
 
 // entry is one log slot. The acceptor part (bal, acc, accepted) is what
 // phase 1 reports and is never forgotten until garbage collection; the
@@ -38,7 +18,7 @@ type entry struct {
 	accepted bool
 	chosen   bool
 	val      Value
-	votes    uint64 // leader: members that accepted acc at the leader's ballot
+	votes    paxos.Votes // leader: members that accepted acc at the leader's ballot
 }
 
 // Replica is one member of a group: a full replica (acceptor, learner,
@@ -53,34 +33,32 @@ type Replica struct {
 
 	// Acceptor state.
 	promised Ballot
-	gc       uint64  // every full replica applied slots 1..gc; they are discarded
-	log      []entry // log[i] is slot gc+1+i
+	log      paxos.Window[entry] // every full replica applied slots 1..log.Base; they are discarded
 
 	// State machine (full replicas only).
 	applied uint64 // slots 1..applied are executed
 	blocks  blockMap
-	clients clientTable
+	clients paxos.ClientTable
 	shared  bool // blocks and clients are shared with a clone: copy before changing
 
 	// Leadership (full replicas only).
-	role        role
-	bal         Ballot   // the ballot this replica leads or runs for
-	next        uint64   // leader: the next slot to propose in
-	promises    uint64   // candidate: members that promised bal
-	p1Base      uint64   // candidate: phase 1 covers slots after p1Base
-	p1          []entry  // candidate: highest accepted value per slot, p1[i] is slot p1Base+1+i
-	peerApplied []uint64 // leader: applied as last reported by each full replica
-	heard       bool     // follower: heard from a leader since the last election timeout
-	misses      int      // follower: election timeouts in a row without a leader
+	role        paxos.Role
+	bal         Ballot              // the ballot this replica leads or runs for
+	next        uint64              // leader: the next slot to propose in
+	promises    paxos.Votes         // candidate: members that promised bal
+	p1          paxos.Window[entry] // candidate: highest accepted value per slot after p1.Base, its applied prefix
+	peerApplied []uint64            // leader: applied as last reported by each full replica
+	heard       bool                // follower: heard from a leader since the last election timeout
+	misses      int                 // follower: election timeouts in a row without a leader
 }
 
 // NewReplica returns member me of group g. Member 0 starts as the leader
 // of the zero ballot.
 func NewReplica(cfg Config, g, me int) *Replica {
-	r := &Replica{cfg: cfg, tm: cfg.timing(), group: g, me: me, full: cfg.IsFull(me)}
+	r := &Replica{cfg: cfg, tm: cfg.Timing.WithDefaults(), group: g, me: me, full: cfg.IsFull(me)}
 	if r.full {
 		r.blocks = newBlockMap(cfg.Layout.BlockSize)
-		r.clients = newClientTable()
+		r.clients = paxos.NewClientTable()
 	}
 	return r
 }
@@ -92,7 +70,7 @@ func (r *Replica) Init(ctx node.Context) {
 	}
 	r.setElectionTimer(ctx)
 	if r.me == 0 {
-		r.role = leader
+		r.role = paxos.Leader
 		r.next = 1
 		r.peerApplied = make([]uint64, r.cfg.Full())
 		ctx.SetTimer(heartbeatTimer{Ballot: r.bal}, r.tm.Heartbeat, r.tm.Heartbeat)
@@ -100,8 +78,8 @@ func (r *Replica) Init(ctx node.Context) {
 }
 
 func (r *Replica) setElectionTimer(ctx node.Context) {
-	e := r.tm.Election
-	ctx.SetTimer(electionTimer{}, e*time.Duration(2+r.me), e*time.Duration(3+r.me))
+	lo, hi := r.tm.ElectionTimeout(r.me)
+	ctx.SetTimer(electionTimer{}, lo, hi)
 }
 
 // Handle implements node.Node.
@@ -149,25 +127,6 @@ func (r *Replica) others(fn func(i int, a node.Addr)) {
 	}
 }
 
-// at returns the entry of slot s, or nil if it was garbage-collected or
-// lies beyond the log's end.
-func (r *Replica) at(s uint64) *entry {
-	if s <= r.gc || s > r.gc+uint64(len(r.log)) {
-		return nil
-	}
-	return &r.log[s-r.gc-1]
-}
-
-// grow returns the entry of slot s > gc, extending the log if needed.
-func (r *Replica) grow(s uint64) *entry {
-	for r.gc+uint64(len(r.log)) < s {
-		r.log = append(r.log, entry{})
-	}
-	return &r.log[s-r.gc-1]
-}
-
-func (r *Replica) lastSlot() uint64 { return r.gc + uint64(len(r.log)) }
-
 // observe notes a ballot seen in a message: the promise only grows, and a
 // leader or candidate of a smaller ballot steps down. fromLeader marks
 // messages from the leader of b (accept requests and heartbeats).
@@ -175,7 +134,7 @@ func (r *Replica) observe(b Ballot, fromLeader bool) {
 	if r.promised.Less(b) {
 		r.promised = b
 	}
-	if r.role != follower && r.bal.Less(b) {
+	if r.role != paxos.Follower && r.bal.Less(b) {
 		r.stepDown()
 	}
 	if fromLeader && b == r.promised {
@@ -184,14 +143,14 @@ func (r *Replica) observe(b Ballot, fromLeader bool) {
 }
 
 func (r *Replica) stepDown() {
-	r.role = follower
-	r.p1 = nil
+	r.role = paxos.Follower
+	r.p1.Entries = nil
 	r.promises = 0
 	r.peerApplied = nil
 	r.heard = false
 	r.misses = 0
-	for i := range r.log {
-		r.log[i].votes = 0
+	for i := range r.log.Entries {
+		r.log.Entries[i].votes = 0
 	}
 }
 
@@ -201,38 +160,38 @@ func (r *Replica) onRequest(ctx node.Context, from node.Addr, req msg.Request) {
 	if !r.full {
 		return
 	}
-	if r.role != leader {
+	if r.role != paxos.Leader {
 		if hint := r.promised.Leader; hint != r.me {
 			ctx.Send(from, Redirect{Seq: req.Seq, Group: r.group, Leader: hint})
 		}
 		return
 	}
-	if e, ok := r.clients.get(req.Client); ok {
-		if req.Seq == e.seq {
-			ctx.Send(from, e.reply) // executed; the reply was lost
+	if e, ok := r.clients.Get(req.Client); ok {
+		if req.Seq == e.Seq {
+			ctx.Send(from, e.Reply) // executed; the reply was lost
 			return
 		}
-		if req.Seq < e.seq {
+		if req.Seq < e.Seq {
 			return
 		}
 	}
 	for s := r.applied + 1; s < r.next; s++ {
-		if e := r.at(s); e != nil && e.accepted && e.acc.ID() == (ID{Client: req.Client, Seq: req.Seq}) {
+		if e := r.log.At(s); e != nil && e.accepted && e.acc.ID() == (ID{Client: req.Client, Seq: req.Seq}) {
 			return // already proposed; heartbeats retransmit it
 		}
 	}
 	slot := r.next
 	r.next++
-	e := r.grow(slot)
-	e.bal, e.acc, e.accepted, e.votes = r.bal, Value{Client: req.Client, Seq: req.Seq, From: from, Ops: req.Ops}, true, 1<<r.me
+	e := r.log.Grow(slot)
+	e.bal, e.acc, e.accepted, e.votes = r.bal, Value{Client: req.Client, Seq: req.Seq, From: from, Ops: req.Ops}, true, paxos.Vote(r.me)
 	r.sendP2a(ctx, slot, e, 0)
 }
 
 // sendP2a sends slot's accept request to every other member not in skip.
-func (r *Replica) sendP2a(ctx node.Context, slot uint64, e *entry, skip uint64) {
-	m := P2a{Ballot: r.bal, Member: r.me, Slot: slot, Val: e.acc, Commit: r.applied, GC: r.gc}
+func (r *Replica) sendP2a(ctx node.Context, slot uint64, e *entry, skip paxos.Votes) {
+	m := P2a{Ballot: r.bal, Member: r.me, Slot: slot, Val: e.acc, Commit: r.applied, GC: r.log.Base}
 	r.others(func(i int, a node.Addr) {
-		if skip&(1<<i) == 0 {
+		if !skip.Has(i) {
 			ctx.Send(a, m)
 		}
 	})
@@ -242,14 +201,14 @@ func (r *Replica) sendP2a(ctx node.Context, slot uint64, e *entry, skip uint64) 
 
 func (r *Replica) onElectionTimer(ctx node.Context) {
 	switch r.role {
-	case candidate:
-		m := P1a{Ballot: r.bal, Member: r.me, From: r.p1Base}
+	case paxos.Candidate:
+		m := P1a{Ballot: r.bal, Member: r.me, From: r.p1.Base}
 		r.others(func(i int, a node.Addr) {
-			if r.promises&(1<<i) == 0 {
+			if !r.promises.Has(i) {
 				ctx.Send(a, m)
 			}
 		})
-	case follower:
+	case paxos.Follower:
 		if r.heard {
 			r.heard, r.misses = false, 0
 		} else if r.misses++; r.misses >= r.tm.Misses {
@@ -262,28 +221,23 @@ func (r *Replica) onElectionTimer(ctx node.Context) {
 func (r *Replica) startElection(ctx node.Context) {
 	r.bal = Ballot{Round: r.promised.Round + 1, Leader: r.me}
 	r.promised = r.bal
-	r.role = candidate
-	r.promises = 1 << r.me
-	r.p1Base = r.applied
-	r.p1 = nil
-	for s := r.applied + 1; s <= r.lastSlot(); s++ {
-		if e := r.at(s); e != nil && e.accepted {
+	r.role = paxos.Candidate
+	r.promises = paxos.Vote(r.me)
+	r.p1 = paxos.Window[entry]{Base: r.applied}
+	for s := r.applied + 1; s <= r.log.Last(); s++ {
+		if e := r.log.At(s); e != nil && e.accepted {
 			r.mergeP1(Accepted{Slot: s, Ballot: e.bal, Val: e.acc})
 		}
 	}
-	m := P1a{Ballot: r.bal, Member: r.me, From: r.p1Base}
+	m := P1a{Ballot: r.bal, Member: r.me, From: r.p1.Base}
 	r.others(func(_ int, a node.Addr) { ctx.Send(a, m) })
 }
 
 func (r *Replica) mergeP1(a Accepted) {
-	if a.Slot <= r.p1Base {
+	if a.Slot <= r.p1.Base {
 		return
 	}
-	i := int(a.Slot - r.p1Base - 1)
-	for len(r.p1) <= i {
-		r.p1 = append(r.p1, entry{})
-	}
-	if p := &r.p1[i]; !p.accepted || p.bal.Less(a.Ballot) {
+	if p := r.p1.Grow(a.Slot); !p.accepted || p.bal.Less(a.Ballot) {
 		p.bal, p.acc, p.accepted = a.Ballot, a.Val, true
 	}
 }
@@ -296,8 +250,8 @@ func (r *Replica) onP1a(ctx node.Context, from node.Addr, m P1a) {
 	r.observe(m.Ballot, false)
 	r.heard = true // like Raft: granting a promise restarts the election timeout
 	var acc []Accepted
-	for s := max(m.From, r.gc) + 1; s <= r.lastSlot(); s++ {
-		if e := r.at(s); e.accepted {
+	for s := max(m.From, r.log.Base) + 1; s <= r.log.Last(); s++ {
+		if e := r.log.At(s); e.accepted {
 			acc = append(acc, Accepted{Slot: s, Ballot: e.bal, Val: e.acc})
 		}
 	}
@@ -305,14 +259,14 @@ func (r *Replica) onP1a(ctx node.Context, from node.Addr, m P1a) {
 }
 
 func (r *Replica) onP1b(ctx node.Context, m P1b) {
-	if r.role != candidate || m.Ballot != r.bal || r.promises&(1<<m.Member) != 0 {
+	if r.role != paxos.Candidate || m.Ballot != r.bal || r.promises.Has(m.Member) {
 		return
 	}
-	r.promises |= 1 << m.Member
+	r.promises |= paxos.Vote(m.Member)
 	for _, a := range m.Entries {
 		r.mergeP1(a)
 	}
-	if bits.OnesCount64(r.promises) >= r.cfg.Quorum() {
+	if r.promises.Count() >= r.cfg.Quorum() {
 		r.becomeLeader(ctx)
 	}
 }
@@ -322,22 +276,22 @@ func (r *Replica) onP1b(ctx node.Context, m P1b) {
 // ballot, with the value of the highest ballot reported for it, or a no-op
 // where no member of the quorum accepted anything.
 func (r *Replica) becomeLeader(ctx node.Context) {
-	r.role = leader
+	r.role = paxos.Leader
 	r.peerApplied = make([]uint64, r.cfg.Full())
-	end := max(r.p1Base+uint64(len(r.p1)), r.lastSlot(), r.applied)
+	end := max(r.p1.Last(), r.log.Last(), r.applied)
 	r.next = end + 1
 	for s := r.applied + 1; s <= end; s++ {
-		e := r.grow(s)
+		e := r.log.Grow(s)
 		v := Value{Noop: true}
-		if i := s - r.p1Base - 1; s > r.p1Base && i < uint64(len(r.p1)) && r.p1[i].accepted {
-			v = r.p1[i].acc
+		if p := r.p1.At(s); p != nil && p.accepted {
+			v = p.acc
 		} else if e.chosen {
 			v = e.val
 		}
-		e.bal, e.acc, e.accepted, e.votes = r.bal, v, true, 1<<r.me
+		e.bal, e.acc, e.accepted, e.votes = r.bal, v, true, paxos.Vote(r.me)
 		r.sendP2a(ctx, s, e, 0)
 	}
-	r.p1 = nil
+	r.p1.Entries = nil
 	r.promises = 0
 	ctx.SetTimer(heartbeatTimer{Ballot: r.bal}, r.tm.Heartbeat, r.tm.Heartbeat)
 }
@@ -350,8 +304,8 @@ func (r *Replica) onP2a(ctx node.Context, from node.Addr, m P2a) {
 		return
 	}
 	r.observe(m.Ballot, true)
-	if m.Slot > r.gc {
-		e := r.grow(m.Slot)
+	if m.Slot > r.log.Base {
+		e := r.log.Grow(m.Slot)
 		e.bal, e.acc, e.accepted = m.Ballot, m.Val, true
 		reply := P2b{Ballot: m.Ballot, Member: r.me, Slot: m.Slot, Val: m.Val.ID()}
 		if Mutant == MutantP2bValueOnly {
@@ -365,10 +319,10 @@ func (r *Replica) onP2a(ctx node.Context, from node.Addr, m P2a) {
 }
 
 func (r *Replica) onP2b(ctx node.Context, m P2b) {
-	if r.role != leader {
+	if r.role != paxos.Leader {
 		return
 	}
-	e := r.at(m.Slot)
+	e := r.log.At(m.Slot)
 	if e == nil || e.chosen || !e.accepted || e.bal != r.bal || m.Slot >= r.next {
 		return
 	}
@@ -381,8 +335,8 @@ func (r *Replica) onP2b(ctx node.Context, m P2b) {
 	} else if m.Ballot != r.bal {
 		return
 	}
-	e.votes |= 1 << m.Member
-	if bits.OnesCount64(e.votes) >= r.cfg.Quorum() {
+	e.votes |= paxos.Vote(m.Member)
+	if e.votes.Count() >= r.cfg.Quorum() {
 		e.chosen, e.val = true, e.acc
 		r.advance(ctx)
 	}
@@ -392,7 +346,7 @@ func (r *Replica) onNack(m Nack) {
 	if r.promised.Less(m.Promised) {
 		r.promised = m.Promised
 	}
-	if r.role != follower && m.Ballot == r.bal && r.bal.Less(m.Promised) {
+	if r.role != paxos.Follower && m.Ballot == r.bal && r.bal.Less(m.Promised) {
 		r.stepDown()
 	}
 }
@@ -405,8 +359,8 @@ func (r *Replica) learnCommit(b Ballot, commit uint64) {
 	if !r.full {
 		return
 	}
-	for s := r.applied + 1; s <= min(commit, r.lastSlot()); s++ {
-		if e := r.at(s); e.accepted && !e.chosen && !e.bal.Less(b) {
+	for s := r.applied + 1; s <= min(commit, r.log.Last()); s++ {
+		if e := r.log.At(s); e.accepted && !e.chosen && !e.bal.Less(b) {
 			e.chosen, e.val = true, e.acc
 		}
 	}
@@ -417,12 +371,7 @@ func (r *Replica) collect(gc uint64) {
 	if r.full {
 		gc = min(gc, r.applied)
 	}
-	if gc <= r.gc {
-		return
-	}
-	k := min(gc-r.gc, uint64(len(r.log)))
-	r.log = slices.Clone(r.log[k:])
-	r.gc = gc
+	r.log.Discard(gc)
 }
 
 // advance executes the chosen slots that follow the applied prefix.
@@ -431,7 +380,7 @@ func (r *Replica) advance(ctx node.Context) {
 		return
 	}
 	for {
-		e := r.at(r.applied + 1)
+		e := r.log.At(r.applied + 1)
 		if e == nil || !e.chosen {
 			return
 		}
@@ -452,7 +401,7 @@ func (r *Replica) execute(ctx node.Context, v Value) {
 	if v.Noop {
 		return
 	}
-	if e, ok := r.clients.get(v.Client); ok && e.seq >= v.Seq {
+	if e, ok := r.clients.Get(v.Client); ok && e.Seq >= v.Seq {
 		return
 	}
 	r.own()
@@ -471,8 +420,8 @@ func (r *Replica) execute(ctx node.Context, v Value) {
 		}
 		reply = msg.Reply{Seq: v.Seq, Outcome: out}
 	}
-	r.clients.put(v.Client, clientEntry{seq: v.Seq, reply: reply})
-	if r.role == leader {
+	r.clients.Put(v.Client, paxos.ClientEntry{Seq: v.Seq, Reply: reply})
+	if r.role == paxos.Leader {
 		ctx.Send(v.From, reply)
 	}
 }
@@ -480,13 +429,13 @@ func (r *Replica) execute(ctx node.Context, v Value) {
 // --- Heartbeats, catch-up and garbage collection ---
 
 func (r *Replica) onHeartbeatTimer(ctx node.Context, t heartbeatTimer) {
-	if r.role != leader || t.Ballot != r.bal {
+	if r.role != paxos.Leader || t.Ballot != r.bal {
 		return
 	}
-	hb := Heartbeat{Ballot: r.bal, Member: r.me, Commit: r.applied, GC: r.gc}
+	hb := Heartbeat{Ballot: r.bal, Member: r.me, Commit: r.applied, GC: r.log.Base}
 	r.others(func(_ int, a node.Addr) { ctx.Send(a, hb) })
 	for s := r.applied + 1; s < r.next; s++ {
-		if e := r.at(s); e != nil && !e.chosen && e.bal == r.bal {
+		if e := r.log.At(s); e != nil && !e.chosen && e.bal == r.bal {
 			r.sendP2a(ctx, s, e, e.votes)
 		}
 	}
@@ -510,14 +459,14 @@ func (r *Replica) onHeartbeat(ctx node.Context, from node.Addr, m Heartbeat) {
 }
 
 func (r *Replica) onHeartbeatOK(ctx node.Context, from node.Addr, m HeartbeatOK) {
-	if r.role != leader || m.Ballot != r.bal || !r.cfg.IsFull(m.Member) {
+	if r.role != paxos.Leader || m.Ballot != r.bal || !r.cfg.IsFull(m.Member) {
 		return
 	}
 	r.peerApplied[m.Member] = max(r.peerApplied[m.Member], m.Applied)
 	if m.Applied < r.applied {
 		var es []Chosen
 		for s := m.Applied + 1; s <= r.applied && len(es) < r.tm.LearnBatch; s++ {
-			if e := r.at(s); e != nil && e.chosen {
+			if e := r.log.At(s); e != nil && e.chosen {
 				es = append(es, Chosen{Slot: s, Val: e.val})
 			}
 		}
@@ -540,7 +489,7 @@ func (r *Replica) onLearn(ctx node.Context, m Learn) {
 	}
 	for _, c := range m.Entries {
 		if c.Slot > r.applied {
-			e := r.grow(c.Slot)
+			e := r.log.Grow(c.Slot)
 			e.chosen, e.val = true, c.Val
 		}
 	}

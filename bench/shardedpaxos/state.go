@@ -3,56 +3,8 @@ package shardedpaxos
 import (
 	"slices"
 
-	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
-
-// clientTable gives at-most-once execution: the last executed request of
-// each client and its reply. Entries are immutable values; acc is the XOR
-// of the entries' hashes, kept up to date by put, so hashing is O(1).
-type clientTable struct {
-	m   map[uint64]clientEntry
-	acc uint64
-}
-
-type clientEntry struct {
-	seq   uint64
-	reply msg.Reply
-}
-
-func newClientTable() clientTable { return clientTable{m: map[uint64]clientEntry{}} }
-
-func (t *clientTable) get(c uint64) (clientEntry, bool) {
-	e, ok := t.m[c]
-	return e, ok
-}
-
-func (t *clientTable) put(c uint64, e clientEntry) {
-	if old, ok := t.m[c]; ok {
-		t.acc ^= old.hash(c)
-	}
-	t.m[c] = e
-	t.acc ^= e.hash(c)
-}
-
-func (t clientTable) clone() clientTable {
-	if t.m == nil {
-		return t
-	}
-	c := clientTable{m: make(map[uint64]clientEntry, len(t.m)), acc: t.acc}
-	for k, v := range t.m {
-		c.m[k] = v
-	}
-	return c
-}
-
-func (e clientEntry) hash(c uint64) uint64 {
-	h := node.NewHasher()
-	h.Uint64(c)
-	h.Uint64(e.seq)
-	e.reply.Hash(h)
-	return h.Sum()
-}
 
 // blockMap holds a full replica's blocks. Contents are immutable (a
 // change puts a new slice); acc is the XOR of the non-zero blocks' entry
@@ -110,7 +62,7 @@ func (b blockMap) clone() blockMap {
 func (r *Replica) own() {
 	if r.shared {
 		r.blocks = r.blocks.clone()
-		r.clients = r.clients.clone()
+		r.clients = r.clients.Clone()
 		r.shared = false
 	}
 }
@@ -122,8 +74,8 @@ func (r *Replica) own() {
 func (r *Replica) Clone() node.Node {
 	r.shared = true
 	c := *r
-	c.log = append([]entry(nil), r.log...)
-	c.p1 = append([]entry(nil), r.p1...)
+	c.log = r.log.Clone()
+	c.p1 = r.p1.Clone()
 	c.peerApplied = append([]uint64(nil), r.peerApplied...)
 	return &c
 }
@@ -131,14 +83,14 @@ func (r *Replica) Clone() node.Node {
 func (e *entry) hash(h *node.Hasher) {
 	h.Bool(e.accepted)
 	if e.accepted {
-		e.bal.hash(h)
+		e.bal.Hash(h)
 		e.acc.hash(h)
 	}
 	h.Bool(e.chosen)
 	if e.chosen {
 		e.val.hash(h)
 	}
-	h.Uint64(e.votes)
+	h.Uint64(uint64(e.votes))
 }
 
 // Hash implements node.Node: a canonical hash of the whole state.
@@ -146,23 +98,23 @@ func (r *Replica) Hash() uint64 {
 	h := node.NewHasher()
 	h.Int(r.group)
 	h.Int(r.me)
-	r.promised.hash(h)
-	h.Uint64(r.gc)
-	h.Int(len(r.log))
-	for i := range r.log {
-		r.log[i].hash(h)
+	r.promised.Hash(h)
+	h.Uint64(r.log.Base)
+	h.Int(len(r.log.Entries))
+	for i := range r.log.Entries {
+		r.log.Entries[i].hash(h)
 	}
 	h.Uint64(r.applied)
 	h.Uint64(r.blocks.acc)
-	h.Uint64(r.clients.acc)
+	h.Uint64(r.clients.Sum())
 	h.Int(int(r.role))
-	r.bal.hash(h)
+	r.bal.Hash(h)
 	h.Uint64(r.next)
-	h.Uint64(r.promises)
-	h.Uint64(r.p1Base)
-	h.Int(len(r.p1))
-	for i := range r.p1 {
-		r.p1[i].hash(h)
+	h.Uint64(uint64(r.promises))
+	h.Uint64(r.p1.Base)
+	h.Int(len(r.p1.Entries))
+	for i := range r.p1.Entries {
+		r.p1.Entries[i].hash(h)
 	}
 	h.Int(len(r.peerApplied))
 	for _, a := range r.peerApplied {

@@ -1,5 +1,7 @@
 package shardedpaxos
 
+import "github.com/amalgam-store/amalgam/bench/paxos"
+
 // Read-only views of a replica's state for tests, the model checker's
 // invariants and status pages.
 
@@ -28,7 +30,7 @@ func (r *Replica) Promised() Ballot { return r.promised }
 
 // Leading reports whether the replica is the active leader of a ballot,
 // and which.
-func (r *Replica) Leading() (Ballot, bool) { return r.bal, r.role == leader }
+func (r *Replica) Leading() (Ballot, bool) { return r.bal, r.role == paxos.Leader }
 
 // Role is "leader", "candidate" or "follower".
 func (r *Replica) Role() string { return r.role.String() }
@@ -37,21 +39,21 @@ func (r *Replica) Role() string { return r.role.String() }
 func (r *Replica) Applied() uint64 { return r.applied }
 
 // GC is the slot up to which the replica discarded its log.
-func (r *Replica) GC() uint64 { return r.gc }
+func (r *Replica) GC() uint64 { return r.log.Base }
 
 // LogLen is the number of slots the replica holds.
-func (r *Replica) LogLen() int { return len(r.log) }
+func (r *Replica) LogLen() int { return len(r.log.Entries) }
 
 // Slots lists the slots the replica holds (after GC), in order, skipping
 // slots it holds nothing for.
 func (r *Replica) Slots() []SlotView {
 	var out []SlotView
-	for i := range r.log {
-		e := &r.log[i]
+	for i := range r.log.Entries {
+		e := &r.log.Entries[i]
 		if !e.accepted && !e.chosen {
 			continue
 		}
-		v := SlotView{Slot: r.gc + 1 + uint64(i), Accepted: e.accepted, Chosen: e.chosen}
+		v := SlotView{Slot: r.log.Base + 1 + uint64(i), Accepted: e.accepted, Chosen: e.chosen}
 		if e.accepted {
 			v.Ballot, v.Acc = e.bal, e.acc.ID()
 		}
