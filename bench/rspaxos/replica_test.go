@@ -3,49 +3,26 @@ package rspaxos
 import (
 	"bytes"
 	"testing"
-	"time"
 
+	"github.com/amalgam-store/amalgam/bench/paxos/paxostest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
-	"github.com/amalgam-store/amalgam/node"
 )
-
-type fakeCtx struct {
-	self   node.Addr
-	sent   []sent
-	timers []node.Timer
-}
-
-type sent struct {
-	to node.Addr
-	m  node.Message
-}
-
-func (c *fakeCtx) Self() node.Addr                           { return c.self }
-func (c *fakeCtx) Send(to node.Addr, m node.Message)         { c.sent = append(c.sent, sent{to, m}) }
-func (c *fakeCtx) Stream(to node.Addr, m node.Message)       { c.sent = append(c.sent, sent{to, m}) }
-func (c *fakeCtx) SetTimer(t node.Timer, _, _ time.Duration) { c.timers = append(c.timers, t) }
-
-func (c *fakeCtx) take() []sent {
-	s := c.sent
-	c.sent = nil
-	return s
-}
 
 // cfg1 is f=1: groups of 4, quorums of 3, blocks of 16 bytes in 2 pieces
 // of 8 plus 2 parity pieces.
 var cfg1 = Config{Layout: erasure.Layout{N: 4, G: 1, F: 1, Stripes: 4, BlockSize: 16}}
 
-func newAt(t *testing.T, cfg Config, g, i int) (*Replica, *fakeCtx) {
+func newAt(t *testing.T, cfg Config, g, i int) (*Replica, *paxostest.Ctx) {
 	t.Helper()
 	code, err := cfg.NewCode()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := NewReplica(cfg, code, g, i)
-	ctx := &fakeCtx{self: cfg.Addr(g, i)}
+	ctx := &paxostest.Ctx{Addr: cfg.Addr(g, i)}
 	r.Init(ctx)
-	ctx.take()
+	ctx.Take()
 	return r, ctx
 }
 
@@ -74,7 +51,7 @@ func TestPhase1RebuildsPut(t *testing.T) {
 	r, ctx := newAt(t, cfg1, 0, 1)
 	r.Timer(ctx, electionTimer{})
 	bal, _ := r.Leading()
-	ctx.take()
+	ctx.Take()
 	full := r.encode(block(5))
 	v := Value{Kind: Put, Client: 3, Seq: 1, From: "client/2", Block: 0}
 	other := Value{Kind: Put, Client: 4, Seq: 1, From: "client/3", Block: 0}
@@ -88,12 +65,12 @@ func TestPhase1RebuildsPut(t *testing.T) {
 	if r.Role() != "leader" {
 		t.Fatalf("role %s after 3 of 4 promises", r.Role())
 	}
-	for _, s := range ctx.take() {
-		p, ok := s.m.(P2a)
+	for _, s := range ctx.Take() {
+		p, ok := s.M.(P2a)
 		if !ok {
 			continue
 		}
-		_, m, _ := ParseAddr(s.to)
+		_, m, _ := ParseAddr(s.To)
 		switch p.Slot {
 		case 1:
 			if p.Val.ID() != v.ID() || !bytes.Equal(p.Val.Piece, full[m]) {
@@ -127,19 +104,19 @@ func TestGetDecodes(t *testing.T) {
 	if r.Applied() != 2 || r.Reads() != 1 {
 		t.Fatalf("applied %d with %d reads pending; want the GET executed and waiting for a piece", r.Applied(), r.Reads())
 	}
-	ctx.take()
+	ctx.Take()
 	full := r.encode(block(4))
 	r.Handle(ctx, cfg1.Addr(0, 1), PieceReply{Member: 1, Slot: 2, Block: 0, Version: 1, Missing: true})
 	r.Handle(ctx, cfg1.Addr(0, 2), PieceReply{Member: 2, Slot: 2, Block: 0, Version: 0, Piece: make([]byte, 8)})
-	if out := ctx.take(); len(out) != 0 || r.Reads() != 1 {
+	if out := ctx.Take(); len(out) != 0 || r.Reads() != 1 {
 		t.Fatalf("answered from a missing piece or a piece of another version: %+v", out)
 	}
 	r.Handle(ctx, cfg1.Addr(0, 3), PieceReply{Member: 3, Slot: 2, Block: 0, Version: 1, Piece: full[3]})
-	out := ctx.take()
-	if len(out) != 1 || out[0].to != "client/1" {
+	out := ctx.Take()
+	if len(out) != 1 || out[0].To != "client/1" {
 		t.Fatalf("sent %+v, want one reply to client/1", out)
 	}
-	rep := out[0].m.(msg.Reply)
+	rep := out[0].M.(msg.Reply)
 	if rep.Seq != 1 || len(rep.Outcome.Results) != 1 || !bytes.Equal(rep.Outcome.Results[0].Data, block(4)) {
 		t.Fatalf("GET reply %+v, want block of 4s", rep)
 	}
@@ -151,8 +128,8 @@ func TestGetDecodes(t *testing.T) {
 func TestUnsupported(t *testing.T) {
 	r, ctx := newAt(t, cfg1, 0, 0)
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: []msg.Op{{Kind: msg.OpAdd, Block: 0, Delta: 1}}})
-	out := ctx.take()
-	if len(out) != 1 || out[0].m.(msg.Reply).Err != ErrUnsupported {
+	out := ctx.Take()
+	if len(out) != 1 || out[0].M.(msg.Reply).Err != ErrUnsupported {
 		t.Fatalf("sent %+v, want an unsupported error", out)
 	}
 }

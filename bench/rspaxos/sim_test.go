@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amalgam-store/amalgam/bench/paxos/paxostest"
 	"github.com/amalgam-store/amalgam/bench/rspaxos"
 	"github.com/amalgam-store/amalgam/bench/simcheck"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -49,24 +50,9 @@ func getPut(rnd func() uint64, l erasure.Layout, blocks uint64, n int) [][]msg.O
 	return out
 }
 
-func groupsOf(l erasure.Layout, scripts [][][]msg.Op) []int {
-	var gs []int
-	for _, sc := range scripts {
-		for _, txn := range sc {
-			for _, op := range txn {
-				if g := l.Shard(op.Block); !slices.Contains(gs, g) {
-					gs = append(gs, g)
-				}
-			}
-		}
-	}
-	slices.Sort(gs)
-	return gs
-}
-
 func build(t *testing.T, cfg rspaxos.Config, scripts [][][]msg.Op) (*mc.State, []int) {
 	t.Helper()
-	groups := groupsOf(cfg.Layout, scripts)
+	groups := paxostest.GroupsOf(cfg.Layout, scripts)
 	nodes, err := rspaxos.Nodes(cfg, groups)
 	if err != nil {
 		t.Fatal(err)

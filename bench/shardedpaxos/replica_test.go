@@ -3,36 +3,12 @@ package shardedpaxos
 import (
 	"encoding/binary"
 	"testing"
-	"time"
 
+	"github.com/amalgam-store/amalgam/bench/paxos/paxostest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
-
-// fakeCtx records a handler's effects.
-type fakeCtx struct {
-	self   node.Addr
-	sent   []sent
-	timers []node.Timer
-}
-
-type sent struct {
-	to node.Addr
-	m  node.Message
-}
-
-func (c *fakeCtx) Self() node.Addr                           { return c.self }
-func (c *fakeCtx) Send(to node.Addr, m node.Message)         { c.sent = append(c.sent, sent{to, m}) }
-func (c *fakeCtx) Stream(to node.Addr, m node.Message)       { c.sent = append(c.sent, sent{to, m}) }
-func (c *fakeCtx) SetTimer(t node.Timer, _, _ time.Duration) { c.timers = append(c.timers, t) }
-
-// take returns and forgets the messages sent so far.
-func (c *fakeCtx) take() []sent {
-	s := c.sent
-	c.sent = nil
-	return s
-}
 
 func cfgF(f int) Config {
 	return Config{Layout: erasure.Layout{N: 2*f + 1, G: 1, F: f, Stripes: 4, BlockSize: 16}}
@@ -42,11 +18,11 @@ func addOp(b, d uint64) []msg.Op { return []msg.Op{{Kind: msg.OpAdd, Block: b, D
 
 func counter(r *Replica, b uint64) uint64 { return binary.LittleEndian.Uint64(r.Block(b)[:8]) }
 
-func newAt(cfg Config, g, i int) (*Replica, *fakeCtx) {
+func newAt(cfg Config, g, i int) (*Replica, *paxostest.Ctx) {
 	r := NewReplica(cfg, g, i)
-	ctx := &fakeCtx{self: cfg.Addr(g, i)}
+	ctx := &paxostest.Ctx{Addr: cfg.Addr(g, i)}
 	r.Init(ctx)
-	ctx.take()
+	ctx.Take()
 	return r, ctx
 }
 
@@ -64,9 +40,9 @@ func TestCommitNeedsBallot(t *testing.T) {
 	if r.Applied() != 0 {
 		t.Fatalf("applied slot 1 from a commit index at ballot %v, but accepted it at %v", b, Ballot{})
 	}
-	out := ctx.take()
-	if ok, is := out[len(out)-1].m.(HeartbeatOK); !is || ok.Applied != 0 {
-		t.Fatalf("heartbeat answer %+v, want HeartbeatOK with Applied 0", out[len(out)-1].m)
+	out := ctx.Take()
+	if ok, is := out[len(out)-1].M.(HeartbeatOK); !is || ok.Applied != 0 {
+		t.Fatalf("heartbeat answer %+v, want HeartbeatOK with Applied 0", out[len(out)-1].M)
 	}
 	win := Value{Client: 2, Seq: 1, From: "client/1", Ops: addOp(0, 7)}
 	r.Handle(ctx, cfg.Addr(0, 2), Learn{Ballot: b, Member: 2, Entries: []Chosen{{Slot: 1, Val: win}}})
@@ -92,7 +68,7 @@ func TestDuplicateSlotsExecuteOnce(t *testing.T) {
 	if r.Applied() != 5 || counter(r, 0) != 13 {
 		t.Fatalf("applied %d, counter %d; want 5 and 13 (3 once, then 10)", r.Applied(), counter(r, 0))
 	}
-	if len(ctx.take()) != 0 {
+	if len(ctx.Take()) != 0 {
 		t.Fatal("a follower replied to a client")
 	}
 }
@@ -103,12 +79,12 @@ func TestLeaderCommitAndGC(t *testing.T) {
 	cfg := cfgF(1) // members 0 and 1 full, 2 a witness
 	r, ctx := newAt(cfg, 0, 0)
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: addOp(0, 4)})
-	out := ctx.take()
+	out := ctx.Take()
 	if len(out) != 2 {
 		t.Fatalf("leader sent %d messages for a request, want 2 accept requests", len(out))
 	}
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: addOp(0, 4)})
-	if n := len(ctx.take()); n != 0 {
+	if n := len(ctx.Take()); n != 0 {
 		t.Fatalf("a retry of a request in progress sent %d messages, want none", n)
 	}
 	// A reply to another ballot does not count.
@@ -120,12 +96,12 @@ func TestLeaderCommitAndGC(t *testing.T) {
 	if r.Applied() != 1 || counter(r, 0) != 4 {
 		t.Fatalf("applied %d, counter %d; want 1 and 4", r.Applied(), counter(r, 0))
 	}
-	out = ctx.take()
-	if len(out) != 1 || out[0].to != "client/0" {
+	out = ctx.Take()
+	if len(out) != 1 || out[0].To != "client/0" {
 		t.Fatalf("sent %+v, want one reply to client/0", out)
 	}
-	if rep, ok := out[0].m.(msg.Reply); !ok || rep.Seq != 1 || rep.Outcome.Results[0].Value != 4 {
-		t.Fatalf("reply %+v", out[0].m)
+	if rep, ok := out[0].M.(msg.Reply); !ok || rep.Seq != 1 || rep.Outcome.Results[0].Value != 4 {
+		t.Fatalf("reply %+v", out[0].M)
 	}
 	// Witness answers do not move GC; a lagging full replica gets a Learn.
 	r.Handle(ctx, cfg.Addr(0, 2), HeartbeatOK{Member: 2})
@@ -133,10 +109,10 @@ func TestLeaderCommitAndGC(t *testing.T) {
 	if r.GC() != 0 || r.LogLen() != 1 {
 		t.Fatalf("gc %d with %d slots before member 1 applied, want 0 and 1", r.GC(), r.LogLen())
 	}
-	if out = ctx.take(); len(out) != 1 {
+	if out = ctx.Take(); len(out) != 1 {
 		t.Fatalf("sent %d messages to a lagging replica, want one Learn", len(out))
-	} else if l, ok := out[0].m.(Learn); !ok || len(l.Entries) != 1 || l.Entries[0].Slot != 1 {
-		t.Fatalf("sent %+v, want Learn of slot 1", out[0].m)
+	} else if l, ok := out[0].M.(Learn); !ok || len(l.Entries) != 1 || l.Entries[0].Slot != 1 {
+		t.Fatalf("sent %+v, want Learn of slot 1", out[0].M)
 	}
 	r.Handle(ctx, cfg.Addr(0, 1), HeartbeatOK{Member: 1, Applied: 1})
 	if r.GC() != 1 || r.LogLen() != 0 {
@@ -144,7 +120,7 @@ func TestLeaderCommitAndGC(t *testing.T) {
 	}
 	// A retry of the executed request gets the same reply again.
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: addOp(0, 4)})
-	if out = ctx.take(); len(out) != 1 || node.HashOf(out[0].m) != node.HashOf(msg.Reply{Seq: 1, Outcome: msg.Outcome{Results: []msg.Result{{Value: 4}}}}) {
+	if out = ctx.Take(); len(out) != 1 || node.HashOf(out[0].M) != node.HashOf(msg.Reply{Seq: 1, Outcome: msg.Outcome{Results: []msg.Result{{Value: 4}}}}) {
 		t.Fatalf("retry got %+v", out)
 	}
 }
@@ -156,7 +132,7 @@ func TestPhase1AdoptsHighestBallot(t *testing.T) {
 	r, ctx := newAt(cfg, 0, 1)
 	r.Timer(ctx, electionTimer{})
 	bal, _ := r.Leading()
-	out := ctx.take()
+	out := ctx.Take()
 	if len(out) != 4 || r.Role() != "candidate" || bal != (Ballot{Round: 1, Leader: 1}) {
 		t.Fatalf("election: role %s ballot %v, sent %d; want candidate at 1.1 sending 4 P1a", r.Role(), bal, len(out))
 	}
@@ -175,8 +151,8 @@ func TestPhase1AdoptsHighestBallot(t *testing.T) {
 	}
 	want := map[uint64]ID{1: v2.ID(), 2: {Noop: true}, 3: v3.ID()}
 	got := map[uint64]ID{}
-	for _, s := range ctx.take() {
-		if p, ok := s.m.(P2a); ok {
+	for _, s := range ctx.Take() {
+		if p, ok := s.M.(P2a); ok {
 			if p.Ballot != bal {
 				t.Fatalf("P2a at ballot %v, want %v", p.Ballot, bal)
 			}
@@ -196,10 +172,10 @@ func TestPhase1AdoptsHighestBallot(t *testing.T) {
 	}
 	// A smaller ballot is refused with the promise.
 	r.Handle(ctx, cfg.Addr(0, 0), P2a{Ballot: Ballot{}, Member: 0, Slot: 9, Val: v1})
-	if out := ctx.take(); len(out) != 1 {
+	if out := ctx.Take(); len(out) != 1 {
 		t.Fatalf("sent %d, want one Nack", len(out))
-	} else if n, ok := out[0].m.(Nack); !ok || n.Promised != bal {
-		t.Fatalf("sent %+v, want Nack with promise %v", out[0].m, bal)
+	} else if n, ok := out[0].M.(Nack); !ok || n.Promised != bal {
+		t.Fatalf("sent %+v, want Nack with promise %v", out[0].M, bal)
 	}
 }
 

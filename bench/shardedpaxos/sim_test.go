@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amalgam-store/amalgam/bench/paxos/paxostest"
 	"github.com/amalgam-store/amalgam/bench/shardedpaxos"
 	"github.com/amalgam-store/amalgam/bench/simcheck"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -18,26 +19,10 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// groupsOf lists, in order, the groups (shards) the scripts touch.
-func groupsOf(l erasure.Layout, scripts [][][]msg.Op) []int {
-	var gs []int
-	for _, sc := range scripts {
-		for _, txn := range sc {
-			for _, op := range txn {
-				if g := l.Shard(op.Block); !slices.Contains(gs, g) {
-					gs = append(gs, g)
-				}
-			}
-		}
-	}
-	slices.Sort(gs)
-	return gs
-}
-
 // build returns the initial state: the replicas of the touched groups and
 // one client per script at "client/i" with id i+1.
 func build(cfg shardedpaxos.Config, scripts [][][]msg.Op) (*mc.State, []int) {
-	groups := groupsOf(cfg.Layout, scripts)
+	groups := paxostest.GroupsOf(cfg.Layout, scripts)
 	nodes := shardedpaxos.Nodes(cfg, groups)
 	for i, sc := range scripts {
 		nodes[msg.ClientAddr(i)] = shardedpaxos.NewClient(uint64(i+1), cfg, sc)
