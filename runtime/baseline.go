@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/bench/rspaxos"
 	"github.com/amalgam-store/amalgam/bench/shardedpaxos"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -31,11 +33,11 @@ const (
 	RSPaxos      = "rspaxos"
 )
 
-// BaselineTiming is the baselines' timer settings on the runtime: slower
-// than the simulator's defaults, so that a loaded machine moving large
-// blocks over gRPC does not start elections or client retries.
-var BaselineTiming = struct{ Heartbeat, Election, Retry time.Duration }{
-	Heartbeat: 100 * time.Millisecond, Election: 500 * time.Millisecond, Retry: time.Second}
+// BaselineTiming is the baselines' timer settings on the runtime (zero
+// fields of LocalOptions.PaxosTiming): slower than the simulator's
+// defaults, so that a loaded machine moving large blocks over gRPC does
+// not start elections or client retries.
+var BaselineTiming = paxos.Timing{Heartbeat: 100 * time.Millisecond, Election: 500 * time.Millisecond, Retry: time.Second}
 
 // Baseline is a baseline protocol's deployment (ShardedPaxos or RSPaxos,
 // docs/baselines.md): its replicas, their placement on machines and the
@@ -59,13 +61,16 @@ type baselineClient interface {
 }
 
 // NewBaseline describes protocol (ShardedPaxos or RSPaxos) on layout l:
-// one Paxos group per shard of l, f from l.
-func NewBaseline(protocol string, l erasure.Layout) (*Baseline, error) {
+// one Paxos group per shard of l, f from l, with timing tm (zero fields
+// from BaselineTiming).
+func NewBaseline(protocol string, l erasure.Layout, tm paxos.Timing) (*Baseline, error) {
 	b := &Baseline{Protocol: protocol, Layout: l}
-	tm := BaselineTiming
+	tm.Heartbeat = cmp.Or(tm.Heartbeat, BaselineTiming.Heartbeat)
+	tm.Election = cmp.Or(tm.Election, BaselineTiming.Election)
+	tm.Retry = cmp.Or(tm.Retry, BaselineTiming.Retry)
 	switch protocol {
 	case ShardedPaxos:
-		cfg := shardedpaxos.Config{Layout: l, Timing: shardedpaxos.Timing{Heartbeat: tm.Heartbeat, Election: tm.Election, Retry: tm.Retry}}
+		cfg := shardedpaxos.Config{Layout: l, Timing: tm}
 		if err := cfg.Validate(); err != nil {
 			return nil, err
 		}
@@ -81,7 +86,7 @@ func NewBaseline(protocol string, l erasure.Layout) (*Baseline, error) {
 		}
 		b.stored = func(n node.Node) int64 { return int64(n.(*shardedpaxos.Replica).StoredBytes()) }
 	case RSPaxos:
-		cfg := rspaxos.Config{Layout: l, Timing: rspaxos.Timing{Heartbeat: tm.Heartbeat, Election: tm.Election, Retry: tm.Retry}}
+		cfg := rspaxos.Config{Layout: l, Timing: tm}
 		if err := cfg.Validate(); err != nil {
 			return nil, err
 		}
@@ -266,7 +271,7 @@ func StartBaselineLocal(protocol string, o LocalOptions) (*BaselineLocal, error)
 	if o.Durability != "memory" {
 		return nil, fmt.Errorf("%s runs in memory only (its replicas persist nothing): use durability memory", protocol)
 	}
-	b, err := NewBaseline(protocol, o.Layout)
+	b, err := NewBaseline(protocol, o.Layout, o.PaxosTiming)
 	if err != nil {
 		return nil, err
 	}

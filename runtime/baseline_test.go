@@ -11,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
@@ -156,7 +157,7 @@ func TestBaselineRefusesDurable(t *testing.T) {
 	if err == nil {
 		t.Fatal("durable baseline started")
 	}
-	if _, err := NewBaseline("paxos", testLayout); err == nil {
+	if _, err := NewBaseline("paxos", testLayout, paxos.Timing{}); err == nil {
 		t.Fatal("unknown protocol accepted")
 	}
 }

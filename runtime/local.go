@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/wire"
@@ -28,7 +29,10 @@ type LocalOptions struct {
 	ServerOptions []grpc.ServerOption
 	DialOptions   []grpc.DialOption
 	Register      func(*grpc.Server) // added to every server (health, reflection)
-	Metrics       Metrics
+	// PaxosTiming is the baselines' timing (StartBaselineLocal; zero
+	// fields: BaselineTiming).
+	PaxosTiming paxos.Timing
+	Metrics     Metrics
 }
 
 // Local is a running local cluster.

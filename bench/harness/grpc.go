@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/runtime"
@@ -32,7 +33,8 @@ type grpcCluster struct {
 }
 
 func startGRPC(system string, s RunSpec) (*grpcCluster, error) {
-	o := runtime.LocalOptions{Layout: s.Layout, Durability: "memory", Addr: "127.0.0.1:0"}
+	o := runtime.LocalOptions{Layout: s.Layout, Durability: "memory", Addr: "127.0.0.1:0",
+		PaxosTiming: paxos.Timing{Heartbeat: benchHeartbeat, Election: benchElection, Retry: benchRetry}}
 	if system == Amalgam {
 		lc, err := runtime.StartLocal(o)
 		if err != nil {
@@ -78,6 +80,11 @@ func runGRPC(s RunSpec) (Point, error) {
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	warm := s.Warmup
+	if seqRun {
+		warm = 0
+		phase.Store(1) // every write counts, from the first
+	}
 	for i := range recs {
 		rec := &recorder{}
 		if seqRun {
@@ -101,25 +108,23 @@ func runGRPC(s RunSpec) (Point, error) {
 				}
 				t0 := time.Now()
 				_, err := c.Txn(ctx, ops)
+				if rec.blocks != nil && err == nil && ops[0].Kind != msg.OpRead {
+					rec.blocks[ops[0].Block] = true // stored, whenever it finished
+				}
 				if phase.Load() != 1 {
 					continue
 				}
 				rec.lat = append(rec.lat, time.Since(t0))
 				if err != nil {
 					rec.errs++
-				} else if rec.blocks != nil && ops[0].Kind != msg.OpRead {
-					rec.blocks[ops[0].Block] = true
 				}
 			}
 		}()
 	}
-	warm := s.Warmup
-	if seqRun {
-		warm = 0
-		phase.Store(1)
-	}
 	elapsed, cpu := measure(s, warm, &phase, func() {}, func() bool { return seqRun && int(done.Load()) == s.Clients })
-	cancel()
+	if !seqRun {
+		cancel() // a storage run lets the writes in flight finish: they are stored
+	}
 	wg.Wait()
 	if s.Progress != nil {
 		s.Progress(1)
@@ -127,7 +132,7 @@ func runGRPC(s RunSpec) (Point, error) {
 	p := point(s, recs, elapsed, cpu)
 	p.Machines, p.Transport = cl.machines, TransportGRPC
 	if len(p.written) > 0 {
-		time.Sleep(10 * runtime.BaselineTiming.Heartbeat) // followers catch up
+		time.Sleep(10 * benchHeartbeat) // followers catch up
 		p.StoredPerLogical = float64(cl.stored()) / float64(int64(len(p.written))*int64(l.BlockSize))
 	}
 	return p.Point, nil

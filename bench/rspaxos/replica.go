@@ -70,6 +70,8 @@ type Replica struct {
 	promises    paxos.Votes
 	p1          paxos.Window[[]report] // candidate: the reports of each slot after p1.Base
 	peerApplied []uint64
+	hbCommit    uint64 // leader: applied when the last heartbeat went out
+	hbNext      uint64 // leader: next when the last heartbeat went out
 	reads       []read // leader: GETs being decoded, by client
 	heard       bool
 	misses      int
@@ -87,6 +89,7 @@ func (r *Replica) Init(ctx node.Context) {
 	r.setElectionTimer(ctx)
 	if r.me == 0 {
 		r.role = paxos.Leader
+		r.hbCommit = r.applied
 		r.next = 1
 		r.peerApplied = make([]uint64, r.cfg.Members())
 		ctx.SetTimer(heartbeatTimer{Ballot: r.bal}, r.tm.Heartbeat, r.tm.Heartbeat)
@@ -415,9 +418,11 @@ func (r *Replica) recover(reps []report) (Value, [][]byte) {
 
 func (r *Replica) becomeLeader(ctx node.Context) {
 	r.role = paxos.Leader
+	r.hbCommit = r.applied
 	r.peerApplied = make([]uint64, r.cfg.Members())
 	end := max(r.p1.Last(), r.log.Last(), r.applied)
 	r.next = end + 1
+	r.hbNext = r.next // the re-proposals below are fresh
 	for s := r.applied + 1; s <= end; s++ {
 		var reps []report
 		if p := r.p1.At(s); p != nil {
@@ -500,6 +505,7 @@ func (r *Replica) advance(ctx node.Context) {
 	}
 	if gets && r.role == paxos.Leader {
 		hb := Heartbeat{Ballot: r.bal, Member: r.me, Commit: r.applied, GC: r.log.Base}
+		r.hbCommit = r.applied
 		r.others(func(_ int, a node.Addr) { ctx.Send(a, hb) })
 	}
 }
@@ -605,12 +611,17 @@ func (r *Replica) onHeartbeatTimer(ctx node.Context, t heartbeatTimer) {
 		return
 	}
 	hb := Heartbeat{Ballot: r.bal, Member: r.me, Commit: r.applied, GC: r.log.Base}
+	r.hbCommit = r.applied
 	r.others(func(_ int, a node.Addr) { ctx.Send(a, hb) })
-	for s := r.applied + 1; s < r.next; s++ {
+	// Retransmit the accept requests already outstanding at the last
+	// heartbeat, not those sent since: resending a large value every
+	// period while it is still on its way overloads a busy leader.
+	for s := r.applied + 1; s < min(r.next, r.hbNext); s++ {
 		if e := r.log.At(s); e != nil && !e.chosen && e.bal == r.bal {
 			r.sendP2a(ctx, s, e, e.votes)
 		}
 	}
+	r.hbNext = r.next
 	ctx.SetTimer(t, r.tm.Heartbeat, r.tm.Heartbeat)
 }
 
@@ -631,9 +642,12 @@ func (r *Replica) onHeartbeatOK(ctx node.Context, from node.Addr, m HeartbeatOK)
 		return
 	}
 	r.peerApplied[m.Member] = max(r.peerApplied[m.Member], m.Applied)
-	if m.Applied < r.applied {
+	// Only slots committed when the last heartbeat left: the follower
+	// learns later ones from the next P2a or heartbeat, and resending
+	// their values would flood it under load.
+	if upto := min(r.applied, r.hbCommit); m.Applied < upto {
 		var es []Chosen
-		for s := m.Applied + 1; s <= r.applied && len(es) < r.tm.LearnBatch; s++ {
+		for s := m.Applied + 1; s <= upto && len(es) < r.tm.LearnBatch; s++ {
 			if e := r.log.At(s); e != nil && e.chosen {
 				v := e.val.withPiece(nil)
 				if e.full != nil && e.acc.ID() == e.val.ID() {

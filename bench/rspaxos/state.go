@@ -86,6 +86,8 @@ func (r *Replica) Hash() uint64 {
 	for _, a := range r.peerApplied {
 		h.Uint64(a)
 	}
+	h.Uint64(r.hbCommit)
+	h.Uint64(r.hbNext)
 	h.Int(len(r.reads))
 	for _, rd := range r.reads {
 		h.Uint64(rd.client)

@@ -48,6 +48,8 @@ type Replica struct {
 	promises    paxos.Votes         // candidate: members that promised bal
 	p1          paxos.Window[entry] // candidate: highest accepted value per slot after p1.Base, its applied prefix
 	peerApplied []uint64            // leader: applied as last reported by each full replica
+	hbCommit    uint64              // leader: applied when the last heartbeat went out
+	hbNext      uint64              // leader: next when the last heartbeat went out
 	heard       bool                // follower: heard from a leader since the last election timeout
 	misses      int                 // follower: election timeouts in a row without a leader
 }
@@ -71,6 +73,7 @@ func (r *Replica) Init(ctx node.Context) {
 	r.setElectionTimer(ctx)
 	if r.me == 0 {
 		r.role = paxos.Leader
+		r.hbCommit = r.applied
 		r.next = 1
 		r.peerApplied = make([]uint64, r.cfg.Full())
 		ctx.SetTimer(heartbeatTimer{Ballot: r.bal}, r.tm.Heartbeat, r.tm.Heartbeat)
@@ -277,9 +280,11 @@ func (r *Replica) onP1b(ctx node.Context, m P1b) {
 // where no member of the quorum accepted anything.
 func (r *Replica) becomeLeader(ctx node.Context) {
 	r.role = paxos.Leader
+	r.hbCommit = r.applied
 	r.peerApplied = make([]uint64, r.cfg.Full())
 	end := max(r.p1.Last(), r.log.Last(), r.applied)
 	r.next = end + 1
+	r.hbNext = r.next // the re-proposals below are fresh
 	for s := r.applied + 1; s <= end; s++ {
 		e := r.log.Grow(s)
 		v := Value{Noop: true}
@@ -433,12 +438,17 @@ func (r *Replica) onHeartbeatTimer(ctx node.Context, t heartbeatTimer) {
 		return
 	}
 	hb := Heartbeat{Ballot: r.bal, Member: r.me, Commit: r.applied, GC: r.log.Base}
+	r.hbCommit = r.applied
 	r.others(func(_ int, a node.Addr) { ctx.Send(a, hb) })
-	for s := r.applied + 1; s < r.next; s++ {
+	// Retransmit the accept requests already outstanding at the last
+	// heartbeat, not those sent since: resending a large value every
+	// period while it is still on its way overloads a busy leader.
+	for s := r.applied + 1; s < min(r.next, r.hbNext); s++ {
 		if e := r.log.At(s); e != nil && !e.chosen && e.bal == r.bal {
 			r.sendP2a(ctx, s, e, e.votes)
 		}
 	}
+	r.hbNext = r.next
 	ctx.SetTimer(t, r.tm.Heartbeat, r.tm.Heartbeat)
 }
 
@@ -463,9 +473,12 @@ func (r *Replica) onHeartbeatOK(ctx node.Context, from node.Addr, m HeartbeatOK)
 		return
 	}
 	r.peerApplied[m.Member] = max(r.peerApplied[m.Member], m.Applied)
-	if m.Applied < r.applied {
+	// Only slots committed when the last heartbeat left: the follower
+	// learns later ones from the next P2a or heartbeat, and resending
+	// their values would flood it under load.
+	if upto := min(r.applied, r.hbCommit); m.Applied < upto {
 		var es []Chosen
-		for s := m.Applied + 1; s <= r.applied && len(es) < r.tm.LearnBatch; s++ {
+		for s := m.Applied + 1; s <= upto && len(es) < r.tm.LearnBatch; s++ {
 			if e := r.log.At(s); e != nil && e.chosen {
 				es = append(es, Chosen{Slot: s, Val: e.val})
 			}

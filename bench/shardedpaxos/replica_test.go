@@ -103,6 +103,14 @@ func TestLeaderCommitAndGC(t *testing.T) {
 	if rep, ok := out[0].M.(msg.Reply); !ok || rep.Seq != 1 || rep.Outcome.Results[0].Value != 4 {
 		t.Fatalf("reply %+v", out[0].M)
 	}
+	// Slot 1 was committed after the last heartbeat: the follower learns
+	// it from the next one, so an answer to an older heartbeat gets no Learn.
+	r.Handle(ctx, cfg.Addr(0, 1), HeartbeatOK{Member: 1, Applied: 0})
+	if out = ctx.Take(); len(out) != 0 {
+		t.Fatalf("sent %+v for a slot committed after the last heartbeat, want nothing", out)
+	}
+	r.Timer(ctx, heartbeatTimer{})
+	ctx.Take()
 	// Witness answers do not move GC; a lagging full replica gets a Learn.
 	r.Handle(ctx, cfg.Addr(0, 2), HeartbeatOK{Member: 2})
 	r.Handle(ctx, cfg.Addr(0, 1), HeartbeatOK{Member: 1, Applied: 0})
@@ -199,5 +207,30 @@ func TestCloneAndHash(t *testing.T) {
 	}
 	if c.Hash() == h {
 		t.Fatal("different states hash equal")
+	}
+}
+
+// A heartbeat retransmits only the accept requests that were already
+// outstanding at the previous heartbeat.
+func TestHeartbeatRetransmitsOldAccepts(t *testing.T) {
+	cfg := cfgF(1)
+	r, ctx := newAt(cfg, 0, 0)
+	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: addOp(0, 4)})
+	ctx.Take()
+	p2as := func() (n int) {
+		for _, o := range ctx.Take() {
+			if _, ok := o.M.(P2a); ok {
+				n++
+			}
+		}
+		return n
+	}
+	r.Timer(ctx, heartbeatTimer{})
+	if n := p2as(); n != 0 {
+		t.Fatalf("first heartbeat resent %d accept requests sent just before it, want 0", n)
+	}
+	r.Timer(ctx, heartbeatTimer{})
+	if n := p2as(); n != 2 {
+		t.Fatalf("second heartbeat resent %d accept requests, want 2 (one per other member)", n)
 	}
 }

@@ -120,6 +120,8 @@ func (r *Replica) Hash() uint64 {
 	for _, a := range r.peerApplied {
 		h.Uint64(a)
 	}
+	h.Uint64(r.hbCommit)
+	h.Uint64(r.hbNext)
 	h.Bool(r.heard)
 	h.Int(r.misses)
 	return h.Sum()

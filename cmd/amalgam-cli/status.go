@@ -12,6 +12,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
@@ -93,7 +94,7 @@ func fetchStatus(ctx context.Context, c *client.Client, cluster string) (*status
 		doc.servers += len(doc.Machines)
 	}
 	if doc.Protocol != runtime.Amalgam {
-		b, err := runtime.NewBaseline(doc.Protocol, l)
+		b, err := runtime.NewBaseline(doc.Protocol, l, paxos.Timing{})
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %v", cluster, err)
 		}
