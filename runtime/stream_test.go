@@ -141,7 +141,7 @@ func TestStreamExactlyOnce(t *testing.T) {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
-			ha := start(lnA, dirA, &storeA, "data/0", &counter{to: "parity/1", next: 1, total: total, burst: 200})
+			ha := start(lnA, dirA, &storeA, "data/0", &counter{to: "parity/1", next: 1, total: total, burst: 50})
 			hb := start(lnB, dirB, &storeB, "parity/1", &sink{})
 			restarts := 0
 			deadline := time.Now().Add(60 * time.Second)
@@ -163,7 +163,7 @@ func TestStreamExactlyOnce(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("receiver got %d of %d messages", last, total)
 				}
-				time.Sleep(50 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond)
 				if durable && restarts < 6 && last > uint64(restarts+1)*total/8 {
 					// Restart one side from its store, alternately.
 					restarts++
@@ -172,7 +172,7 @@ func TestStreamExactlyOnce(t *testing.T) {
 						hb = start(listen(addrB), dirB, &storeB, "parity/1", &sink{})
 					} else {
 						stop(ha, storeA)
-						ha = start(listen(addrA), dirA, &storeA, "data/0", &counter{to: "parity/1", next: 1, total: total, burst: 200})
+						ha = start(listen(addrA), dirA, &storeA, "data/0", &counter{to: "parity/1", next: 1, total: total, burst: 50})
 					}
 				}
 			}
