@@ -15,7 +15,8 @@ import (
 //	meta             gob of dataMeta: configuration hash, op_num, pending_ops
 //	cfg              gob of the configuration the server is in
 //	rc               gob of dataRC: incarnation, fences, degraded blocks,
-//	                 snapshot nonce and answers, backups to re-send to
+//	                 snapshot nonce and answers, backups to re-send to,
+//	                 whether msg.Rebuilt awaits its acknowledgement
 //	b/<block, hex>   the block's contents
 //	c/<client, hex>  gob of the client's clientEntry
 //
@@ -55,6 +56,7 @@ type dataRC struct {
 	Nonce    uint64
 	Answers  []answerRec
 	Resend   []node.Addr
+	Report   bool
 }
 
 type answerRec struct {
@@ -97,7 +99,8 @@ func (s *Server) Persist(w node.Writer) {
 	h := node.NewHasher()
 	s.rc.hash(h)
 	if rh := h.Sum(); s.saved.rc != rh {
-		rc := dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend}
+		rc := dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend,
+			Report: s.rc.report}
 		for _, a := range s.rc.answers {
 			rc.Answers = append(rc.Answers, answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce,
 				HasBlock: a.block != nil, Block: a.block, Upto: a.upto, OpNum: a.opNum, Sent: a.sent})
@@ -198,7 +201,7 @@ func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
 	if err := node.GobDecode(v, &rc); err != nil {
 		return fmt.Errorf("data/%d: rc: %w", s.me, err)
 	}
-	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.resend = rc.Inc, rc.Stopped, rc.Nonce, rc.Resend
+	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.resend, s.rc.report = rc.Inc, rc.Stopped, rc.Nonce, rc.Resend, rc.Report
 	if len(rc.Degraded) > 0 {
 		s.rc.degraded = rc.Degraded
 	}

@@ -24,6 +24,10 @@ type reconfState struct {
 	// may have reached the old incarnation, or nobody, so the retry timer
 	// streams them again.
 	resend []node.Addr
+	// report: this incarnation, started degraded by a replacement, has
+	// rebuilt every block, and the reconfiguration service has not yet
+	// acknowledged msg.Rebuilt; the retry timer re-sends it.
+	report bool
 }
 
 func newReconfState(cfg msg.Config, me int) reconfState {
@@ -126,18 +130,38 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 		}
 		ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
 		s.reportResending(ctx)
+		s.noteRebuilt(ctx) // a shard without blocks has nothing to rebuild
 		s.rebuildNext(ctx)
 		return
 	}
 	s.cfg = m.Config
 	s.cfgHash = node.HashOf(s.cfg)
+	// Decision: a backup fenced for a replacement that this configuration
+	// does not make (a data server replacement pre-empted it) lost its
+	// cached acknowledgements here. It is still the same incarnation and
+	// holds the PREPAREs, so it is sent the pending ones again until it
+	// acknowledges them, like a new one: otherwise an operation it had
+	// acknowledged could wait for it forever, since the pre-empted
+	// replacement may be postponed until rebuilds that need the operation
+	// to commit (SLC, the service's onRebuilt).
+	var again []node.Addr
+	for _, a := range s.rc.stopped {
+		if a != m.Config.Changed {
+			again = append(again, a)
+		}
+	}
 	s.rc.stopped = nil
 	l := s.cfg.Layout
 	if role, _, err := msg.ParseAddr(m.Config.Changed); err == nil && role != "data" {
 		s.forgetAcks(m.Config.Changed)
-		s.resendPending(ctx, m.Config.Changed)
-		if !slices.Contains(s.rc.resend, m.Config.Changed) {
-			s.rc.resend = append(s.rc.resend, m.Config.Changed)
+		again = append(again, m.Config.Changed)
+	}
+	if len(again) > 0 {
+		for _, a := range again {
+			s.resendPending(ctx, a)
+			if !slices.Contains(s.rc.resend, a) {
+				s.rc.resend = append(s.rc.resend, a)
+			}
 		}
 		s.setTimer(ctx)
 		s.reportResending(ctx)
@@ -151,6 +175,31 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	}
 	ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
 	s.advance(ctx)
+}
+
+// noteRebuilt starts reporting to the reconfiguration service once this
+// incarnation has rebuilt every block it started without: the service
+// counts it as degraded until then (SLC, thesis 3.4.2). degraded becomes
+// nil again, as for a server that never had anything to rebuild.
+func (s *Server) noteRebuilt(ctx node.Context) {
+	if s.rc.degraded == nil || slices.Contains(s.rc.degraded, true) {
+		return
+	}
+	s.rc.degraded = nil
+	s.rc.report = true
+	s.reportRebuilt(ctx)
+	s.setTimer(ctx)
+}
+
+func (s *Server) reportRebuilt(ctx node.Context) {
+	ctx.Send(msg.ReconfigAddr, msg.Rebuilt{Role: erasure.RoleData, Machine: s.me, Inc: s.rc.inc})
+}
+
+// onRebuiltOK stops re-sending msg.Rebuilt.
+func (s *Server) onRebuiltOK(m msg.RebuiltOK) {
+	if m.Role == erasure.RoleData && m.Machine == s.me && m.Inc == s.rc.inc {
+		s.rc.report = false
+	}
 }
 
 func (r reconfState) clone() reconfState {
@@ -182,6 +231,7 @@ func (r reconfState) hash(h *node.Hasher) {
 	}
 	h.Uint64(r.nonce)
 	h.Bool(r.ticking)
+	h.Bool(r.report)
 	for _, a := range r.resend {
 		h.String(string(a))
 	}

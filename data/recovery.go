@@ -137,10 +137,14 @@ func (s *Server) mark(ctx node.Context, st int, nonce uint64, requester node.Add
 	}
 }
 
-// retry re-asks for unanswered snapshot parts and re-sends pending
-// PREPAREs to replaced backups that have not acknowledged them.
+// retry re-asks for unanswered snapshot parts, re-sends pending PREPAREs
+// to replaced backups that have not acknowledged them, and re-sends an
+// unacknowledged msg.Rebuilt.
 func (s *Server) retry(ctx node.Context) {
 	s.rc.ticking = false
+	if s.rc.report {
+		s.reportRebuilt(ctx)
+	}
 	for _, r := range s.rc.recov {
 		s.askSnapshot(ctx, r)
 	}
@@ -154,7 +158,7 @@ func (s *Server) retry(ctx node.Context) {
 
 // setTimer sets the retry timer if there is something to retry.
 func (s *Server) setTimer(ctx node.Context) {
-	if !s.rc.ticking && (len(s.rc.recov) > 0 || len(s.rc.resend) > 0) {
+	if !s.rc.ticking && (len(s.rc.recov) > 0 || len(s.rc.resend) > 0 || s.rc.report) {
 		s.rc.ticking = true
 		ctx.SetTimer(retryRecovery{}, retryMin, retryMax)
 	}
@@ -244,8 +248,11 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 	l := s.cfg.Layout
 	_, pos := l.RoleOf(r.Stripe, s.me)
 	s.blocks.Put(l.Block(r.Stripe, pos), data[pos])
-	s.rc.degraded[r.Stripe] = false
+	if s.isDegraded(r.Stripe) {
+		s.rc.degraded[r.Stripe] = false
+	}
 	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery.Rebuild) bool { return o == r })
+	s.noteRebuilt(ctx)
 	if s.pace.pause > 0 {
 		if !s.pace.waiting && slices.Contains(s.rc.degraded, true) {
 			s.pace.waiting = true

@@ -78,6 +78,8 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 		s.onNewConfig(ctx, from, m)
 	case msg.StopBackup:
 		s.onStopBackup(ctx, from, m)
+	case msg.RebuiltOK:
+		s.onRebuiltOK(m)
 	case msg.StripeSnapshot:
 		s.onSnapshot(ctx, m)
 	case msg.SnapshotData:

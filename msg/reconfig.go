@@ -103,6 +103,26 @@ type Resending struct {
 	Backups []node.Addr
 }
 
+// Rebuilt tells the reconfiguration service that incarnation Inc of the
+// data or parity server playing Role on Machine, which a replacement
+// started degraded, has rebuilt every block it holds. Until then the
+// service counts the server as degraded in every stripe it holds a block
+// of, and postpones a replacement that would leave such a stripe with more
+// than f degraded blocks (the Server Liveness Criterion, thesis 3.4.2).
+// The server re-sends it on a timer until the service answers RebuiltOK.
+type Rebuilt struct {
+	Role    erasure.Role
+	Machine int
+	Inc     uint64
+}
+
+// RebuiltOK acknowledges a Rebuilt (every copy, stale ones included).
+type RebuiltOK struct {
+	Role    erasure.Role
+	Machine int
+	Inc     uint64
+}
+
 // Hash implements node.Message.
 func (m Replace) Hash(h *node.Hasher) {
 	h.Uint64(20)
@@ -171,6 +191,22 @@ func (m Resending) Hash(h *node.Hasher) {
 	for _, a := range m.Backups {
 		h.String(string(a))
 	}
+}
+
+// Hash implements node.Message.
+func (m Rebuilt) Hash(h *node.Hasher) {
+	h.Uint64(28)
+	h.Int(int(m.Role))
+	h.Int(m.Machine)
+	h.Uint64(m.Inc)
+}
+
+// Hash implements node.Message.
+func (m RebuiltOK) Hash(h *node.Hasher) {
+	h.Uint64(29)
+	h.Int(int(m.Role))
+	h.Int(m.Machine)
+	h.Uint64(m.Inc)
 }
 
 // StartsIncarnation implements node.Starter: a configuration starts the

@@ -17,7 +17,8 @@ import (
 //	rc                            gob of parityRC: incarnation, fences, client
 //	                              records, degraded blocks, snapshot copies, early
 //	                              stream messages, kept deltas, rebuild nonce,
-//	                              versions of rebuilt blocks
+//	                              versions of rebuilt blocks, whether msg.Rebuilt
+//	                              awaits its acknowledgement
 //	b/<stripe, hex>               the stripe's parity block
 //	p/<shard>/<op_num>/<stripe>   gob of a held PREPARE (hex fields)
 //
@@ -41,6 +42,7 @@ type parityRC struct {
 	Nonce    uint64
 	Kept     []msg.Prepare
 	Versions []versionRec
+	Report   bool
 }
 
 type versionRec struct {
@@ -86,7 +88,7 @@ func (s *Server) Persist(w node.Writer) {
 	s.rc.hash(h)
 	if rh := h.Sum(); s.saved.rc != rh {
 		rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Early: EarlyToRecords(s.rc.early),
-			Nonce: s.rc.nonce, Kept: s.rc.kept}
+			Nonce: s.rc.nonce, Kept: s.rc.kept, Report: s.rc.report}
 		for _, v := range s.rc.versions {
 			rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Prims: v.prims, OpNums: v.opNums})
 		}
@@ -159,7 +161,7 @@ func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
 	if len(rc.Stopped) != len(s.rc.stopped) {
 		return fmt.Errorf("parity/%d: rc: %d fences for %d shards", s.me, len(rc.Stopped), len(s.rc.stopped))
 	}
-	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.kept = rc.Inc, rc.Stopped, rc.Nonce, rc.Kept
+	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.kept, s.rc.report = rc.Inc, rc.Stopped, rc.Nonce, rc.Kept, rc.Report
 	if len(rc.Degraded) > 0 {
 		s.rc.degraded = rc.Degraded
 	}

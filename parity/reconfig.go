@@ -25,6 +25,10 @@ type reconfState struct {
 	kept     []msg.Prepare // committed deltas for stripes not rebuilt yet
 	versions []version     // of the blocks this incarnation rebuilt
 	ticking  bool          // the rebuild retry timer is set
+	// report: this incarnation, started degraded by a replacement, has
+	// rebuilt every block, and the reconfiguration service has not yet
+	// acknowledged msg.Rebuilt; the retry timer re-sends it.
+	report bool
 }
 
 type clientKey struct {
@@ -105,6 +109,7 @@ func (r reconfState) hash(h *node.Hasher) {
 		p.Hash(h)
 	}
 	h.Bool(r.ticking)
+	h.Bool(r.report)
 	for _, v := range r.versions {
 		h.Int(v.stripe)
 		for i := range v.prims {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/recovery"
@@ -65,6 +66,10 @@ func (s *Server) Timer(ctx node.Context, t node.Timer) {
 		s.rc.rebuild.Ask(ctx, s.cfg.Layout, s.cfg.Num)
 		s.tick(ctx)
 	}
+	if s.rc.report {
+		s.reportRebuilt(ctx)
+		s.tick(ctx)
+	}
 }
 
 func (s *Server) tick(ctx node.Context) {
@@ -74,17 +79,37 @@ func (s *Server) tick(ctx node.Context) {
 	}
 }
 
-// rebuildNext starts rebuilding the first degraded stripe, if any.
+// rebuildNext starts rebuilding the first degraded stripe, if any. Once
+// none is left, the server reports to the reconfiguration service, which
+// counts it as degraded until then (SLC, thesis 3.4.2); degraded becomes
+// nil again, as for a server that never had anything to rebuild.
 func (s *Server) rebuildNext(ctx node.Context) {
 	s.rc.rebuild = nil
 	st := slices.Index(s.rc.degraded, true)
 	if st < 0 {
+		if s.rc.degraded != nil {
+			s.rc.degraded = nil
+			s.rc.report = true
+			s.reportRebuilt(ctx)
+			s.tick(ctx)
+		}
 		return
 	}
 	s.rc.nonce++
 	s.rc.rebuild = recovery.New(s.cfg.Layout, st, s.rc.nonce, -1)
 	s.rc.rebuild.Ask(ctx, s.cfg.Layout, s.cfg.Num)
 	s.tick(ctx)
+}
+
+func (s *Server) reportRebuilt(ctx node.Context) {
+	ctx.Send(msg.ReconfigAddr, msg.Rebuilt{Role: erasure.RoleParity, Machine: s.me, Inc: s.rc.inc})
+}
+
+// onRebuiltOK stops re-sending msg.Rebuilt.
+func (s *Server) onRebuiltOK(m msg.RebuiltOK) {
+	if m.Role == erasure.RoleParity && m.Machine == s.me && m.Inc == s.rc.inc {
+		s.rc.report = false
+	}
 }
 
 func (s *Server) onSnapshotData(m msg.SnapshotData) {

@@ -38,8 +38,13 @@ func New(cfg msg.Config, me int, code *erasure.Code) *Server {
 
 // Init implements node.Node.
 // After a restart it resumes rebuilding degraded blocks (a fresh server
-// has none).
-func (s *Server) Init(ctx node.Context) { s.rebuildNext(ctx) }
+// has none), and re-sends an unacknowledged msg.Rebuilt.
+func (s *Server) Init(ctx node.Context) {
+	s.rebuildNext(ctx)
+	if s.rc.report {
+		s.tick(ctx)
+	}
+}
 
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
@@ -52,8 +57,13 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 		if !Acceptable(s.cfg, s.me, erasure.RoleParity, m) || s.rc.stopped[m.Shard] {
 			return
 		}
-		s.prepares.Add(m)
-		s.snapPrepare(m)
+		// A copy of a PREPARE this server holds (re-sent by a data server
+		// that lost its acknowledgement) changes nothing: its delta is in
+		// the snapshot copies already.
+		if _, held := s.prepares.Get(m.Key()); !held {
+			s.prepares.Add(m)
+			s.snapPrepare(m)
+		}
 		if Mutant == "apply-on-prepare" {
 			s.apply(m.Key())
 		}
@@ -70,6 +80,8 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 		}
 	case msg.StopShard:
 		s.onStopShard(ctx, from, m)
+	case msg.RebuiltOK:
+		s.onRebuiltOK(m)
 	case msg.NewConfig:
 		s.onNewConfig(ctx, from, m)
 	case msg.SnapshotMarker:

@@ -1,8 +1,10 @@
 // Package reconfig is the reconfiguration service (thesis 3.3.2) as a
 // deterministic node: it numbers configurations, runs one server
 // replacement at a time (a data server replacement pre-empts a parity or
-// witness replacement that is still stopping), and brings every server up
-// to date with the configurations in order. In production its inputs are
+// witness replacement that is still stopping), postpones a replacement
+// that would leave a stripe with more than f degraded blocks (the Server
+// Liveness Criterion, thesis 3.4.2), and brings every server up to date
+// with the configurations in order. In production its inputs are
 // replicated with Raft; the model checker runs it as one node.
 package reconfig
 
@@ -28,6 +30,11 @@ type Service struct {
 	queue   []msg.Replace        // replacements asked for and not started
 	op      *operation           // the replacement in progress
 	fresh   []fresh              // replaced backups not caught up with a shard
+	// degraded lists the data and parity servers (addresses) whose current
+	// incarnation a replacement started and that have not reported
+	// msg.Rebuilt: each counts as a degraded block in every stripe it
+	// holds a block of (SLC below).
+	degraded []node.Addr
 }
 
 // fresh records that backup was replaced in configuration since, and the
@@ -77,8 +84,26 @@ func (s *Service) History() []msg.Config {
 	return out
 }
 
-// Busy reports whether a replacement is in progress or queued.
+// Busy reports whether a replacement is in progress or queued (postponed
+// ones included).
 func (s *Service) Busy() bool { return s.op != nil || len(s.queue) > 0 }
+
+// Degraded lists the data and parity servers replaced and not yet
+// reported rebuilt.
+func (s *Service) Degraded() []node.Addr { return slices.Clone(s.degraded) }
+
+// Postponed lists the queued replacements that SLC holds back now: each
+// would leave a stripe with more than f degraded blocks. They start once
+// enough servers of the stripe report that they rebuilt.
+func (s *Service) Postponed() []msg.Replace {
+	var out []msg.Replace
+	for _, r := range s.queue {
+		if !s.allowed(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // Init implements node.Node.
 func (s *Service) Init(ctx node.Context) { ctx.SetTimer(tick{}, RetryMin, RetryMax) }
@@ -114,6 +139,9 @@ func (s *Service) Handle(ctx node.Context, from node.Addr, m node.Message) {
 		s.fresh = slices.DeleteFunc(s.fresh, func(f fresh) bool {
 			return f.Shard == m.Shard && m.Num >= f.Since && !slices.Contains(m.Backups, f.Backup)
 		})
+	case msg.Rebuilt:
+		s.onRebuilt(ctx, m)
+		ctx.Send(from, msg.RebuiltOK(m)) // every copy, so that the server stops re-sending
 	case msg.ConfigOK:
 		if m.Num > s.acked[from] && m.Num < uint64(len(s.history)) {
 			s.acked[from] = m.Num
@@ -131,26 +159,113 @@ func (s *Service) onReplace(ctx node.Context, r msg.Replace) {
 	if r.Inc != s.incarnation(r.Role, r.Machine) || slices.Contains(s.queue, r) || s.op != nil && s.op.req == r {
 		return // replaced already, or asked for already
 	}
-	if r.Role == erasure.RoleData && s.op != nil && s.op.req.Role != erasure.RoleData {
-		// 3.3.2.2: a data server replacement pre-empts a parity or witness
-		// replacement, which starts over afterwards.
-		s.queue = append([]msg.Replace{s.op.req}, s.queue...)
-		s.op = nil
-		s.queue = append([]msg.Replace{r}, s.queue...)
-	} else {
-		s.queue = append(s.queue, r)
+	s.queue = append(s.queue, r)
+	s.schedule(ctx)
+}
+
+// onRebuilt notes that a degraded server rebuilt every block, and starts a
+// replacement SLC held back, if one may start now.
+func (s *Service) onRebuilt(ctx node.Context, m msg.Rebuilt) {
+	if m.Machine < 0 || m.Machine >= s.current().Layout.N || m.Role != erasure.RoleData && m.Role != erasure.RoleParity ||
+		m.Inc != s.incarnation(m.Role, m.Machine) {
+		return // not a server that holds blocks, or an older incarnation
 	}
-	if s.op == nil {
-		s.startNext(ctx)
+	a := roleAddr(m.Role, m.Machine)
+	if slices.Contains(s.degraded, a) {
+		s.degraded = slices.DeleteFunc(s.degraded, func(d node.Addr) bool { return d == a })
+		s.schedule(ctx)
 	}
 }
 
+// The Server Liveness Criterion (thesis 3.4.2): a stripe whose f blocks
+// are degraded (replaced, not yet rebuilt) is rebuilt from its g other
+// blocks; replacing the server of one of those would leave g-1 and lose
+// the stripe for good. So a data or parity server replacement waits in the
+// queue while a stripe the server holds a block of has f degraded blocks
+// besides its own, and is tried again whenever a server reports that it
+// rebuilt (msg.Rebuilt). Postponing is always safe: while at most f blocks
+// of every stripe are unavailable the postponed server is alive (else its
+// stripe would already miss f+1 blocks), so nothing is lost by waiting;
+// and if a stripe already misses more than f blocks, it is lost whatever
+// the service does, and replacing one more of its servers cannot bring it
+// back. The cost is availability beyond the fault model: a crashed data
+// server whose replacement is postponed leaves its shard unavailable until
+// the stripe's degraded servers rebuild, which they cannot do for a stripe
+// that lost more than f blocks. Witnesses hold no blocks and are never
+// postponed. Decision: a server counts as degraded until it has rebuilt
+// every block, not per stripe (one report per incarnation); a server
+// replaced again while degraded stays one degraded block.
+
+// allowed reports whether SLC lets replacement r start now.
+func (s *Service) allowed(r msg.Replace) bool {
+	if r.Role == erasure.RoleWitness || Mutant == "ignore-slc" {
+		return true
+	}
+	l := s.current().Layout
+	self := roleAddr(r.Role, r.Machine)
+	for _, st := range l.StripesAs(r.Machine, r.Role) {
+		n := 0
+		for pos := 0; pos < l.G; pos++ {
+			if a := msg.DataAddr(l.DataMachine(st, pos)); a != self && slices.Contains(s.degraded, a) {
+				n++
+			}
+		}
+		for k := 0; k < l.F; k++ {
+			if a := msg.ParityAddr(l.ParityMachine(st, k)); a != self && slices.Contains(s.degraded, a) {
+				n++
+			}
+		}
+		if n >= l.F {
+			return false
+		}
+	}
+	return true
+}
+
+// next is the queue index of the replacement to start: the first data
+// server replacement SLC allows, else the first other one it allows; -1
+// if none. Decision: data server replacements go first, as they pre-empt
+// the others (3.3.2.2); a parity or witness replacement started ahead of a
+// queued data server replacement would wait for the StopBackupOK of a data
+// server that may be the crashed one.
+func (s *Service) next() int {
+	first := -1
+	for i, r := range s.queue {
+		if !s.allowed(r) {
+			continue
+		}
+		if r.Role == erasure.RoleData {
+			return i
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	return first
+}
+
+// schedule starts the next replacement if none is in progress. A data
+// server replacement that may start pre-empts a parity or witness
+// replacement still stopping, which starts over afterwards (3.3.2.2).
+func (s *Service) schedule(ctx node.Context) {
+	if s.op != nil {
+		i := s.next()
+		if s.op.req.Role == erasure.RoleData || i < 0 || s.queue[i].Role != erasure.RoleData {
+			return
+		}
+		s.queue = append([]msg.Replace{s.op.req}, s.queue...)
+		s.op = nil
+	}
+	s.startNext(ctx)
+}
+
 func (s *Service) startNext(ctx node.Context) {
-	if len(s.queue) == 0 {
+	i := s.next()
+	if i < 0 {
 		return
 	}
-	r := s.queue[0]
-	s.queue = s.queue[1:]
+	r := s.queue[i]
+	s.queue = slices.Delete(s.queue, i, i+1)
 	op := &operation{req: r, num: s.current().Num + 1}
 	l := s.current().Layout
 	if r.Role == erasure.RoleData {
@@ -227,6 +342,7 @@ func (s *Service) finishData(ctx node.Context) {
 	next.Num = op.num
 	next.Data[op.req.Machine]++
 	next.Changed = msg.DataAddr(op.req.Machine)
+	s.degraded = appendNew(s.degraded, next.Changed) // the new data server starts degraded
 	inst := Chain(op.req.Machine, answers)
 	s.commit(ctx, entry{cfg: next, install: &inst})
 }
@@ -246,6 +362,7 @@ func (s *Service) finishBackup(ctx node.Context) {
 	if op.req.Role == erasure.RoleParity {
 		next.Parity[op.req.Machine]++
 		next.Changed = msg.ParityAddr(op.req.Machine)
+		s.degraded = appendNew(s.degraded, next.Changed) // the new parity server starts degraded
 	} else {
 		next.Witness[op.req.Machine]++
 		next.Changed = msg.WitnessAddr(op.req.Machine)
@@ -259,7 +376,7 @@ func (s *Service) commit(ctx node.Context, e entry) {
 	for _, a := range s.servers() {
 		s.sendConfig(ctx, a)
 	}
-	s.startNext(ctx)
+	s.schedule(ctx)
 }
 
 // sendConfig sends server a the configuration after the newest it has, or
@@ -313,6 +430,16 @@ func (s *Service) incarnation(role erasure.Role, m int) uint64 {
 		return cfg.Parity[m]
 	}
 	return cfg.Witness[m]
+}
+
+func roleAddr(r erasure.Role, m int) node.Addr {
+	switch r {
+	case erasure.RoleData:
+		return msg.DataAddr(m)
+	case erasure.RoleParity:
+		return msg.ParityAddr(m)
+	}
+	return msg.WitnessAddr(m)
 }
 
 func backupAddr(l erasure.Layout, i, m int) node.Addr {

@@ -163,3 +163,126 @@ func TestFreshBackupDoesNotCountInQuorum(t *testing.T) {
 		t.Fatal("data server not replaced with both parity servers answering")
 	}
 }
+
+// SLC (thesis 3.4.2): with two data servers of a stripe replaced and not
+// yet rebuilt (f=2), replacing a parity server of the stripe would leave
+// g-1 blocks: the service postpones it until one of them reports Rebuilt.
+// Every Rebuilt is acknowledged; a stale one releases nothing.
+func TestReplacementPostponedUntilRebuilt(t *testing.T) {
+	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 1, BlockSize: 8}
+	s := New(msg.InitialConfig(l))
+	ctx := &fakeCtx{}
+	replaceData := func(m int) {
+		t.Helper()
+		s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: m, Inc: 1})
+		s.Handle(ctx, msg.ParityAddr(3), msg.StopShardOK{Num: s.Config().Num + 1, Shard: m})
+		if s.Config().Data[m] != 2 {
+			t.Fatalf("data/%d not replaced", m)
+		}
+		ctx.take()
+	}
+	replaceData(0)
+	replaceData(1)
+	if got := s.Degraded(); !slices.Equal(got, []node.Addr{msg.DataAddr(0), msg.DataAddr(1)}) {
+		t.Fatalf("degraded %v, want data/0 and data/1", got)
+	}
+	parity3 := msg.Replace{Role: erasure.RoleParity, Machine: 3, Inc: 1}
+	s.Handle(ctx, "admin", parity3)
+	if out := ctx.take(); len(out) != 0 || !s.Busy() || !slices.Equal(s.Postponed(), []msg.Replace{parity3}) {
+		t.Fatalf("parity/3 replacement not postponed: sent %+v, postponed %v", out, s.Postponed())
+	}
+	// A report from an older incarnation, or from a server that is not
+	// degraded, releases nothing, and is acknowledged.
+	for _, m := range []msg.Rebuilt{{Role: erasure.RoleData, Machine: 0, Inc: 1}, {Role: erasure.RoleData, Machine: 2, Inc: 1}} {
+		s.Handle(ctx, msg.DataAddr(m.Machine), m)
+		out := ctx.take()
+		if len(out) != 1 || out[0].to != msg.DataAddr(m.Machine) || out[0].m != msg.RebuiltOK(m) {
+			t.Fatalf("after %+v: %+v, want only its acknowledgement", m, out)
+		}
+	}
+	if len(s.Postponed()) != 1 {
+		t.Fatal("released by a stale report")
+	}
+	// The snapshot keeps the degraded servers; the request stays postponed.
+	r, err := Restore(s.Snapshot())
+	if err != nil || r.Hash() != s.Hash() || !slices.Equal(r.Postponed(), s.Postponed()) {
+		t.Fatalf("restored snapshot differs: %v", err)
+	}
+	s.Handle(ctx, msg.DataAddr(1), msg.Rebuilt{Role: erasure.RoleData, Machine: 1, Inc: 2})
+	stops := 0
+	for _, e := range ctx.take() {
+		switch m := e.m.(type) {
+		case msg.StopBackup:
+			if m.Role != erasure.RoleParity || m.Machine != 3 || m.Num != 3 {
+				t.Fatalf("unexpected %+v", m)
+			}
+			stops++
+		case msg.RebuiltOK:
+		default:
+			t.Fatalf("unexpected %+v to %s", e.m, e.to)
+		}
+	}
+	if stops != 3 || len(s.Postponed()) != 0 || !slices.Equal(s.Degraded(), []node.Addr{msg.DataAddr(0)}) {
+		t.Fatalf("after data/1 rebuilt: %d StopBackups, postponed %v, degraded %v", stops, s.Postponed(), s.Degraded())
+	}
+	for m := 0; m < 3; m++ {
+		s.Handle(ctx, msg.DataAddr(m), msg.StopBackupOK{Num: 3, Role: erasure.RoleParity, Machine: 3})
+	}
+	if cfg := s.Config(); cfg.Num != 3 || cfg.Parity[3] != 2 ||
+		!slices.Equal(s.Degraded(), []node.Addr{msg.DataAddr(0), msg.ParityAddr(3)}) {
+		t.Fatalf("parity/3 not replaced, or not degraded: %+v, degraded %v", cfg, s.Degraded())
+	}
+}
+
+// A server replaced again while degraded stays one degraded block: with
+// data/0 and data/1 degraded (f=2), data/0's replacement may be replaced
+// (it rebuilt nothing yet: the stripe still has f degraded blocks).
+// Witnesses hold no blocks and are never postponed.
+func TestSLCCountsBlocks(t *testing.T) {
+	l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 1, BlockSize: 8}
+	s := New(msg.InitialConfig(l))
+	ctx := &fakeCtx{}
+	replaceData := func(m int, inc uint64) {
+		t.Helper()
+		s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: m, Inc: inc})
+		num := s.Config().Num + 1
+		s.Handle(ctx, msg.ParityAddr(3), msg.StopShardOK{Num: num, Shard: m})
+		s.Handle(ctx, msg.WitnessAddr(5), msg.StopShardOK{Num: num, Shard: m})
+		if s.Config().Num != num {
+			t.Fatalf("data/%d incarnation %d not replaced", m, inc)
+		}
+	}
+	replaceData(0, 1)
+	replaceData(1, 1)
+	replaceData(0, 2)
+	if len(s.Degraded()) != 2 {
+		t.Fatalf("degraded %v", s.Degraded())
+	}
+	ctx.take()
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleWitness, Machine: 5, Inc: 1})
+	if len(s.Postponed()) != 0 || len(ctx.take()) == 0 {
+		t.Fatal("witness replacement postponed")
+	}
+}
+
+// Data server replacements go first: a parity replacement queued ahead of
+// one starts after it.
+func TestDataReplacementsFirst(t *testing.T) {
+	s := New(msg.InitialConfig(layout))
+	ctx := &fakeCtx{}
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 0, Inc: 1})
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleParity, Machine: 1, Inc: 1})
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 2, Inc: 1})
+	ctx.take()
+	for _, st := range layout.StripesAs(0, erasure.RoleData) {
+		for i, m := range layout.Backups(st) {
+			s.Handle(ctx, backupAddr(layout, i, m), msg.StopShardOK{Num: 1, Shard: 0})
+		}
+	}
+	if s.Config().Num != 1 {
+		t.Fatal("data/0 not replaced")
+	}
+	if s.op == nil || s.op.req.Role != erasure.RoleData || s.op.req.Machine != 2 {
+		t.Fatalf("next replacement %+v, want data/2", s.op)
+	}
+}

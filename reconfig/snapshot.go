@@ -16,12 +16,13 @@ import (
 // index. Restore(Snapshot()) hashes equal to the original.
 
 type snapState struct {
-	History []snapEntry
-	Acked   map[node.Addr]uint64
-	Queue   []msg.Replace
-	HasOp   bool
-	Op      snapOp
-	Fresh   []fresh
+	History  []snapEntry
+	Acked    map[node.Addr]uint64
+	Queue    []msg.Replace
+	HasOp    bool
+	Op       snapOp
+	Fresh    []fresh
+	Degraded []node.Addr
 }
 
 type snapEntry struct {
@@ -45,7 +46,7 @@ type snapShard struct {
 
 // Snapshot encodes the service's state.
 func (s *Service) Snapshot() []byte {
-	st := snapState{Acked: s.acked, Queue: s.queue, Fresh: s.fresh}
+	st := snapState{Acked: s.acked, Queue: s.queue, Fresh: s.fresh, Degraded: s.degraded}
 	for _, e := range s.history {
 		se := snapEntry{Cfg: e.cfg}
 		if e.install != nil {
@@ -81,7 +82,7 @@ func Restore(b []byte) (*Service, error) {
 	if len(st.History) == 0 {
 		return nil, fmt.Errorf("reconfig: snapshot without configurations")
 	}
-	s := &Service{acked: map[node.Addr]uint64{}, queue: st.Queue, fresh: st.Fresh}
+	s := &Service{acked: map[node.Addr]uint64{}, queue: st.Queue, fresh: st.Fresh, degraded: st.Degraded}
 	for a, n := range st.Acked {
 		s.acked[a] = n
 	}

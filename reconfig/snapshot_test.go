@@ -2,6 +2,7 @@ package reconfig
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/amalgam-store/amalgam/erasure"
@@ -18,7 +19,7 @@ func TestSnapshotRestore(t *testing.T) {
 	ctx := &fakeCtx{}
 	s.Init(ctx)
 	var last []sent
-	steps, replaced := 0, 0
+	steps, replaced, postponed, released := 0, 0, 0, 0
 	for steps < 3000 {
 		steps++
 		var from node.Addr
@@ -30,7 +31,23 @@ func TestSnapshotRestore(t *testing.T) {
 			mach := rng.IntN(layout.N)
 			inc := map[erasure.Role][]uint64{erasure.RoleData: cfg.Data, erasure.RoleParity: cfg.Parity, erasure.RoleWitness: cfg.Witness}[r][mach]
 			from, m = "operator", msg.Replace{Role: r, Machine: mach, Inc: inc}
-		case len(last) > 0:
+		case k == 1 && rng.IntN(4) == 0 && len(s.Degraded()) > 0:
+			// A replacement rebuilt everything (SLC releases postponed
+			// replacements), now or in an older incarnation.
+			d := s.Degraded()[rng.IntN(len(s.Degraded()))]
+			role, mach, _ := msg.ParseAddr(d)
+			r := msg.Rebuilt{Role: erasure.RoleData, Machine: mach, Inc: cfg.Data[mach]}
+			if role == "parity" {
+				r = msg.Rebuilt{Role: erasure.RoleParity, Machine: mach, Inc: cfg.Parity[mach]}
+			}
+			r.Inc -= uint64(rng.IntN(2))
+			from, m = d, r
+		case k == 2 && rng.IntN(2) == 0:
+			// A data server reports that the replaced backups caught up
+			// (unprompted: it reports when its re-sending ends).
+			mach := rng.IntN(layout.N)
+			from, m = msg.DataAddr(mach), msg.Resending{Num: cfg.Num, Shard: mach}
+		case len(last) > 0 && k != 3:
 			e := last[rng.IntN(len(last))]
 			from = e.to
 			switch q := e.m.(type) {
@@ -59,7 +76,7 @@ func TestSnapshotRestore(t *testing.T) {
 			default:
 				continue
 			}
-		default:
+		default: // now and then, or when there is nothing to answer: the retry timer
 			s.Timer(ctx, tick{})
 			last = ctx.take()
 			continue
@@ -73,6 +90,7 @@ func TestSnapshotRestore(t *testing.T) {
 			t.Fatalf("step %d: restored snapshot hashes differently", steps)
 		}
 		rctx := &fakeCtx{}
+		before := len(s.Postponed())
 		s.Handle(ctx, from, m)
 		r.Handle(rctx, from, m)
 		if r.Hash() != s.Hash() || len(rctx.out) != len(ctx.out) {
@@ -83,13 +101,23 @@ func TestSnapshotRestore(t *testing.T) {
 				t.Fatalf("step %d: restored service sent %+v, original %+v", steps, rctx.out[i], ctx.out[i])
 			}
 		}
-		if out := ctx.take(); len(out) > 0 {
+		out := slices.DeleteFunc(ctx.take(), func(e sent) bool { _, ack := e.m.(msg.RebuiltOK); return ack })
+		if len(out) > 0 {
 			last = out
 		}
 		replaced = int(s.Config().Num)
+		if len(s.Postponed()) > 0 {
+			postponed++
+		}
+		if _, ok := m.(msg.Rebuilt); ok && len(s.Postponed()) < before {
+			released++
+		}
+	}
+	if postponed == 0 || released == 0 {
+		t.Fatalf("%d steps with a postponed replacement, %d releases (%d configurations): the test exercised too little of SLC", postponed, released, replaced)
 	}
 	if replaced < 5 {
 		t.Fatalf("only %d replacements in %d steps: the test exercised too little", replaced, steps)
 	}
-	t.Logf("%d steps, %d configurations", steps, replaced)
+	t.Logf("%d steps, %d configurations, %d steps with a postponed replacement, %d Rebuilt", steps, replaced, postponed, released)
 }

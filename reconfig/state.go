@@ -12,7 +12,7 @@ import (
 // clone shares them.
 func (s *Service) Clone() node.Node {
 	c := &Service{history: s.history[:len(s.history):len(s.history)], acked: maps.Clone(s.acked),
-		queue: slices.Clone(s.queue), fresh: slices.Clone(s.fresh)}
+		queue: slices.Clone(s.queue), fresh: slices.Clone(s.fresh), degraded: slices.Clone(s.degraded)}
 	if s.op != nil {
 		op := *s.op
 		op.shards = maps.Clone(s.op.shards)
@@ -41,6 +41,10 @@ func (s *Service) Hash() uint64 {
 		h.String(string(f.Backup))
 		h.Int(f.Shard)
 		h.Uint64(f.Since)
+	}
+	h.Int(len(s.degraded))
+	for _, a := range s.degraded {
+		h.String(string(a))
 	}
 	h.Bool(s.op != nil)
 	if s.op != nil {

@@ -1843,6 +1843,128 @@ func (x *Resending) GetBackups() []string {
 	return nil
 }
 
+// Rebuilt: a replacement data or parity server rebuilt every block
+// (msg.Rebuilt); RebuiltOK acknowledges it.
+type Rebuilt struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Role          int32                  `protobuf:"varint,1,opt,name=role,proto3" json:"role,omitempty"`
+	Machine       int32                  `protobuf:"varint,2,opt,name=machine,proto3" json:"machine,omitempty"`
+	Inc           uint64                 `protobuf:"varint,3,opt,name=inc,proto3" json:"inc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rebuilt) Reset() {
+	*x = Rebuilt{}
+	mi := &file_amalgam_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rebuilt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rebuilt) ProtoMessage() {}
+
+func (x *Rebuilt) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rebuilt.ProtoReflect.Descriptor instead.
+func (*Rebuilt) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Rebuilt) GetRole() int32 {
+	if x != nil {
+		return x.Role
+	}
+	return 0
+}
+
+func (x *Rebuilt) GetMachine() int32 {
+	if x != nil {
+		return x.Machine
+	}
+	return 0
+}
+
+func (x *Rebuilt) GetInc() uint64 {
+	if x != nil {
+		return x.Inc
+	}
+	return 0
+}
+
+type RebuiltOK struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Role          int32                  `protobuf:"varint,1,opt,name=role,proto3" json:"role,omitempty"`
+	Machine       int32                  `protobuf:"varint,2,opt,name=machine,proto3" json:"machine,omitempty"`
+	Inc           uint64                 `protobuf:"varint,3,opt,name=inc,proto3" json:"inc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebuiltOK) Reset() {
+	*x = RebuiltOK{}
+	mi := &file_amalgam_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebuiltOK) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebuiltOK) ProtoMessage() {}
+
+func (x *RebuiltOK) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebuiltOK.ProtoReflect.Descriptor instead.
+func (*RebuiltOK) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RebuiltOK) GetRole() int32 {
+	if x != nil {
+		return x.Role
+	}
+	return 0
+}
+
+func (x *RebuiltOK) GetMachine() int32 {
+	if x != nil {
+		return x.Machine
+	}
+	return 0
+}
+
+func (x *RebuiltOK) GetInc() uint64 {
+	if x != nil {
+		return x.Inc
+	}
+	return 0
+}
+
 type StripeSnapshot struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
@@ -1855,7 +1977,7 @@ type StripeSnapshot struct {
 
 func (x *StripeSnapshot) Reset() {
 	*x = StripeSnapshot{}
-	mi := &file_amalgam_proto_msgTypes[24]
+	mi := &file_amalgam_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +1989,7 @@ func (x *StripeSnapshot) String() string {
 func (*StripeSnapshot) ProtoMessage() {}
 
 func (x *StripeSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[24]
+	mi := &file_amalgam_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2002,7 @@ func (x *StripeSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StripeSnapshot.ProtoReflect.Descriptor instead.
 func (*StripeSnapshot) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{24}
+	return file_amalgam_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StripeSnapshot) GetNum() uint64 {
@@ -1924,7 +2046,7 @@ type SnapshotMarker struct {
 
 func (x *SnapshotMarker) Reset() {
 	*x = SnapshotMarker{}
-	mi := &file_amalgam_proto_msgTypes[25]
+	mi := &file_amalgam_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2058,7 @@ func (x *SnapshotMarker) String() string {
 func (*SnapshotMarker) ProtoMessage() {}
 
 func (x *SnapshotMarker) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[25]
+	mi := &file_amalgam_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2071,7 @@ func (x *SnapshotMarker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMarker.ProtoReflect.Descriptor instead.
 func (*SnapshotMarker) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{25}
+	return file_amalgam_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SnapshotMarker) GetNum() uint64 {
@@ -2003,7 +2125,7 @@ type SnapshotData struct {
 
 func (x *SnapshotData) Reset() {
 	*x = SnapshotData{}
-	mi := &file_amalgam_proto_msgTypes[26]
+	mi := &file_amalgam_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2015,7 +2137,7 @@ func (x *SnapshotData) String() string {
 func (*SnapshotData) ProtoMessage() {}
 
 func (x *SnapshotData) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[26]
+	mi := &file_amalgam_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2028,7 +2150,7 @@ func (x *SnapshotData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotData.ProtoReflect.Descriptor instead.
 func (*SnapshotData) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{26}
+	return file_amalgam_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SnapshotData) GetNum() uint64 {
@@ -2101,7 +2223,7 @@ type SnapshotParity struct {
 
 func (x *SnapshotParity) Reset() {
 	*x = SnapshotParity{}
-	mi := &file_amalgam_proto_msgTypes[27]
+	mi := &file_amalgam_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2235,7 @@ func (x *SnapshotParity) String() string {
 func (*SnapshotParity) ProtoMessage() {}
 
 func (x *SnapshotParity) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[27]
+	mi := &file_amalgam_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2248,7 @@ func (x *SnapshotParity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotParity.ProtoReflect.Descriptor instead.
 func (*SnapshotParity) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{27}
+	return file_amalgam_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SnapshotParity) GetNum() uint64 {
@@ -2182,7 +2304,7 @@ type PaxosBallot struct {
 
 func (x *PaxosBallot) Reset() {
 	*x = PaxosBallot{}
-	mi := &file_amalgam_proto_msgTypes[28]
+	mi := &file_amalgam_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2316,7 @@ func (x *PaxosBallot) String() string {
 func (*PaxosBallot) ProtoMessage() {}
 
 func (x *PaxosBallot) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[28]
+	mi := &file_amalgam_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2329,7 @@ func (x *PaxosBallot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosBallot.ProtoReflect.Descriptor instead.
 func (*PaxosBallot) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{28}
+	return file_amalgam_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PaxosBallot) GetRound() uint64 {
@@ -2236,7 +2358,7 @@ type PaxosP1A struct {
 
 func (x *PaxosP1A) Reset() {
 	*x = PaxosP1A{}
-	mi := &file_amalgam_proto_msgTypes[29]
+	mi := &file_amalgam_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2248,7 +2370,7 @@ func (x *PaxosP1A) String() string {
 func (*PaxosP1A) ProtoMessage() {}
 
 func (x *PaxosP1A) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[29]
+	mi := &file_amalgam_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2261,7 +2383,7 @@ func (x *PaxosP1A) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosP1A.ProtoReflect.Descriptor instead.
 func (*PaxosP1A) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{29}
+	return file_amalgam_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PaxosP1A) GetBallot() *PaxosBallot {
@@ -2297,7 +2419,7 @@ type PaxosNack struct {
 
 func (x *PaxosNack) Reset() {
 	*x = PaxosNack{}
-	mi := &file_amalgam_proto_msgTypes[30]
+	mi := &file_amalgam_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2431,7 @@ func (x *PaxosNack) String() string {
 func (*PaxosNack) ProtoMessage() {}
 
 func (x *PaxosNack) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[30]
+	mi := &file_amalgam_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2444,7 @@ func (x *PaxosNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosNack.ProtoReflect.Descriptor instead.
 func (*PaxosNack) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{30}
+	return file_amalgam_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PaxosNack) GetBallot() *PaxosBallot {
@@ -2359,7 +2481,7 @@ type PaxosHeartbeat struct {
 
 func (x *PaxosHeartbeat) Reset() {
 	*x = PaxosHeartbeat{}
-	mi := &file_amalgam_proto_msgTypes[31]
+	mi := &file_amalgam_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2371,7 +2493,7 @@ func (x *PaxosHeartbeat) String() string {
 func (*PaxosHeartbeat) ProtoMessage() {}
 
 func (x *PaxosHeartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[31]
+	mi := &file_amalgam_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2384,7 +2506,7 @@ func (x *PaxosHeartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosHeartbeat.ProtoReflect.Descriptor instead.
 func (*PaxosHeartbeat) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{31}
+	return file_amalgam_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PaxosHeartbeat) GetBallot() *PaxosBallot {
@@ -2427,7 +2549,7 @@ type PaxosHeartbeatOK struct {
 
 func (x *PaxosHeartbeatOK) Reset() {
 	*x = PaxosHeartbeatOK{}
-	mi := &file_amalgam_proto_msgTypes[32]
+	mi := &file_amalgam_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2561,7 @@ func (x *PaxosHeartbeatOK) String() string {
 func (*PaxosHeartbeatOK) ProtoMessage() {}
 
 func (x *PaxosHeartbeatOK) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[32]
+	mi := &file_amalgam_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2574,7 @@ func (x *PaxosHeartbeatOK) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosHeartbeatOK.ProtoReflect.Descriptor instead.
 func (*PaxosHeartbeatOK) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{32}
+	return file_amalgam_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PaxosHeartbeatOK) GetBallot() *PaxosBallot {
@@ -2488,7 +2610,7 @@ type PaxosRedirect struct {
 
 func (x *PaxosRedirect) Reset() {
 	*x = PaxosRedirect{}
-	mi := &file_amalgam_proto_msgTypes[33]
+	mi := &file_amalgam_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2622,7 @@ func (x *PaxosRedirect) String() string {
 func (*PaxosRedirect) ProtoMessage() {}
 
 func (x *PaxosRedirect) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[33]
+	mi := &file_amalgam_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2635,7 @@ func (x *PaxosRedirect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosRedirect.ProtoReflect.Descriptor instead.
 func (*PaxosRedirect) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{33}
+	return file_amalgam_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PaxosRedirect) GetSeq() uint64 {
@@ -2551,7 +2673,7 @@ type ShardedPaxosValue struct {
 
 func (x *ShardedPaxosValue) Reset() {
 	*x = ShardedPaxosValue{}
-	mi := &file_amalgam_proto_msgTypes[34]
+	mi := &file_amalgam_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2685,7 @@ func (x *ShardedPaxosValue) String() string {
 func (*ShardedPaxosValue) ProtoMessage() {}
 
 func (x *ShardedPaxosValue) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[34]
+	mi := &file_amalgam_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2698,7 @@ func (x *ShardedPaxosValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosValue.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosValue) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{34}
+	return file_amalgam_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ShardedPaxosValue) GetNoop() bool {
@@ -2626,7 +2748,7 @@ type ShardedPaxosID struct {
 
 func (x *ShardedPaxosID) Reset() {
 	*x = ShardedPaxosID{}
-	mi := &file_amalgam_proto_msgTypes[35]
+	mi := &file_amalgam_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +2760,7 @@ func (x *ShardedPaxosID) String() string {
 func (*ShardedPaxosID) ProtoMessage() {}
 
 func (x *ShardedPaxosID) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[35]
+	mi := &file_amalgam_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +2773,7 @@ func (x *ShardedPaxosID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosID.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosID) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{35}
+	return file_amalgam_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ShardedPaxosID) GetNoop() bool {
@@ -2687,7 +2809,7 @@ type ShardedPaxosAccepted struct {
 
 func (x *ShardedPaxosAccepted) Reset() {
 	*x = ShardedPaxosAccepted{}
-	mi := &file_amalgam_proto_msgTypes[36]
+	mi := &file_amalgam_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +2821,7 @@ func (x *ShardedPaxosAccepted) String() string {
 func (*ShardedPaxosAccepted) ProtoMessage() {}
 
 func (x *ShardedPaxosAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[36]
+	mi := &file_amalgam_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +2834,7 @@ func (x *ShardedPaxosAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosAccepted.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosAccepted) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{36}
+	return file_amalgam_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ShardedPaxosAccepted) GetSlot() uint64 {
@@ -2747,7 +2869,7 @@ type ShardedPaxosChosen struct {
 
 func (x *ShardedPaxosChosen) Reset() {
 	*x = ShardedPaxosChosen{}
-	mi := &file_amalgam_proto_msgTypes[37]
+	mi := &file_amalgam_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +2881,7 @@ func (x *ShardedPaxosChosen) String() string {
 func (*ShardedPaxosChosen) ProtoMessage() {}
 
 func (x *ShardedPaxosChosen) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[37]
+	mi := &file_amalgam_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +2894,7 @@ func (x *ShardedPaxosChosen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosChosen.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosChosen) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{37}
+	return file_amalgam_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ShardedPaxosChosen) GetSlot() uint64 {
@@ -2801,7 +2923,7 @@ type ShardedPaxosP1B struct {
 
 func (x *ShardedPaxosP1B) Reset() {
 	*x = ShardedPaxosP1B{}
-	mi := &file_amalgam_proto_msgTypes[38]
+	mi := &file_amalgam_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2813,7 +2935,7 @@ func (x *ShardedPaxosP1B) String() string {
 func (*ShardedPaxosP1B) ProtoMessage() {}
 
 func (x *ShardedPaxosP1B) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[38]
+	mi := &file_amalgam_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2826,7 +2948,7 @@ func (x *ShardedPaxosP1B) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosP1B.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosP1B) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{38}
+	return file_amalgam_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ShardedPaxosP1B) GetBallot() *PaxosBallot {
@@ -2865,7 +2987,7 @@ type ShardedPaxosP2A struct {
 
 func (x *ShardedPaxosP2A) Reset() {
 	*x = ShardedPaxosP2A{}
-	mi := &file_amalgam_proto_msgTypes[39]
+	mi := &file_amalgam_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2877,7 +2999,7 @@ func (x *ShardedPaxosP2A) String() string {
 func (*ShardedPaxosP2A) ProtoMessage() {}
 
 func (x *ShardedPaxosP2A) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[39]
+	mi := &file_amalgam_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2890,7 +3012,7 @@ func (x *ShardedPaxosP2A) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosP2A.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosP2A) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{39}
+	return file_amalgam_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ShardedPaxosP2A) GetBallot() *PaxosBallot {
@@ -2948,7 +3070,7 @@ type ShardedPaxosP2B struct {
 
 func (x *ShardedPaxosP2B) Reset() {
 	*x = ShardedPaxosP2B{}
-	mi := &file_amalgam_proto_msgTypes[40]
+	mi := &file_amalgam_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2960,7 +3082,7 @@ func (x *ShardedPaxosP2B) String() string {
 func (*ShardedPaxosP2B) ProtoMessage() {}
 
 func (x *ShardedPaxosP2B) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[40]
+	mi := &file_amalgam_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2973,7 +3095,7 @@ func (x *ShardedPaxosP2B) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosP2B.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosP2B) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{40}
+	return file_amalgam_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ShardedPaxosP2B) GetBallot() *PaxosBallot {
@@ -3016,7 +3138,7 @@ type ShardedPaxosLearn struct {
 
 func (x *ShardedPaxosLearn) Reset() {
 	*x = ShardedPaxosLearn{}
-	mi := &file_amalgam_proto_msgTypes[41]
+	mi := &file_amalgam_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3028,7 +3150,7 @@ func (x *ShardedPaxosLearn) String() string {
 func (*ShardedPaxosLearn) ProtoMessage() {}
 
 func (x *ShardedPaxosLearn) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[41]
+	mi := &file_amalgam_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3041,7 +3163,7 @@ func (x *ShardedPaxosLearn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosLearn.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosLearn) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{41}
+	return file_amalgam_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ShardedPaxosLearn) GetBallot() *PaxosBallot {
@@ -3086,7 +3208,7 @@ type ShardedPaxosMessage struct {
 
 func (x *ShardedPaxosMessage) Reset() {
 	*x = ShardedPaxosMessage{}
-	mi := &file_amalgam_proto_msgTypes[42]
+	mi := &file_amalgam_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3098,7 +3220,7 @@ func (x *ShardedPaxosMessage) String() string {
 func (*ShardedPaxosMessage) ProtoMessage() {}
 
 func (x *ShardedPaxosMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[42]
+	mi := &file_amalgam_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3111,7 +3233,7 @@ func (x *ShardedPaxosMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosMessage.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosMessage) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{42}
+	return file_amalgam_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ShardedPaxosMessage) GetBody() isShardedPaxosMessage_Body {
@@ -3276,7 +3398,7 @@ type RSPaxosValue struct {
 
 func (x *RSPaxosValue) Reset() {
 	*x = RSPaxosValue{}
-	mi := &file_amalgam_proto_msgTypes[43]
+	mi := &file_amalgam_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3288,7 +3410,7 @@ func (x *RSPaxosValue) String() string {
 func (*RSPaxosValue) ProtoMessage() {}
 
 func (x *RSPaxosValue) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[43]
+	mi := &file_amalgam_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3301,7 +3423,7 @@ func (x *RSPaxosValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosValue.ProtoReflect.Descriptor instead.
 func (*RSPaxosValue) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{43}
+	return file_amalgam_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RSPaxosValue) GetKind() RSPaxosKind {
@@ -3365,7 +3487,7 @@ type RSPaxosID struct {
 
 func (x *RSPaxosID) Reset() {
 	*x = RSPaxosID{}
-	mi := &file_amalgam_proto_msgTypes[44]
+	mi := &file_amalgam_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3377,7 +3499,7 @@ func (x *RSPaxosID) String() string {
 func (*RSPaxosID) ProtoMessage() {}
 
 func (x *RSPaxosID) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[44]
+	mi := &file_amalgam_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3390,7 +3512,7 @@ func (x *RSPaxosID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosID.ProtoReflect.Descriptor instead.
 func (*RSPaxosID) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{44}
+	return file_amalgam_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RSPaxosID) GetKind() RSPaxosKind {
@@ -3426,7 +3548,7 @@ type RSPaxosAccepted struct {
 
 func (x *RSPaxosAccepted) Reset() {
 	*x = RSPaxosAccepted{}
-	mi := &file_amalgam_proto_msgTypes[45]
+	mi := &file_amalgam_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3438,7 +3560,7 @@ func (x *RSPaxosAccepted) String() string {
 func (*RSPaxosAccepted) ProtoMessage() {}
 
 func (x *RSPaxosAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[45]
+	mi := &file_amalgam_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3451,7 +3573,7 @@ func (x *RSPaxosAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosAccepted.ProtoReflect.Descriptor instead.
 func (*RSPaxosAccepted) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{45}
+	return file_amalgam_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RSPaxosAccepted) GetSlot() uint64 {
@@ -3486,7 +3608,7 @@ type RSPaxosChosen struct {
 
 func (x *RSPaxosChosen) Reset() {
 	*x = RSPaxosChosen{}
-	mi := &file_amalgam_proto_msgTypes[46]
+	mi := &file_amalgam_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +3620,7 @@ func (x *RSPaxosChosen) String() string {
 func (*RSPaxosChosen) ProtoMessage() {}
 
 func (x *RSPaxosChosen) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[46]
+	mi := &file_amalgam_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +3633,7 @@ func (x *RSPaxosChosen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosChosen.ProtoReflect.Descriptor instead.
 func (*RSPaxosChosen) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{46}
+	return file_amalgam_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RSPaxosChosen) GetSlot() uint64 {
@@ -3540,7 +3662,7 @@ type RSPaxosP1B struct {
 
 func (x *RSPaxosP1B) Reset() {
 	*x = RSPaxosP1B{}
-	mi := &file_amalgam_proto_msgTypes[47]
+	mi := &file_amalgam_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3552,7 +3674,7 @@ func (x *RSPaxosP1B) String() string {
 func (*RSPaxosP1B) ProtoMessage() {}
 
 func (x *RSPaxosP1B) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[47]
+	mi := &file_amalgam_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3565,7 +3687,7 @@ func (x *RSPaxosP1B) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosP1B.ProtoReflect.Descriptor instead.
 func (*RSPaxosP1B) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{47}
+	return file_amalgam_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RSPaxosP1B) GetBallot() *PaxosBallot {
@@ -3604,7 +3726,7 @@ type RSPaxosP2A struct {
 
 func (x *RSPaxosP2A) Reset() {
 	*x = RSPaxosP2A{}
-	mi := &file_amalgam_proto_msgTypes[48]
+	mi := &file_amalgam_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3616,7 +3738,7 @@ func (x *RSPaxosP2A) String() string {
 func (*RSPaxosP2A) ProtoMessage() {}
 
 func (x *RSPaxosP2A) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[48]
+	mi := &file_amalgam_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3629,7 +3751,7 @@ func (x *RSPaxosP2A) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosP2A.ProtoReflect.Descriptor instead.
 func (*RSPaxosP2A) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{48}
+	return file_amalgam_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RSPaxosP2A) GetBallot() *PaxosBallot {
@@ -3687,7 +3809,7 @@ type RSPaxosP2B struct {
 
 func (x *RSPaxosP2B) Reset() {
 	*x = RSPaxosP2B{}
-	mi := &file_amalgam_proto_msgTypes[49]
+	mi := &file_amalgam_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3699,7 +3821,7 @@ func (x *RSPaxosP2B) String() string {
 func (*RSPaxosP2B) ProtoMessage() {}
 
 func (x *RSPaxosP2B) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[49]
+	mi := &file_amalgam_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3712,7 +3834,7 @@ func (x *RSPaxosP2B) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosP2B.ProtoReflect.Descriptor instead.
 func (*RSPaxosP2B) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{49}
+	return file_amalgam_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RSPaxosP2B) GetBallot() *PaxosBallot {
@@ -3755,7 +3877,7 @@ type RSPaxosLearn struct {
 
 func (x *RSPaxosLearn) Reset() {
 	*x = RSPaxosLearn{}
-	mi := &file_amalgam_proto_msgTypes[50]
+	mi := &file_amalgam_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3889,7 @@ func (x *RSPaxosLearn) String() string {
 func (*RSPaxosLearn) ProtoMessage() {}
 
 func (x *RSPaxosLearn) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[50]
+	mi := &file_amalgam_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +3902,7 @@ func (x *RSPaxosLearn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosLearn.ProtoReflect.Descriptor instead.
 func (*RSPaxosLearn) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{50}
+	return file_amalgam_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RSPaxosLearn) GetBallot() *PaxosBallot {
@@ -3820,7 +3942,7 @@ type RSPaxosPieceReply struct {
 
 func (x *RSPaxosPieceReply) Reset() {
 	*x = RSPaxosPieceReply{}
-	mi := &file_amalgam_proto_msgTypes[51]
+	mi := &file_amalgam_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3832,7 +3954,7 @@ func (x *RSPaxosPieceReply) String() string {
 func (*RSPaxosPieceReply) ProtoMessage() {}
 
 func (x *RSPaxosPieceReply) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[51]
+	mi := &file_amalgam_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3845,7 +3967,7 @@ func (x *RSPaxosPieceReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosPieceReply.ProtoReflect.Descriptor instead.
 func (*RSPaxosPieceReply) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{51}
+	return file_amalgam_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RSPaxosPieceReply) GetMember() int32 {
@@ -3919,7 +4041,7 @@ type RSPaxosMessage struct {
 
 func (x *RSPaxosMessage) Reset() {
 	*x = RSPaxosMessage{}
-	mi := &file_amalgam_proto_msgTypes[52]
+	mi := &file_amalgam_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3931,7 +4053,7 @@ func (x *RSPaxosMessage) String() string {
 func (*RSPaxosMessage) ProtoMessage() {}
 
 func (x *RSPaxosMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[52]
+	mi := &file_amalgam_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3944,7 +4066,7 @@ func (x *RSPaxosMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosMessage.ProtoReflect.Descriptor instead.
 func (*RSPaxosMessage) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{52}
+	return file_amalgam_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RSPaxosMessage) GetBody() isRSPaxosMessage_Body {
@@ -4132,6 +4254,8 @@ type Message struct {
 	//	*Message_Resending
 	//	*Message_ShardedPaxos
 	//	*Message_RsPaxos
+	//	*Message_Rebuilt
+	//	*Message_RebuiltOk
 	Body          isMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4139,7 +4263,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_amalgam_proto_msgTypes[53]
+	mi := &file_amalgam_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4151,7 +4275,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[53]
+	mi := &file_amalgam_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4164,7 +4288,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{53}
+	return file_amalgam_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Message) GetBody() isMessage_Body {
@@ -4354,6 +4478,24 @@ func (x *Message) GetRsPaxos() *RSPaxosMessage {
 	return nil
 }
 
+func (x *Message) GetRebuilt() *Rebuilt {
+	if x != nil {
+		if x, ok := x.Body.(*Message_Rebuilt); ok {
+			return x.Rebuilt
+		}
+	}
+	return nil
+}
+
+func (x *Message) GetRebuiltOk() *RebuiltOK {
+	if x != nil {
+		if x, ok := x.Body.(*Message_RebuiltOk); ok {
+			return x.RebuiltOk
+		}
+	}
+	return nil
+}
+
 type isMessage_Body interface {
 	isMessage_Body()
 }
@@ -4438,6 +4580,14 @@ type Message_RsPaxos struct {
 	RsPaxos *RSPaxosMessage `protobuf:"bytes,20,opt,name=rs_paxos,json=rsPaxos,proto3,oneof"`
 }
 
+type Message_Rebuilt struct {
+	Rebuilt *Rebuilt `protobuf:"bytes,21,opt,name=rebuilt,proto3,oneof"`
+}
+
+type Message_RebuiltOk struct {
+	RebuiltOk *RebuiltOK `protobuf:"bytes,22,opt,name=rebuilt_ok,json=rebuiltOk,proto3,oneof"`
+}
+
 func (*Message_Request) isMessage_Body() {}
 
 func (*Message_Reply) isMessage_Body() {}
@@ -4478,6 +4628,10 @@ func (*Message_ShardedPaxos) isMessage_Body() {}
 
 func (*Message_RsPaxos) isMessage_Body() {}
 
+func (*Message_Rebuilt) isMessage_Body() {}
+
+func (*Message_RebuiltOk) isMessage_Body() {}
+
 // Envelope is one unordered message.
 type Envelope struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4490,7 +4644,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_amalgam_proto_msgTypes[54]
+	mi := &file_amalgam_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4502,7 +4656,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[54]
+	mi := &file_amalgam_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4515,7 +4669,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{54}
+	return file_amalgam_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Envelope) GetFrom() string {
@@ -4548,7 +4702,7 @@ type SendRequest struct {
 
 func (x *SendRequest) Reset() {
 	*x = SendRequest{}
-	mi := &file_amalgam_proto_msgTypes[55]
+	mi := &file_amalgam_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4560,7 +4714,7 @@ func (x *SendRequest) String() string {
 func (*SendRequest) ProtoMessage() {}
 
 func (x *SendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[55]
+	mi := &file_amalgam_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4573,7 +4727,7 @@ func (x *SendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
 func (*SendRequest) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{55}
+	return file_amalgam_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SendRequest) GetEnvelopes() []*Envelope {
@@ -4591,7 +4745,7 @@ type SendResponse struct {
 
 func (x *SendResponse) Reset() {
 	*x = SendResponse{}
-	mi := &file_amalgam_proto_msgTypes[56]
+	mi := &file_amalgam_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4603,7 +4757,7 @@ func (x *SendResponse) String() string {
 func (*SendResponse) ProtoMessage() {}
 
 func (x *SendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[56]
+	mi := &file_amalgam_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4616,7 +4770,7 @@ func (x *SendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendResponse.ProtoReflect.Descriptor instead.
 func (*SendResponse) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{56}
+	return file_amalgam_proto_rawDescGZIP(), []int{58}
 }
 
 // StreamHello opens (or resumes) the ordered stream from -> to. stream_id
@@ -4639,7 +4793,7 @@ type StreamHello struct {
 
 func (x *StreamHello) Reset() {
 	*x = StreamHello{}
-	mi := &file_amalgam_proto_msgTypes[57]
+	mi := &file_amalgam_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4651,7 +4805,7 @@ func (x *StreamHello) String() string {
 func (*StreamHello) ProtoMessage() {}
 
 func (x *StreamHello) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[57]
+	mi := &file_amalgam_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4664,7 +4818,7 @@ func (x *StreamHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamHello.ProtoReflect.Descriptor instead.
 func (*StreamHello) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{57}
+	return file_amalgam_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *StreamHello) GetFrom() string {
@@ -4716,7 +4870,7 @@ type StreamFrame struct {
 
 func (x *StreamFrame) Reset() {
 	*x = StreamFrame{}
-	mi := &file_amalgam_proto_msgTypes[58]
+	mi := &file_amalgam_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4728,7 +4882,7 @@ func (x *StreamFrame) String() string {
 func (*StreamFrame) ProtoMessage() {}
 
 func (x *StreamFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[58]
+	mi := &file_amalgam_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4741,7 +4895,7 @@ func (x *StreamFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamFrame.ProtoReflect.Descriptor instead.
 func (*StreamFrame) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{58}
+	return file_amalgam_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *StreamFrame) GetHello() *StreamHello {
@@ -4778,7 +4932,7 @@ type StreamAck struct {
 
 func (x *StreamAck) Reset() {
 	*x = StreamAck{}
-	mi := &file_amalgam_proto_msgTypes[59]
+	mi := &file_amalgam_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4790,7 +4944,7 @@ func (x *StreamAck) String() string {
 func (*StreamAck) ProtoMessage() {}
 
 func (x *StreamAck) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[59]
+	mi := &file_amalgam_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4803,7 +4957,7 @@ func (x *StreamAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamAck.ProtoReflect.Descriptor instead.
 func (*StreamAck) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{59}
+	return file_amalgam_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *StreamAck) GetStreamId() uint64 {
@@ -4962,7 +5116,15 @@ const file_amalgam_proto_rawDesc = "" +
 	"\tResending\x12\x10\n" +
 	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x14\n" +
 	"\x05shard\x18\x02 \x01(\x05R\x05shard\x12\x18\n" +
-	"\abackups\x18\x03 \x03(\tR\abackups\"n\n" +
+	"\abackups\x18\x03 \x03(\tR\abackups\"I\n" +
+	"\aRebuilt\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\x05R\x04role\x12\x18\n" +
+	"\amachine\x18\x02 \x01(\x05R\amachine\x12\x10\n" +
+	"\x03inc\x18\x03 \x01(\x04R\x03inc\"K\n" +
+	"\tRebuiltOK\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\x05R\x04role\x12\x18\n" +
+	"\amachine\x18\x02 \x01(\x05R\amachine\x12\x10\n" +
+	"\x03inc\x18\x03 \x01(\x04R\x03inc\"n\n" +
 	"\x0eStripeSnapshot\x12\x10\n" +
 	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x16\n" +
 	"\x06stripe\x18\x02 \x01(\x05R\x06stripe\x12\x14\n" +
@@ -5125,7 +5287,8 @@ const file_amalgam_proto_rawDesc = "" +
 	"\vpiece_reply\x18\n" +
 	" \x01(\v2\x1d.amalgam.v1.RSPaxosPieceReplyH\x00R\n" +
 	"pieceReplyB\x06\n" +
-	"\x04body\"\x9d\t\n" +
+	"\x04body\"\x86\n" +
+	"\n" +
 	"\aMessage\x12/\n" +
 	"\arequest\x18\x01 \x01(\v2\x13.amalgam.v1.RequestH\x00R\arequest\x12)\n" +
 	"\x05reply\x18\x02 \x01(\v2\x11.amalgam.v1.ReplyH\x00R\x05reply\x12/\n" +
@@ -5151,7 +5314,10 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x0fsnapshot_parity\x18\x11 \x01(\v2\x1a.amalgam.v1.SnapshotParityH\x00R\x0esnapshotParity\x125\n" +
 	"\tresending\x18\x12 \x01(\v2\x15.amalgam.v1.ResendingH\x00R\tresending\x12F\n" +
 	"\rsharded_paxos\x18\x13 \x01(\v2\x1f.amalgam.v1.ShardedPaxosMessageH\x00R\fshardedPaxos\x127\n" +
-	"\brs_paxos\x18\x14 \x01(\v2\x1a.amalgam.v1.RSPaxosMessageH\x00R\arsPaxosB\x06\n" +
+	"\brs_paxos\x18\x14 \x01(\v2\x1a.amalgam.v1.RSPaxosMessageH\x00R\arsPaxos\x12/\n" +
+	"\arebuilt\x18\x15 \x01(\v2\x13.amalgam.v1.RebuiltH\x00R\arebuilt\x126\n" +
+	"\n" +
+	"rebuilt_ok\x18\x16 \x01(\v2\x15.amalgam.v1.RebuiltOKH\x00R\trebuiltOkB\x06\n" +
 	"\x04body\"U\n" +
 	"\bEnvelope\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
@@ -5205,7 +5371,7 @@ func file_amalgam_proto_rawDescGZIP() []byte {
 }
 
 var file_amalgam_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_amalgam_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_amalgam_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_amalgam_proto_goTypes = []any{
 	(OpKind)(0),                  // 0: amalgam.v1.OpKind
 	(RSPaxosKind)(0),             // 1: amalgam.v1.RSPaxosKind
@@ -5233,42 +5399,44 @@ var file_amalgam_proto_goTypes = []any{
 	(*NewConfig)(nil),            // 23: amalgam.v1.NewConfig
 	(*ConfigOK)(nil),             // 24: amalgam.v1.ConfigOK
 	(*Resending)(nil),            // 25: amalgam.v1.Resending
-	(*StripeSnapshot)(nil),       // 26: amalgam.v1.StripeSnapshot
-	(*SnapshotMarker)(nil),       // 27: amalgam.v1.SnapshotMarker
-	(*SnapshotData)(nil),         // 28: amalgam.v1.SnapshotData
-	(*SnapshotParity)(nil),       // 29: amalgam.v1.SnapshotParity
-	(*PaxosBallot)(nil),          // 30: amalgam.v1.PaxosBallot
-	(*PaxosP1A)(nil),             // 31: amalgam.v1.PaxosP1a
-	(*PaxosNack)(nil),            // 32: amalgam.v1.PaxosNack
-	(*PaxosHeartbeat)(nil),       // 33: amalgam.v1.PaxosHeartbeat
-	(*PaxosHeartbeatOK)(nil),     // 34: amalgam.v1.PaxosHeartbeatOK
-	(*PaxosRedirect)(nil),        // 35: amalgam.v1.PaxosRedirect
-	(*ShardedPaxosValue)(nil),    // 36: amalgam.v1.ShardedPaxosValue
-	(*ShardedPaxosID)(nil),       // 37: amalgam.v1.ShardedPaxosID
-	(*ShardedPaxosAccepted)(nil), // 38: amalgam.v1.ShardedPaxosAccepted
-	(*ShardedPaxosChosen)(nil),   // 39: amalgam.v1.ShardedPaxosChosen
-	(*ShardedPaxosP1B)(nil),      // 40: amalgam.v1.ShardedPaxosP1b
-	(*ShardedPaxosP2A)(nil),      // 41: amalgam.v1.ShardedPaxosP2a
-	(*ShardedPaxosP2B)(nil),      // 42: amalgam.v1.ShardedPaxosP2b
-	(*ShardedPaxosLearn)(nil),    // 43: amalgam.v1.ShardedPaxosLearn
-	(*ShardedPaxosMessage)(nil),  // 44: amalgam.v1.ShardedPaxosMessage
-	(*RSPaxosValue)(nil),         // 45: amalgam.v1.RSPaxosValue
-	(*RSPaxosID)(nil),            // 46: amalgam.v1.RSPaxosID
-	(*RSPaxosAccepted)(nil),      // 47: amalgam.v1.RSPaxosAccepted
-	(*RSPaxosChosen)(nil),        // 48: amalgam.v1.RSPaxosChosen
-	(*RSPaxosP1B)(nil),           // 49: amalgam.v1.RSPaxosP1b
-	(*RSPaxosP2A)(nil),           // 50: amalgam.v1.RSPaxosP2a
-	(*RSPaxosP2B)(nil),           // 51: amalgam.v1.RSPaxosP2b
-	(*RSPaxosLearn)(nil),         // 52: amalgam.v1.RSPaxosLearn
-	(*RSPaxosPieceReply)(nil),    // 53: amalgam.v1.RSPaxosPieceReply
-	(*RSPaxosMessage)(nil),       // 54: amalgam.v1.RSPaxosMessage
-	(*Message)(nil),              // 55: amalgam.v1.Message
-	(*Envelope)(nil),             // 56: amalgam.v1.Envelope
-	(*SendRequest)(nil),          // 57: amalgam.v1.SendRequest
-	(*SendResponse)(nil),         // 58: amalgam.v1.SendResponse
-	(*StreamHello)(nil),          // 59: amalgam.v1.StreamHello
-	(*StreamFrame)(nil),          // 60: amalgam.v1.StreamFrame
-	(*StreamAck)(nil),            // 61: amalgam.v1.StreamAck
+	(*Rebuilt)(nil),              // 26: amalgam.v1.Rebuilt
+	(*RebuiltOK)(nil),            // 27: amalgam.v1.RebuiltOK
+	(*StripeSnapshot)(nil),       // 28: amalgam.v1.StripeSnapshot
+	(*SnapshotMarker)(nil),       // 29: amalgam.v1.SnapshotMarker
+	(*SnapshotData)(nil),         // 30: amalgam.v1.SnapshotData
+	(*SnapshotParity)(nil),       // 31: amalgam.v1.SnapshotParity
+	(*PaxosBallot)(nil),          // 32: amalgam.v1.PaxosBallot
+	(*PaxosP1A)(nil),             // 33: amalgam.v1.PaxosP1a
+	(*PaxosNack)(nil),            // 34: amalgam.v1.PaxosNack
+	(*PaxosHeartbeat)(nil),       // 35: amalgam.v1.PaxosHeartbeat
+	(*PaxosHeartbeatOK)(nil),     // 36: amalgam.v1.PaxosHeartbeatOK
+	(*PaxosRedirect)(nil),        // 37: amalgam.v1.PaxosRedirect
+	(*ShardedPaxosValue)(nil),    // 38: amalgam.v1.ShardedPaxosValue
+	(*ShardedPaxosID)(nil),       // 39: amalgam.v1.ShardedPaxosID
+	(*ShardedPaxosAccepted)(nil), // 40: amalgam.v1.ShardedPaxosAccepted
+	(*ShardedPaxosChosen)(nil),   // 41: amalgam.v1.ShardedPaxosChosen
+	(*ShardedPaxosP1B)(nil),      // 42: amalgam.v1.ShardedPaxosP1b
+	(*ShardedPaxosP2A)(nil),      // 43: amalgam.v1.ShardedPaxosP2a
+	(*ShardedPaxosP2B)(nil),      // 44: amalgam.v1.ShardedPaxosP2b
+	(*ShardedPaxosLearn)(nil),    // 45: amalgam.v1.ShardedPaxosLearn
+	(*ShardedPaxosMessage)(nil),  // 46: amalgam.v1.ShardedPaxosMessage
+	(*RSPaxosValue)(nil),         // 47: amalgam.v1.RSPaxosValue
+	(*RSPaxosID)(nil),            // 48: amalgam.v1.RSPaxosID
+	(*RSPaxosAccepted)(nil),      // 49: amalgam.v1.RSPaxosAccepted
+	(*RSPaxosChosen)(nil),        // 50: amalgam.v1.RSPaxosChosen
+	(*RSPaxosP1B)(nil),           // 51: amalgam.v1.RSPaxosP1b
+	(*RSPaxosP2A)(nil),           // 52: amalgam.v1.RSPaxosP2a
+	(*RSPaxosP2B)(nil),           // 53: amalgam.v1.RSPaxosP2b
+	(*RSPaxosLearn)(nil),         // 54: amalgam.v1.RSPaxosLearn
+	(*RSPaxosPieceReply)(nil),    // 55: amalgam.v1.RSPaxosPieceReply
+	(*RSPaxosMessage)(nil),       // 56: amalgam.v1.RSPaxosMessage
+	(*Message)(nil),              // 57: amalgam.v1.Message
+	(*Envelope)(nil),             // 58: amalgam.v1.Envelope
+	(*SendRequest)(nil),          // 59: amalgam.v1.SendRequest
+	(*SendResponse)(nil),         // 60: amalgam.v1.SendResponse
+	(*StreamHello)(nil),          // 61: amalgam.v1.StreamHello
+	(*StreamFrame)(nil),          // 62: amalgam.v1.StreamFrame
+	(*StreamAck)(nil),            // 63: amalgam.v1.StreamAck
 }
 var file_amalgam_proto_depIdxs = []int32{
 	0,  // 0: amalgam.v1.Op.kind:type_name -> amalgam.v1.OpKind
@@ -5288,55 +5456,55 @@ var file_amalgam_proto_depIdxs = []int32{
 	17, // 14: amalgam.v1.Install.clients:type_name -> amalgam.v1.ClientRecord
 	21, // 15: amalgam.v1.NewConfig.config:type_name -> amalgam.v1.Config
 	22, // 16: amalgam.v1.NewConfig.install:type_name -> amalgam.v1.Install
-	30, // 17: amalgam.v1.PaxosP1a.ballot:type_name -> amalgam.v1.PaxosBallot
-	30, // 18: amalgam.v1.PaxosNack.ballot:type_name -> amalgam.v1.PaxosBallot
-	30, // 19: amalgam.v1.PaxosNack.promised:type_name -> amalgam.v1.PaxosBallot
-	30, // 20: amalgam.v1.PaxosHeartbeat.ballot:type_name -> amalgam.v1.PaxosBallot
-	30, // 21: amalgam.v1.PaxosHeartbeatOK.ballot:type_name -> amalgam.v1.PaxosBallot
+	32, // 17: amalgam.v1.PaxosP1a.ballot:type_name -> amalgam.v1.PaxosBallot
+	32, // 18: amalgam.v1.PaxosNack.ballot:type_name -> amalgam.v1.PaxosBallot
+	32, // 19: amalgam.v1.PaxosNack.promised:type_name -> amalgam.v1.PaxosBallot
+	32, // 20: amalgam.v1.PaxosHeartbeat.ballot:type_name -> amalgam.v1.PaxosBallot
+	32, // 21: amalgam.v1.PaxosHeartbeatOK.ballot:type_name -> amalgam.v1.PaxosBallot
 	2,  // 22: amalgam.v1.ShardedPaxosValue.ops:type_name -> amalgam.v1.Op
-	30, // 23: amalgam.v1.ShardedPaxosAccepted.ballot:type_name -> amalgam.v1.PaxosBallot
-	36, // 24: amalgam.v1.ShardedPaxosAccepted.val:type_name -> amalgam.v1.ShardedPaxosValue
-	36, // 25: amalgam.v1.ShardedPaxosChosen.val:type_name -> amalgam.v1.ShardedPaxosValue
-	30, // 26: amalgam.v1.ShardedPaxosP1b.ballot:type_name -> amalgam.v1.PaxosBallot
-	38, // 27: amalgam.v1.ShardedPaxosP1b.entries:type_name -> amalgam.v1.ShardedPaxosAccepted
-	30, // 28: amalgam.v1.ShardedPaxosP2a.ballot:type_name -> amalgam.v1.PaxosBallot
-	36, // 29: amalgam.v1.ShardedPaxosP2a.val:type_name -> amalgam.v1.ShardedPaxosValue
-	30, // 30: amalgam.v1.ShardedPaxosP2b.ballot:type_name -> amalgam.v1.PaxosBallot
-	37, // 31: amalgam.v1.ShardedPaxosP2b.val:type_name -> amalgam.v1.ShardedPaxosID
-	30, // 32: amalgam.v1.ShardedPaxosLearn.ballot:type_name -> amalgam.v1.PaxosBallot
-	39, // 33: amalgam.v1.ShardedPaxosLearn.entries:type_name -> amalgam.v1.ShardedPaxosChosen
-	31, // 34: amalgam.v1.ShardedPaxosMessage.p1a:type_name -> amalgam.v1.PaxosP1a
-	40, // 35: amalgam.v1.ShardedPaxosMessage.p1b:type_name -> amalgam.v1.ShardedPaxosP1b
-	41, // 36: amalgam.v1.ShardedPaxosMessage.p2a:type_name -> amalgam.v1.ShardedPaxosP2a
-	42, // 37: amalgam.v1.ShardedPaxosMessage.p2b:type_name -> amalgam.v1.ShardedPaxosP2b
-	32, // 38: amalgam.v1.ShardedPaxosMessage.nack:type_name -> amalgam.v1.PaxosNack
-	33, // 39: amalgam.v1.ShardedPaxosMessage.heartbeat:type_name -> amalgam.v1.PaxosHeartbeat
-	34, // 40: amalgam.v1.ShardedPaxosMessage.heartbeat_ok:type_name -> amalgam.v1.PaxosHeartbeatOK
-	43, // 41: amalgam.v1.ShardedPaxosMessage.learn:type_name -> amalgam.v1.ShardedPaxosLearn
-	35, // 42: amalgam.v1.ShardedPaxosMessage.redirect:type_name -> amalgam.v1.PaxosRedirect
+	32, // 23: amalgam.v1.ShardedPaxosAccepted.ballot:type_name -> amalgam.v1.PaxosBallot
+	38, // 24: amalgam.v1.ShardedPaxosAccepted.val:type_name -> amalgam.v1.ShardedPaxosValue
+	38, // 25: amalgam.v1.ShardedPaxosChosen.val:type_name -> amalgam.v1.ShardedPaxosValue
+	32, // 26: amalgam.v1.ShardedPaxosP1b.ballot:type_name -> amalgam.v1.PaxosBallot
+	40, // 27: amalgam.v1.ShardedPaxosP1b.entries:type_name -> amalgam.v1.ShardedPaxosAccepted
+	32, // 28: amalgam.v1.ShardedPaxosP2a.ballot:type_name -> amalgam.v1.PaxosBallot
+	38, // 29: amalgam.v1.ShardedPaxosP2a.val:type_name -> amalgam.v1.ShardedPaxosValue
+	32, // 30: amalgam.v1.ShardedPaxosP2b.ballot:type_name -> amalgam.v1.PaxosBallot
+	39, // 31: amalgam.v1.ShardedPaxosP2b.val:type_name -> amalgam.v1.ShardedPaxosID
+	32, // 32: amalgam.v1.ShardedPaxosLearn.ballot:type_name -> amalgam.v1.PaxosBallot
+	41, // 33: amalgam.v1.ShardedPaxosLearn.entries:type_name -> amalgam.v1.ShardedPaxosChosen
+	33, // 34: amalgam.v1.ShardedPaxosMessage.p1a:type_name -> amalgam.v1.PaxosP1a
+	42, // 35: amalgam.v1.ShardedPaxosMessage.p1b:type_name -> amalgam.v1.ShardedPaxosP1b
+	43, // 36: amalgam.v1.ShardedPaxosMessage.p2a:type_name -> amalgam.v1.ShardedPaxosP2a
+	44, // 37: amalgam.v1.ShardedPaxosMessage.p2b:type_name -> amalgam.v1.ShardedPaxosP2b
+	34, // 38: amalgam.v1.ShardedPaxosMessage.nack:type_name -> amalgam.v1.PaxosNack
+	35, // 39: amalgam.v1.ShardedPaxosMessage.heartbeat:type_name -> amalgam.v1.PaxosHeartbeat
+	36, // 40: amalgam.v1.ShardedPaxosMessage.heartbeat_ok:type_name -> amalgam.v1.PaxosHeartbeatOK
+	45, // 41: amalgam.v1.ShardedPaxosMessage.learn:type_name -> amalgam.v1.ShardedPaxosLearn
+	37, // 42: amalgam.v1.ShardedPaxosMessage.redirect:type_name -> amalgam.v1.PaxosRedirect
 	1,  // 43: amalgam.v1.RSPaxosValue.kind:type_name -> amalgam.v1.RSPaxosKind
 	1,  // 44: amalgam.v1.RSPaxosID.kind:type_name -> amalgam.v1.RSPaxosKind
-	30, // 45: amalgam.v1.RSPaxosAccepted.ballot:type_name -> amalgam.v1.PaxosBallot
-	45, // 46: amalgam.v1.RSPaxosAccepted.val:type_name -> amalgam.v1.RSPaxosValue
-	45, // 47: amalgam.v1.RSPaxosChosen.val:type_name -> amalgam.v1.RSPaxosValue
-	30, // 48: amalgam.v1.RSPaxosP1b.ballot:type_name -> amalgam.v1.PaxosBallot
-	47, // 49: amalgam.v1.RSPaxosP1b.entries:type_name -> amalgam.v1.RSPaxosAccepted
-	30, // 50: amalgam.v1.RSPaxosP2a.ballot:type_name -> amalgam.v1.PaxosBallot
-	45, // 51: amalgam.v1.RSPaxosP2a.val:type_name -> amalgam.v1.RSPaxosValue
-	30, // 52: amalgam.v1.RSPaxosP2b.ballot:type_name -> amalgam.v1.PaxosBallot
-	46, // 53: amalgam.v1.RSPaxosP2b.val:type_name -> amalgam.v1.RSPaxosID
-	30, // 54: amalgam.v1.RSPaxosLearn.ballot:type_name -> amalgam.v1.PaxosBallot
-	48, // 55: amalgam.v1.RSPaxosLearn.entries:type_name -> amalgam.v1.RSPaxosChosen
-	31, // 56: amalgam.v1.RSPaxosMessage.p1a:type_name -> amalgam.v1.PaxosP1a
-	49, // 57: amalgam.v1.RSPaxosMessage.p1b:type_name -> amalgam.v1.RSPaxosP1b
-	50, // 58: amalgam.v1.RSPaxosMessage.p2a:type_name -> amalgam.v1.RSPaxosP2a
-	51, // 59: amalgam.v1.RSPaxosMessage.p2b:type_name -> amalgam.v1.RSPaxosP2b
-	32, // 60: amalgam.v1.RSPaxosMessage.nack:type_name -> amalgam.v1.PaxosNack
-	33, // 61: amalgam.v1.RSPaxosMessage.heartbeat:type_name -> amalgam.v1.PaxosHeartbeat
-	34, // 62: amalgam.v1.RSPaxosMessage.heartbeat_ok:type_name -> amalgam.v1.PaxosHeartbeatOK
-	52, // 63: amalgam.v1.RSPaxosMessage.learn:type_name -> amalgam.v1.RSPaxosLearn
-	35, // 64: amalgam.v1.RSPaxosMessage.redirect:type_name -> amalgam.v1.PaxosRedirect
-	53, // 65: amalgam.v1.RSPaxosMessage.piece_reply:type_name -> amalgam.v1.RSPaxosPieceReply
+	32, // 45: amalgam.v1.RSPaxosAccepted.ballot:type_name -> amalgam.v1.PaxosBallot
+	47, // 46: amalgam.v1.RSPaxosAccepted.val:type_name -> amalgam.v1.RSPaxosValue
+	47, // 47: amalgam.v1.RSPaxosChosen.val:type_name -> amalgam.v1.RSPaxosValue
+	32, // 48: amalgam.v1.RSPaxosP1b.ballot:type_name -> amalgam.v1.PaxosBallot
+	49, // 49: amalgam.v1.RSPaxosP1b.entries:type_name -> amalgam.v1.RSPaxosAccepted
+	32, // 50: amalgam.v1.RSPaxosP2a.ballot:type_name -> amalgam.v1.PaxosBallot
+	47, // 51: amalgam.v1.RSPaxosP2a.val:type_name -> amalgam.v1.RSPaxosValue
+	32, // 52: amalgam.v1.RSPaxosP2b.ballot:type_name -> amalgam.v1.PaxosBallot
+	48, // 53: amalgam.v1.RSPaxosP2b.val:type_name -> amalgam.v1.RSPaxosID
+	32, // 54: amalgam.v1.RSPaxosLearn.ballot:type_name -> amalgam.v1.PaxosBallot
+	50, // 55: amalgam.v1.RSPaxosLearn.entries:type_name -> amalgam.v1.RSPaxosChosen
+	33, // 56: amalgam.v1.RSPaxosMessage.p1a:type_name -> amalgam.v1.PaxosP1a
+	51, // 57: amalgam.v1.RSPaxosMessage.p1b:type_name -> amalgam.v1.RSPaxosP1b
+	52, // 58: amalgam.v1.RSPaxosMessage.p2a:type_name -> amalgam.v1.RSPaxosP2a
+	53, // 59: amalgam.v1.RSPaxosMessage.p2b:type_name -> amalgam.v1.RSPaxosP2b
+	34, // 60: amalgam.v1.RSPaxosMessage.nack:type_name -> amalgam.v1.PaxosNack
+	35, // 61: amalgam.v1.RSPaxosMessage.heartbeat:type_name -> amalgam.v1.PaxosHeartbeat
+	36, // 62: amalgam.v1.RSPaxosMessage.heartbeat_ok:type_name -> amalgam.v1.PaxosHeartbeatOK
+	54, // 63: amalgam.v1.RSPaxosMessage.learn:type_name -> amalgam.v1.RSPaxosLearn
+	37, // 64: amalgam.v1.RSPaxosMessage.redirect:type_name -> amalgam.v1.PaxosRedirect
+	55, // 65: amalgam.v1.RSPaxosMessage.piece_reply:type_name -> amalgam.v1.RSPaxosPieceReply
 	11, // 66: amalgam.v1.Message.request:type_name -> amalgam.v1.Request
 	12, // 67: amalgam.v1.Message.reply:type_name -> amalgam.v1.Reply
 	13, // 68: amalgam.v1.Message.prepare:type_name -> amalgam.v1.Prepare
@@ -5350,30 +5518,32 @@ var file_amalgam_proto_depIdxs = []int32{
 	20, // 76: amalgam.v1.Message.stop_backup_ok:type_name -> amalgam.v1.StopBackupOK
 	23, // 77: amalgam.v1.Message.new_config:type_name -> amalgam.v1.NewConfig
 	24, // 78: amalgam.v1.Message.config_ok:type_name -> amalgam.v1.ConfigOK
-	26, // 79: amalgam.v1.Message.stripe_snapshot:type_name -> amalgam.v1.StripeSnapshot
-	27, // 80: amalgam.v1.Message.snapshot_marker:type_name -> amalgam.v1.SnapshotMarker
-	28, // 81: amalgam.v1.Message.snapshot_data:type_name -> amalgam.v1.SnapshotData
-	29, // 82: amalgam.v1.Message.snapshot_parity:type_name -> amalgam.v1.SnapshotParity
+	28, // 79: amalgam.v1.Message.stripe_snapshot:type_name -> amalgam.v1.StripeSnapshot
+	29, // 80: amalgam.v1.Message.snapshot_marker:type_name -> amalgam.v1.SnapshotMarker
+	30, // 81: amalgam.v1.Message.snapshot_data:type_name -> amalgam.v1.SnapshotData
+	31, // 82: amalgam.v1.Message.snapshot_parity:type_name -> amalgam.v1.SnapshotParity
 	25, // 83: amalgam.v1.Message.resending:type_name -> amalgam.v1.Resending
-	44, // 84: amalgam.v1.Message.sharded_paxos:type_name -> amalgam.v1.ShardedPaxosMessage
-	54, // 85: amalgam.v1.Message.rs_paxos:type_name -> amalgam.v1.RSPaxosMessage
-	55, // 86: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
-	56, // 87: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
-	59, // 88: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
-	55, // 89: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
-	4,  // 90: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
-	6,  // 91: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
-	57, // 92: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
-	60, // 93: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
-	5,  // 94: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
-	10, // 95: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
-	58, // 96: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
-	61, // 97: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
-	94, // [94:98] is the sub-list for method output_type
-	90, // [90:94] is the sub-list for method input_type
-	90, // [90:90] is the sub-list for extension type_name
-	90, // [90:90] is the sub-list for extension extendee
-	0,  // [0:90] is the sub-list for field type_name
+	46, // 84: amalgam.v1.Message.sharded_paxos:type_name -> amalgam.v1.ShardedPaxosMessage
+	56, // 85: amalgam.v1.Message.rs_paxos:type_name -> amalgam.v1.RSPaxosMessage
+	26, // 86: amalgam.v1.Message.rebuilt:type_name -> amalgam.v1.Rebuilt
+	27, // 87: amalgam.v1.Message.rebuilt_ok:type_name -> amalgam.v1.RebuiltOK
+	57, // 88: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
+	58, // 89: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
+	61, // 90: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
+	57, // 91: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
+	4,  // 92: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
+	6,  // 93: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
+	59, // 94: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
+	62, // 95: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
+	5,  // 96: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
+	10, // 97: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
+	60, // 98: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
+	63, // 99: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
+	96, // [96:100] is the sub-list for method output_type
+	92, // [92:96] is the sub-list for method input_type
+	92, // [92:92] is the sub-list for extension type_name
+	92, // [92:92] is the sub-list for extension extendee
+	0,  // [0:92] is the sub-list for field type_name
 }
 
 func init() { file_amalgam_proto_init() }
@@ -5381,7 +5551,7 @@ func file_amalgam_proto_init() {
 	if File_amalgam_proto != nil {
 		return
 	}
-	file_amalgam_proto_msgTypes[42].OneofWrappers = []any{
+	file_amalgam_proto_msgTypes[44].OneofWrappers = []any{
 		(*ShardedPaxosMessage_P1A)(nil),
 		(*ShardedPaxosMessage_P1B)(nil),
 		(*ShardedPaxosMessage_P2A)(nil),
@@ -5392,7 +5562,7 @@ func file_amalgam_proto_init() {
 		(*ShardedPaxosMessage_Learn)(nil),
 		(*ShardedPaxosMessage_Redirect)(nil),
 	}
-	file_amalgam_proto_msgTypes[52].OneofWrappers = []any{
+	file_amalgam_proto_msgTypes[54].OneofWrappers = []any{
 		(*RSPaxosMessage_P1A)(nil),
 		(*RSPaxosMessage_P1B)(nil),
 		(*RSPaxosMessage_P2A)(nil),
@@ -5404,7 +5574,7 @@ func file_amalgam_proto_init() {
 		(*RSPaxosMessage_Redirect)(nil),
 		(*RSPaxosMessage_PieceReply)(nil),
 	}
-	file_amalgam_proto_msgTypes[53].OneofWrappers = []any{
+	file_amalgam_proto_msgTypes[55].OneofWrappers = []any{
 		(*Message_Request)(nil),
 		(*Message_Reply)(nil),
 		(*Message_Prepare)(nil),
@@ -5425,6 +5595,8 @@ func file_amalgam_proto_init() {
 		(*Message_Resending)(nil),
 		(*Message_ShardedPaxos)(nil),
 		(*Message_RsPaxos)(nil),
+		(*Message_Rebuilt)(nil),
+		(*Message_RebuiltOk)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5432,7 +5604,7 @@ func file_amalgam_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_amalgam_proto_rawDesc), len(file_amalgam_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   60,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -38,6 +38,10 @@ func reconfigToProto(m node.Message) (*Message, bool) {
 			p.Backups = append(p.Backups, string(a))
 		}
 		return &Message{Body: &Message_Resending{Resending: p}}, true
+	case msg.Rebuilt:
+		return &Message{Body: &Message_Rebuilt{Rebuilt: &Rebuilt{Role: int32(m.Role), Machine: int32(m.Machine), Inc: m.Inc}}}, true
+	case msg.RebuiltOK:
+		return &Message{Body: &Message_RebuiltOk{RebuiltOk: &RebuiltOK{Role: int32(m.Role), Machine: int32(m.Machine), Inc: m.Inc}}}, true
 	case msg.StripeSnapshot:
 		return &Message{Body: &Message_StripeSnapshot{StripeSnapshot: &StripeSnapshot{Num: m.Num, Stripe: int32(m.Stripe), Nonce: m.Nonce,
 			Requester: string(m.Requester)}}}, true
@@ -104,6 +108,14 @@ func reconfigFromProto(p *Message) (m node.Message, ok bool, err error) {
 			r.Backups = append(r.Backups, node.Addr(a))
 		}
 		return r, true, nil
+	case *Message_Rebuilt:
+		q := b.Rebuilt
+		role, err := roleFromProto(q.GetRole(), "rebuilt.role")
+		return msg.Rebuilt{Role: role, Machine: int(q.GetMachine()), Inc: q.GetInc()}, true, err
+	case *Message_RebuiltOk:
+		q := b.RebuiltOk
+		role, err := roleFromProto(q.GetRole(), "rebuilt_ok.role")
+		return msg.RebuiltOK{Role: role, Machine: int(q.GetMachine()), Inc: q.GetInc()}, true, err
 	case *Message_StripeSnapshot:
 		q := b.StripeSnapshot
 		return msg.StripeSnapshot{Num: q.GetNum(), Stripe: int(q.GetStripe()), Nonce: q.GetNonce(), Requester: node.Addr(q.GetRequester())}, true, nil

@@ -48,6 +48,9 @@ func TestReconfigRoundTrip(t *testing.T) {
 		msg.ConfigOK{Num: 12},
 		msg.Resending{Num: 3, Shard: 2, Backups: []node.Addr{msg.ParityAddr(1), msg.WitnessAddr(4)}},
 		msg.Resending{Num: 3, Shard: 2},
+		msg.Rebuilt{Role: erasure.RoleData, Machine: 2, Inc: 3},
+		msg.Rebuilt{Role: erasure.RoleParity, Machine: 0, Inc: 2},
+		msg.RebuiltOK{Role: erasure.RoleParity, Machine: 4, Inc: 7},
 		msg.StripeSnapshot{Num: 1, Stripe: 3, Nonce: 1 << 60, Requester: msg.ParityAddr(4)},
 		msg.SnapshotMarker{Num: 1, Stripe: 3, Nonce: 2, Requester: msg.DataAddr(0), Shard: 5},
 		msg.SnapshotData{Num: 1, Stripe: 3, Nonce: 2, Shard: 5, Block: []byte{9, 9}, OpNum: 44, Primary: 3},
@@ -82,7 +85,8 @@ func TestReconfigRoundTrip(t *testing.T) {
 // reconfigTypes are the message types of msg/reconfig.go.
 var reconfigTypes = []node.Message{
 	msg.Replace{}, msg.StopShard{}, msg.StopShardOK{}, msg.StopBackup{}, msg.StopBackupOK{},
-	msg.NewConfig{}, msg.ConfigOK{}, msg.Resending{}, msg.StripeSnapshot{}, msg.SnapshotMarker{}, msg.SnapshotData{}, msg.SnapshotParity{},
+	msg.NewConfig{}, msg.ConfigOK{}, msg.Resending{}, msg.Rebuilt{}, msg.RebuiltOK{},
+	msg.StripeSnapshot{}, msg.SnapshotMarker{}, msg.SnapshotData{}, msg.SnapshotParity{},
 }
 
 // TestEveryMessageTypeListed finds every type of package msg with a Hash
@@ -210,6 +214,8 @@ func TestReconfigDecodeErrors(t *testing.T) {
 	}{
 		{&Message{Body: &Message_Replace{Replace: &Replace{Role: 0}}}, "replace.role"},
 		{&Message{Body: &Message_StopBackup{StopBackup: &StopBackup{Role: 9}}}, "stop_backup.role"},
+		{&Message{Body: &Message_Rebuilt{Rebuilt: &Rebuilt{Role: 0}}}, "rebuilt.role"},
+		{&Message{Body: &Message_RebuiltOk{RebuiltOk: &RebuiltOK{Role: 4}}}, "rebuilt_ok.role"},
 		{&Message{Body: &Message_NewConfig{NewConfig: &NewConfig{}}}, "new_config.config"},
 		{&Message{Body: &Message_NewConfig{NewConfig: &NewConfig{Config: &Config{Layout: &Layout{}}}}}, "new_config.config.layout"},
 		{&Message{Body: &Message_NewConfig{NewConfig: &NewConfig{Config: badProto}}}, "new_config.config.parity"},

@@ -291,7 +291,11 @@ type AdminReplaceResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Requested []*Replace             `protobuf:"bytes,1,rep,name=requested,proto3" json:"requested,omitempty"`
 	// The host now serving the slot.
-	Host          string `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	Host string `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	// The requests the service holds back for now: each would leave a
+	// stripe with more than f degraded blocks (SLC, thesis 3.4.2). They
+	// start once the stripe's replaced servers report they rebuilt.
+	Postponed     []*Replace `protobuf:"bytes,3,rep,name=postponed,proto3" json:"postponed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -340,6 +344,13 @@ func (x *AdminReplaceResponse) GetHost() string {
 	return ""
 }
 
+func (x *AdminReplaceResponse) GetPostponed() []*Replace {
+	if x != nil {
+		return x.Postponed
+	}
+	return nil
+}
+
 type HistoryRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -383,7 +394,11 @@ type HistoryResponse struct {
 	// Whether a replacement is in progress or queued.
 	Busy bool `protobuf:"varint,3,opt,name=busy,proto3" json:"busy,omitempty"`
 	// host:port of the leading replica, if the answering one knows it.
-	LeaderAddr    string `protobuf:"bytes,4,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	LeaderAddr string `protobuf:"bytes,4,opt,name=leader_addr,json=leaderAddr,proto3" json:"leader_addr,omitempty"`
+	// Queued replacements held back by SLC (see AdminReplaceResponse), and
+	// the data and parity servers replaced and not yet rebuilt ("data/2").
+	Postponed     []*Replace `protobuf:"bytes,5,rep,name=postponed,proto3" json:"postponed,omitempty"`
+	Degraded      []string   `protobuf:"bytes,6,rep,name=degraded,proto3" json:"degraded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -444,6 +459,20 @@ func (x *HistoryResponse) GetLeaderAddr() string {
 		return x.LeaderAddr
 	}
 	return ""
+}
+
+func (x *HistoryResponse) GetPostponed() []*Replace {
+	if x != nil {
+		return x.Postponed
+	}
+	return nil
+}
+
+func (x *HistoryResponse) GetDegraded() []string {
+	if x != nil {
+		return x.Degraded
+	}
+	return nil
 }
 
 // RaftMessages carries raftpb.Message encodings between replicas.
@@ -795,17 +824,20 @@ const file_reconfig_proto_rawDesc = "" +
 	"leaderAddr\"H\n" +
 	"\x13AdminReplaceRequest\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x19\n" +
-	"\bto_spare\x18\x02 \x01(\bR\atoSpare\"]\n" +
+	"\bto_spare\x18\x02 \x01(\bR\atoSpare\"\x90\x01\n" +
 	"\x14AdminReplaceResponse\x121\n" +
 	"\trequested\x18\x01 \x03(\v2\x13.amalgam.v1.ReplaceR\trequested\x12\x12\n" +
-	"\x04host\x18\x02 \x01(\tR\x04host\"\x10\n" +
-	"\x0eHistoryRequest\"\xa9\x01\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\x121\n" +
+	"\tpostponed\x18\x03 \x03(\v2\x13.amalgam.v1.ReplaceR\tpostponed\"\x10\n" +
+	"\x0eHistoryRequest\"\xf8\x01\n" +
 	"\x0fHistoryResponse\x12,\n" +
 	"\aconfigs\x18\x01 \x03(\v2\x12.amalgam.v1.ConfigR\aconfigs\x123\n" +
 	"\tdirectory\x18\x02 \x01(\v2\x15.amalgam.v1.DirectoryR\tdirectory\x12\x12\n" +
 	"\x04busy\x18\x03 \x01(\bR\x04busy\x12\x1f\n" +
 	"\vleader_addr\x18\x04 \x01(\tR\n" +
-	"leaderAddr\"\"\n" +
+	"leaderAddr\x121\n" +
+	"\tpostponed\x18\x05 \x03(\v2\x13.amalgam.v1.ReplaceR\tpostponed\x12\x1a\n" +
+	"\bdegraded\x18\x06 \x03(\tR\bdegraded\"\"\n" +
 	"\fRaftMessages\x12\x12\n" +
 	"\x04msgs\x18\x01 \x03(\fR\x04msgs\"\t\n" +
 	"\aRaftAck\"\xb1\x01\n" +
@@ -864,24 +896,26 @@ var file_reconfig_proto_depIdxs = []int32{
 	12, // 0: amalgam.v1.Directory.layout:type_name -> amalgam.v1.Layout
 	0,  // 1: amalgam.v1.HeartbeatResponse.directory:type_name -> amalgam.v1.Directory
 	13, // 2: amalgam.v1.AdminReplaceResponse.requested:type_name -> amalgam.v1.Replace
-	14, // 3: amalgam.v1.HistoryResponse.configs:type_name -> amalgam.v1.Config
-	0,  // 4: amalgam.v1.HistoryResponse.directory:type_name -> amalgam.v1.Directory
-	15, // 5: amalgam.v1.ReconfigEntry.input:type_name -> amalgam.v1.Envelope
-	10, // 6: amalgam.v1.ReconfigEntry.move:type_name -> amalgam.v1.SlotMove
-	0,  // 7: amalgam.v1.ReconfigSnapshot.directory:type_name -> amalgam.v1.Directory
-	1,  // 8: amalgam.v1.Reconfig.Heartbeat:input_type -> amalgam.v1.HeartbeatRequest
-	3,  // 9: amalgam.v1.Reconfig.Replace:input_type -> amalgam.v1.AdminReplaceRequest
-	5,  // 10: amalgam.v1.Reconfig.History:input_type -> amalgam.v1.HistoryRequest
-	7,  // 11: amalgam.v1.Reconfig.Raft:input_type -> amalgam.v1.RaftMessages
-	2,  // 12: amalgam.v1.Reconfig.Heartbeat:output_type -> amalgam.v1.HeartbeatResponse
-	4,  // 13: amalgam.v1.Reconfig.Replace:output_type -> amalgam.v1.AdminReplaceResponse
-	6,  // 14: amalgam.v1.Reconfig.History:output_type -> amalgam.v1.HistoryResponse
-	8,  // 15: amalgam.v1.Reconfig.Raft:output_type -> amalgam.v1.RaftAck
-	12, // [12:16] is the sub-list for method output_type
-	8,  // [8:12] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	13, // 3: amalgam.v1.AdminReplaceResponse.postponed:type_name -> amalgam.v1.Replace
+	14, // 4: amalgam.v1.HistoryResponse.configs:type_name -> amalgam.v1.Config
+	0,  // 5: amalgam.v1.HistoryResponse.directory:type_name -> amalgam.v1.Directory
+	13, // 6: amalgam.v1.HistoryResponse.postponed:type_name -> amalgam.v1.Replace
+	15, // 7: amalgam.v1.ReconfigEntry.input:type_name -> amalgam.v1.Envelope
+	10, // 8: amalgam.v1.ReconfigEntry.move:type_name -> amalgam.v1.SlotMove
+	0,  // 9: amalgam.v1.ReconfigSnapshot.directory:type_name -> amalgam.v1.Directory
+	1,  // 10: amalgam.v1.Reconfig.Heartbeat:input_type -> amalgam.v1.HeartbeatRequest
+	3,  // 11: amalgam.v1.Reconfig.Replace:input_type -> amalgam.v1.AdminReplaceRequest
+	5,  // 12: amalgam.v1.Reconfig.History:input_type -> amalgam.v1.HistoryRequest
+	7,  // 13: amalgam.v1.Reconfig.Raft:input_type -> amalgam.v1.RaftMessages
+	2,  // 14: amalgam.v1.Reconfig.Heartbeat:output_type -> amalgam.v1.HeartbeatResponse
+	4,  // 15: amalgam.v1.Reconfig.Replace:output_type -> amalgam.v1.AdminReplaceResponse
+	6,  // 16: amalgam.v1.Reconfig.History:output_type -> amalgam.v1.HistoryResponse
+	8,  // 17: amalgam.v1.Reconfig.Raft:output_type -> amalgam.v1.RaftAck
+	14, // [14:18] is the sub-list for method output_type
+	10, // [10:14] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_reconfig_proto_init() }

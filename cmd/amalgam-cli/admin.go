@@ -35,7 +35,10 @@ slot first moves to a live spare (amalgam-server node --spare), and the host
 that served it stops.
 
 The command returns once the service has the requests; follow the
-replacement with amalgam-cli admin config and amalgam-cli status.`,
+replacement with amalgam-cli admin config and amalgam-cli status. A request
+is postponed (and says so) while a stripe the server holds a block of has
+f blocks degraded, replaced and not yet rebuilt: replacing it then would
+lose the stripe (thesis 3.4.2). It starts by itself once they rebuild.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, done, c, err := connect(cmd, gl)
@@ -53,10 +56,14 @@ replacement with amalgam-cli admin config and amalgam-cli status.`,
 			}
 			doc := struct {
 				Requested []reqJSON `json:"requested"`
+				Postponed []reqJSON `json:"postponed"`
 				Host      string    `json:"host"`
-			}{Requested: []reqJSON{}, Host: r.GetHost()}
+			}{Requested: []reqJSON{}, Postponed: []reqJSON{}, Host: r.GetHost()}
 			for _, q := range r.GetRequested() {
 				doc.Requested = append(doc.Requested, reqJSON{roleAddr(q.GetRole(), q.GetMachine()), q.GetInc()})
+			}
+			for _, q := range r.GetPostponed() {
+				doc.Postponed = append(doc.Postponed, reqJSON{roleAddr(q.GetRole(), q.GetMachine()), q.GetInc()})
 			}
 			w := cmd.OutOrStdout()
 			if gl.output == "json" {
@@ -64,6 +71,9 @@ replacement with amalgam-cli admin config and amalgam-cli status.`,
 			}
 			for _, q := range doc.Requested {
 				fmt.Fprintf(w, "replacing %s (incarnation %d)\n", q.Server, q.Inc)
+			}
+			for _, q := range doc.Postponed {
+				fmt.Fprintf(w, "postponed %s: a stripe it holds a block of has f blocks degraded; it starts once they are rebuilt\n", q.Server)
 			}
 			fmt.Fprintf(w, "its machine slot is served by %s\n", doc.Host)
 			return nil
@@ -120,11 +130,20 @@ func printHistory(cmd *cobra.Command, gl *globalFlags, h *wire.HistoryResponse) 
 		Spares    []string     `json:"spares"`
 		Version   uint64       `json:"address_book_version"`
 		Replacing bool         `json:"replacing"`
+		Postponed []string     `json:"postponed"`
+		Degraded  []string     `json:"degraded"`
 		Leader    string       `json:"leader,omitempty"`
 	}{Configs: []configJSON{}, Hosts: h.GetDirectory().GetHosts(), Spares: h.GetDirectory().GetSpares(),
-		Version: h.GetDirectory().GetVersion(), Replacing: h.GetBusy(), Leader: h.GetLeaderAddr()}
+		Version: h.GetDirectory().GetVersion(), Replacing: h.GetBusy(), Postponed: []string{}, Degraded: h.GetDegraded(),
+		Leader: h.GetLeaderAddr()}
 	if doc.Spares == nil {
 		doc.Spares = []string{}
+	}
+	if doc.Degraded == nil {
+		doc.Degraded = []string{}
+	}
+	for _, q := range h.GetPostponed() {
+		doc.Postponed = append(doc.Postponed, roleAddr(q.GetRole(), q.GetMachine()))
 	}
 	for _, c := range h.GetConfigs() {
 		doc.Configs = append(doc.Configs, configJSON{Num: c.GetNum(), Replaced: c.GetChanged(), Data: c.GetData(),
@@ -150,6 +169,12 @@ func printHistory(cmd *cobra.Command, gl *globalFlags, h *wire.HistoryResponse) 
 	}
 	if doc.Leader != "" {
 		fmt.Fprintf(w, "reconfiguration leader at %s\n", doc.Leader)
+	}
+	if len(doc.Degraded) > 0 {
+		fmt.Fprintf(w, "replaced and still rebuilding: %s\n", strings.Join(doc.Degraded, ", "))
+	}
+	if len(doc.Postponed) > 0 {
+		fmt.Fprintf(w, "postponed until they rebuild (a stripe has f blocks degraded): %s\n", strings.Join(doc.Postponed, ", "))
 	}
 	if doc.Replacing {
 		fmt.Fprintln(w, "a replacement is in progress")

@@ -245,3 +245,71 @@ func TestReplaceInProcess(t *testing.T) {
 	w.check(t, lc)
 	t.Logf("%d writes acknowledged, all blocks as written", w.ops.Load())
 }
+
+// TestReplacementPostponedInProcess: on the production runtime, with two
+// data servers of every stripe replaced and still rebuilding (a pause
+// between stripes), the service postpones the replacement of a parity
+// server of their stripes (SLC, thesis 3.4.2) and says so to admin
+// replace and admin config; the servers' msg.Rebuilt, carried through the
+// Raft log, releases it, and the cluster ends healthy with every write
+// made meanwhile intact.
+func TestReplacementPostponedInProcess(t *testing.T) {
+	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 64}
+	lc, err := Start(Options{Layout: l, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0",
+		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	waitFor(t, "a leader", 10*time.Second, func() (bool, string) { return lc.Leader() != nil, "" })
+	waitFor(t, "healthy", 10*time.Second, func() (bool, string) { return healthy(lc, 0) })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := client.Dial(ctx, lc.Entries, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	// No writes yet: requests for degraded blocks would rebuild them at
+	// once, and the replacements must still be rebuilding (a stripe every
+	// 1.5 s) when parity/3 is asked for.
+	for _, s := range []string{"data/0", "data/1"} {
+		r, err := admin.Replace(ctx, s, false)
+		if err != nil || len(r.GetPostponed()) != 0 {
+			t.Fatalf("replace %s: %v, postponed %v", s, err, r.GetPostponed())
+		}
+	}
+	waitFor(t, "data/0 and data/1 replaced", 10*time.Second, func() (bool, string) {
+		h := lc.Leader()
+		return h != nil && h.Config().Num == 2, ""
+	})
+	r, err := admin.Replace(ctx, "parity/3", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.GetPostponed(); len(p) != 1 || p[0].GetMachine() != 3 || erasure.Role(p[0].GetRole()) != erasure.RoleParity {
+		t.Fatalf("parity/3 replacement not postponed: %v (degraded %v)", p, lc.Leader().Degraded())
+	}
+	h, err := admin.History(ctx)
+	if err != nil || len(h.GetPostponed()) != 1 || len(h.GetDegraded()) == 0 {
+		t.Fatalf("history: %v, postponed %v, degraded %v", err, h.GetPostponed(), h.GetDegraded())
+	}
+	w := startWriters(t, lc, 2)
+	d := waitFor(t, "parity/3 replaced", 30*time.Second, func() (bool, string) {
+		h := lc.Leader()
+		return h != nil && h.Config().Num == 3, fmt.Sprintf("degraded %v", h.Degraded())
+	})
+	waitFor(t, "healthy", 60*time.Second, func() (bool, string) { return healthy(lc, 3) })
+	waitFor(t, "no server degraded", 10*time.Second, func() (bool, string) {
+		h := lc.Leader()
+		return h != nil && len(h.Degraded()) == 0 && !h.Busy(), fmt.Sprintf("degraded %v", h.Degraded())
+	})
+	w.halt()
+	if w.errs.Load() > 0 {
+		t.Fatalf("%d writes failed", w.errs.Load())
+	}
+	w.check(t, lc)
+	t.Logf("parity/3 postponed %v until a data server rebuilt; %d writes acknowledged, all blocks as written",
+		d.Round(time.Millisecond), w.ops.Load())
+}

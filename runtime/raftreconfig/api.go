@@ -113,6 +113,15 @@ func (a *api) Replace(ctx context.Context, req *wire.AdminReplaceRequest) (*wire
 	for _, q := range reqs {
 		out.Requested = append(out.Requested, wire.ReplaceToProto(q))
 	}
+	// Read on the loop goroutine, which has applied the requests.
+	ch := make(chan []msg.Replace, 1)
+	if r.do(func() { ch <- r.sm.svc.Postponed() }) {
+		for _, q := range <-ch {
+			if slices.Contains(reqs, q) {
+				out.Postponed = append(out.Postponed, wire.ReplaceToProto(q))
+			}
+		}
+	}
 	return out, nil
 }
 
@@ -210,6 +219,12 @@ func (r *Replica) liveSpare() string {
 func (a *api) History(context.Context, *wire.HistoryRequest) (*wire.HistoryResponse, error) {
 	p := a.r.pub.Load()
 	out := &wire.HistoryResponse{Directory: p.dir, Busy: p.busy, LeaderAddr: p.leaderAddr}
+	for _, q := range p.postponed {
+		out.Postponed = append(out.Postponed, wire.ReplaceToProto(q))
+	}
+	for _, a := range p.degraded {
+		out.Degraded = append(out.Degraded, string(a))
+	}
 	if p.leader {
 		out.LeaderAddr = a.r.o.Peers[a.r.o.ID]
 	}

@@ -111,6 +111,8 @@ type published struct {
 	dir        *wire.Directory
 	history    []msg.Config
 	busy       bool
+	postponed  []msg.Replace // queued replacements SLC holds back
+	degraded   []node.Addr   // replaced servers not yet rebuilt
 	leader     bool
 	leaderAddr string
 	applied    uint64
@@ -286,6 +288,13 @@ func (r *Replica) SnapshotsReceived() int64 { return r.snapsIn.Load() }
 
 // Busy reports whether a replacement is in progress or queued.
 func (r *Replica) Busy() bool { return r.pub.Load().busy }
+
+// Postponed lists the queued replacements that the service holds back
+// because a stripe of the server already has f degraded blocks (SLC).
+func (r *Replica) Postponed() []msg.Replace { return r.pub.Load().postponed }
+
+// Degraded lists the data and parity servers replaced and not yet rebuilt.
+func (r *Replica) Degraded() []node.Addr { return r.pub.Load().degraded }
 
 // do runs fn on the loop goroutine.
 func (r *Replica) do(fn func()) bool {
@@ -596,7 +605,7 @@ func (r *Replica) maybeSnapshot() {
 
 func (r *Replica) publish() {
 	p := &published{dir: proto.Clone(r.sm.dir).(*wire.Directory), history: r.sm.svc.History(), busy: r.sm.svc.Busy(),
-		leader: r.leader, applied: r.applied}
+		postponed: r.sm.svc.Postponed(), degraded: r.sm.svc.Degraded(), leader: r.leader, applied: r.applied}
 	if r.lead != 0 {
 		p.leaderAddr = r.o.Peers[r.lead]
 	}
