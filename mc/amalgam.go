@@ -3,6 +3,7 @@ package mc
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -130,4 +131,51 @@ func StripeBlocks(s *State, l erasure.Layout, st int) (dataBlocks, parityBlocks 
 		parityBlocks = append(parityBlocks, p.Block(st))
 	}
 	return dataBlocks, parityBlocks
+}
+
+// Recoverable checks the Server Liveness Criterion (thesis 3.4.2) as an
+// invariant of the reconfiguration service's choices: no stripe has more
+// than f degraded blocks, so every stripe can still be rebuilt from g
+// blocks. A block is degraded when its server's incarnation has not
+// rebuilt it, or when the service replaced the server and the new
+// incarnation has not started yet (the old one no longer counts). Crashed
+// servers the service has not replaced do not count: the service cannot
+// know of them.
+func Recoverable(s *State, l erasure.Layout) error {
+	rc, ok := s.Node(msg.ReconfigAddr).(*reconfig.Service)
+	if !ok {
+		return nil
+	}
+	cfg := rc.Config()
+	type holder interface {
+		Degraded(st int) bool
+		Incarnation() uint64
+	}
+	// degraded calls fn for each degraded block of stripe st.
+	degraded := func(st int, fn func(a node.Addr)) {
+		check := func(a node.Addr, inc uint64) {
+			if h, ok := s.Node(a).(holder); ok && (h.Degraded(st) || h.Incarnation() < inc) {
+				fn(a)
+			}
+		}
+		for pos := 0; pos < l.G; pos++ {
+			m := l.DataMachine(st, pos)
+			check(msg.DataAddr(m), cfg.Data[m])
+		}
+		for k := 0; k < l.F; k++ {
+			m := l.ParityMachine(st, k)
+			check(msg.ParityAddr(m), cfg.Parity[m])
+		}
+	}
+	for st := 0; st < l.Stripes; st++ {
+		n := 0
+		degraded(st, func(node.Addr) { n++ })
+		if n > l.F {
+			var names []string
+			degraded(st, func(a node.Addr) { names = append(names, string(a)) })
+			return fmt.Errorf("SLC: stripe %d has %d degraded blocks (%s), more than f=%d: it can no longer be rebuilt",
+				st, n, strings.Join(names, ", "), l.F)
+		}
+	}
+	return nil
 }

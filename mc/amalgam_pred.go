@@ -70,6 +70,17 @@ func streamBusy(s *State) (mask uint64, small bool) {
 	return mask, small
 }
 
+// StripesRecoverable is the Server Liveness Criterion (thesis 3.4.2) as an
+// invariant: no stripe has more than f degraded blocks (Recoverable).
+func StripesRecoverable(l erasure.Layout) Predicate {
+	return Pred("at most f blocks of a stripe degraded (SLC, 3.4.2)", func(s *State) (bool, string) {
+		if err := Recoverable(s, l); err != nil {
+			return false, err.Error()
+		}
+		return true, "every stripe has at most f degraded blocks"
+	})
+}
+
 // CommitInvariant is the invariant of thesis 3.4.1: a committed delta is
 // held by at least f+1 servers of its stripe (the data server, which
 // applied it, and parity servers or witnesses holding its PREPARE or, for

@@ -112,14 +112,15 @@ func (b *builder) startIncarnation(i int, m node.Message) {
 }
 
 // Settled reports whether reconfiguration and rebuilding are over: the
-// reconfiguration service has nothing to do, every server has its newest
-// configuration, and no data or parity server has a block to rebuild.
+// reconfiguration service has nothing to do and knows of no degraded
+// server, every server has its newest configuration, and no data or
+// parity server has a block to rebuild.
 func Settled(s *State) bool {
 	rc, ok := s.Node(msg.ReconfigAddr).(*reconfig.Service)
 	if !ok {
 		return true
 	}
-	if rc.Busy() {
+	if rc.Busy() || len(rc.Degraded()) > 0 {
 		return false
 	}
 	latest := rc.Config().Num

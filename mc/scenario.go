@@ -60,17 +60,22 @@ func (sc *Scenario) Init() *State {
 }
 
 // Invariants is the Amalgam predicate library for the scenario's layout
-// (Predicates', if set), then Extra.
+// (Predicates', if set), with SLC when the scenario replaces servers, then
+// Extra.
 func (sc *Scenario) Invariants() []Predicate {
 	if sc.Predicates != nil {
 		return append(sc.Predicates(), sc.Extra...)
 	}
-	return append([]Predicate{
+	inv := []Predicate{
 		ParityConsistency(sc.Layout, sc.Code()),
 		CommitInvariant(sc.Layout),
 		AtMostOnce(),
 		Linearizable(sc.Layout),
-	}, sc.Extra...)
+	}
+	if sc.Replace != nil {
+		inv = append(inv, StripesRecoverable(sc.Layout))
+	}
+	return append(inv, sc.Extra...)
 }
 
 // Options is a search of the scenario with strategy st and its invariants.

@@ -104,6 +104,23 @@ var (
 		Settings: Settings{MaxTimerFires: 6},
 	})
 
+	// SuspectDegradedStripe replaces two data servers of the one stripe
+	// and, asked together with them, a live parity server of it (a false
+	// suspicion). Whatever the order the requests arrive in, the third
+	// replacement must wait until one of the first two has rebuilt: with
+	// f=2 blocks degraded, replacing a third server would leave g-1 and
+	// lose the stripe (SLC, thesis 3.4.2).
+	SuspectDegradedStripe = Register(&Scenario{
+		Name: "suspect-degraded-stripe",
+		Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; client 0: write b0, read b0; data/0, data/1 and parity/3 replaced, asked together: " +
+			"the third waits until one of the others rebuilt (SLC); up to 5 timer firings per path",
+		Layout:  ReplaceData.Layout,
+		Scripts: ReplaceData.Scripts,
+		Replace: []msg.Replace{{Role: erasure.RoleData, Machine: 0, Inc: 1}, {Role: erasure.RoleData, Machine: 1, Inc: 1},
+			{Role: erasure.RoleParity, Machine: 3, Inc: 1}},
+		Settings: Settings{MaxTimerFires: 5},
+	})
+
 	// ReplaceWitness replaces the witness and a data server in a layout
 	// with witnesses: witnesses count in the replacement quorum and are
 	// replaced like parity servers.
