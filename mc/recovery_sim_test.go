@@ -9,7 +9,6 @@ import (
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
-	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/reconfig"
 	"github.com/amalgam-store/amalgam/workload"
 	"github.com/anishathalye/porcupine"
@@ -81,7 +80,7 @@ func (r replaceRun) try() (*State, error) {
 			return nil, fmt.Errorf("seed %d: %w", r.seed, err)
 		}
 		for _, rp := range r.replace {
-			if s, err = s.Apply(Event{Kind: Crash, Node: roleAddr(rp.Role, rp.Machine)}); err != nil {
+			if s, err = s.Apply(Event{Kind: Crash, Node: msg.RoleAddr(rp.Role, rp.Machine)}); err != nil {
 				return nil, err
 			}
 		}
@@ -111,16 +110,6 @@ func (r replaceRun) try() (*State, error) {
 		return final, fmt.Errorf("seed %d: history of %d operations is %s, not linearizable", r.seed, len(hist), res)
 	}
 	return final, nil
-}
-
-func roleAddr(r erasure.Role, m int) node.Addr {
-	switch r {
-	case erasure.RoleData:
-		return msg.DataAddr(m)
-	case erasure.RoleParity:
-		return msg.ParityAddr(m)
-	}
-	return msg.WitnessAddr(m)
 }
 
 func TestRandomizedReplaceParity(t *testing.T) {
@@ -247,9 +236,9 @@ func TestRandomizedReplaceWithRebuildPause(t *testing.T) {
 			all++
 		}
 		for _, rp := range append(slices.Clone(r.replace), r.suspected...) {
-			n := final.Node(roleAddr(rp.Role, rp.Machine)).(interface{ RebuildPause() time.Duration })
+			n := final.Node(msg.RoleAddr(rp.Role, rp.Machine)).(interface{ RebuildPause() time.Duration })
 			if n.RebuildPause() != r.pause {
-				t.Fatalf("seed %d: %s lost its rebuild pause", seed, roleAddr(rp.Role, rp.Machine))
+				t.Fatalf("seed %d: %s lost its rebuild pause", seed, msg.RoleAddr(rp.Role, rp.Machine))
 			}
 		}
 	}

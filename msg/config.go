@@ -41,6 +41,17 @@ func ParityAddr(m int) node.Addr  { return node.Addr(fmt.Sprintf("parity/%d", m)
 func WitnessAddr(m int) node.Addr { return node.Addr(fmt.Sprintf("witness/%d", m)) }
 func ClientAddr(c int) node.Addr  { return node.Addr(fmt.Sprintf("client/%d", c)) }
 
+// RoleAddr is the address of machine m's server of role r.
+func RoleAddr(r erasure.Role, m int) node.Addr {
+	switch r {
+	case erasure.RoleData:
+		return DataAddr(m)
+	case erasure.RoleParity:
+		return ParityAddr(m)
+	}
+	return WitnessAddr(m)
+}
+
 // ParseAddr splits "role/index" into its parts.
 func ParseAddr(a node.Addr) (role string, index int, err error) {
 	role, num, ok := strings.Cut(string(a), "/")

@@ -170,7 +170,7 @@ func (s *Service) onRebuilt(ctx node.Context, m msg.Rebuilt) {
 		m.Inc != s.incarnation(m.Role, m.Machine) {
 		return // not a server that holds blocks, or an older incarnation
 	}
-	a := roleAddr(m.Role, m.Machine)
+	a := msg.RoleAddr(m.Role, m.Machine)
 	if slices.Contains(s.degraded, a) {
 		s.degraded = slices.DeleteFunc(s.degraded, func(d node.Addr) bool { return d == a })
 		s.schedule(ctx)
@@ -202,7 +202,7 @@ func (s *Service) allowed(r msg.Replace) bool {
 		return true
 	}
 	l := s.current().Layout
-	self := roleAddr(r.Role, r.Machine)
+	self := msg.RoleAddr(r.Role, r.Machine)
 	for _, st := range l.StripesAs(r.Machine, r.Role) {
 		n := 0
 		for pos := 0; pos < l.G; pos++ {
@@ -430,16 +430,6 @@ func (s *Service) incarnation(role erasure.Role, m int) uint64 {
 		return cfg.Parity[m]
 	}
 	return cfg.Witness[m]
-}
-
-func roleAddr(r erasure.Role, m int) node.Addr {
-	switch r {
-	case erasure.RoleData:
-		return msg.DataAddr(m)
-	case erasure.RoleParity:
-		return msg.ParityAddr(m)
-	}
-	return msg.WitnessAddr(m)
 }
 
 func backupAddr(l erasure.Layout, i, m int) node.Addr {
