@@ -30,10 +30,12 @@ type retryRebuild struct{}
 func (retryRebuild) Hash(h *node.Hasher) { h.Uint64(51) }
 
 // pacing limits the background rebuild's rate: after each stripe it
-// rebuilt, the server waits pause before the next one. It is a setting of
-// the host (SetRebuildPause), not protocol state: not hashed, not
-// persisted, kept across incarnations. With pause 0 (the default) the next
-// stripe starts at once.
+// rebuilt in the background, the server waits pause before the next one.
+// pause is a setting of the host (SetRebuildPause), not protocol state:
+// not hashed, not persisted, kept across incarnations. waiting (a
+// rebuildPaused timer is pending) is hashed, because handlers act on it;
+// it is not persisted, because a restart ends timers and Init resumes the
+// rebuild. With pause 0 (the default) the next stripe starts at once.
 type pacing struct {
 	pause   time.Duration
 	waiting bool // a rebuildPaused timer is set

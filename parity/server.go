@@ -152,5 +152,6 @@ func (s *Server) Hash() uint64 {
 	}
 	h.Uint64(s.blocks.Hash())
 	s.rc.hash(h)
+	h.Bool(s.pace.waiting) // a rebuildPaused timer is pending: it changes what handlers do
 	return h.Sum()
 }
