@@ -148,7 +148,11 @@ func (s *Server) retry(ctx node.Context) {
 		s.reportRebuilt(ctx)
 	}
 	for _, r := range s.rc.recov {
-		s.askSnapshot(ctx, r)
+		if r.Stalled() {
+			s.rc.nonce++
+			r.Restart(s.rc.nonce)
+			s.askSnapshot(ctx, r)
+		}
 	}
 	n := len(s.rc.resend)
 	s.rc.resend = slices.DeleteFunc(s.rc.resend, func(a node.Addr) bool { return !s.resendPending(ctx, a) })

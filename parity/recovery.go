@@ -64,8 +64,12 @@ func (s *Server) Timer(ctx node.Context, t node.Timer) {
 		return
 	}
 	s.rc.ticking = false
-	if s.rc.rebuild != nil {
-		s.rc.rebuild.Ask(ctx, s.cfg.Layout, s.cfg.Num)
+	if r := s.rc.rebuild; r != nil {
+		if r.Stalled() {
+			s.rc.nonce++
+			r.Restart(s.rc.nonce)
+			r.Ask(ctx, s.cfg.Layout, s.cfg.Num)
+		}
 		s.tick(ctx)
 	}
 	if s.rc.report {

@@ -23,6 +23,8 @@ type Rebuild struct {
 	Parity [][]byte // per parity index
 	OpNums []uint64 // per data position: the op_num the block reflects ops below
 	Prims  []uint64 // per data position: the answering data server's primary_num
+	Own    uint64   // the requester's own data position (a null answer), as a bit
+	Heard  bool     // an answer of this round arrived since the last Stalled
 }
 
 // New starts a rebuild of stripe st. self is the requester's own data
@@ -32,15 +34,40 @@ func New(l erasure.Layout, st int, nonce uint64, self int) *Rebuild {
 	r := &Rebuild{Stripe: st, Nonce: nonce, Data: make([][]byte, l.G), Parity: make([][]byte, l.F),
 		OpNums: make([]uint64, l.G), Prims: make([]uint64, l.G)}
 	if self >= 0 {
-		r.DGot = 1 << self
+		r.Own = 1 << self
 	}
+	r.DGot = r.Own
 	return r
+}
+
+// Decision (the thesis is silent on retries): a rebuild that heard
+// nothing for a retry period starts a new round under a new nonce instead
+// of asking again under the old one. A data server answers a repeated
+// request with the block of its first marker but sends its marker again,
+// now behind later PREPAREs; a parity server that never got the first
+// marker (it was sent to an incarnation not started yet) would copy its
+// block at the later point, and the decode would mix two cuts. A round
+// that is still hearing answers is left to finish.
+
+// Stalled reports whether no answer arrived since the last call.
+func (r *Rebuild) Stalled() bool {
+	heard := r.Heard
+	r.Heard = false
+	return !heard
+}
+
+// Restart begins a new round under nonce: answers to earlier rounds are
+// ignored from now on.
+func (r *Rebuild) Restart(nonce uint64) {
+	r.Nonce, r.DGot, r.Heard = nonce, r.Own, false
+	r.Data, r.Parity = make([][]byte, len(r.Data)), make([][]byte, len(r.Parity))
+	r.OpNums, r.Prims = make([]uint64, len(r.OpNums)), make([]uint64, len(r.Prims))
 }
 
 // Ask sends STRIPE-SNAPSHOT to every data server that has not answered,
 // or to all of them when they all have but parity answers are missing
 // (each data server then forwards its marker again, and the parity
-// servers answer again).
+// servers answer again). Retries restart the round first (Stalled).
 func (r *Rebuild) Ask(ctx node.Context, l erasure.Layout, num uint64) {
 	all := r.DGot == 1<<l.G-1
 	for pos := 0; pos < l.G; pos++ {
@@ -62,12 +89,14 @@ func (r *Rebuild) OnData(l erasure.Layout, m msg.SnapshotData) {
 	}
 	r.DGot |= 1 << pos
 	r.Data[pos], r.OpNums[pos], r.Prims[pos] = m.Block, m.OpNum, m.Primary
+	r.Heard = true
 }
 
 // OnParity records a parity server's answer.
 func (r *Rebuild) OnParity(l erasure.Layout, m msg.SnapshotParity) {
 	if m.Stripe == r.Stripe && m.Nonce == r.Nonce && m.Index >= 0 && m.Index < l.F {
 		r.Parity[m.Index] = m.Block
+		r.Heard = true
 	}
 }
 
@@ -113,6 +142,8 @@ func (r *Rebuild) Hash(h *node.Hasher) {
 	h.Int(r.Stripe)
 	h.Uint64(r.Nonce)
 	h.Uint64(r.DGot)
+	h.Uint64(r.Own)
+	h.Bool(r.Heard)
 	for _, b := range append(slices.Clone(r.Data), r.Parity...) {
 		h.Bool(b != nil)
 		h.Bytes(b)
