@@ -28,8 +28,7 @@ var recoveryMutants = []struct {
 	{"snapshot-first-marker", setParity, nil, nil},
 	{"snapshot-copy-frozen", setParity, nil, nil},
 	{"serve-degraded", setData, ReplaceData, nil},
-	// replaceSeed needs about 950 runs (45 s) for this one; the
-	// rebuild-pause runs find it in a few.
+	// The rebuild-pause runs find this one much sooner than replaceSeed.
 	{"snapshot-answer-uncommitted", setData, nil, pauseSeed},
 	// The service replaces a server of a stripe that already has f
 	// degraded blocks (SLC, thesis 3.4.2): pauseSeed's even seeds replace

@@ -25,6 +25,8 @@ type Rebuild struct {
 	Prims  []uint64 // per data position: the answering data server's primary_num
 	Own    uint64   // the requester's own data position (a null answer), as a bit
 	Heard  bool     // an answer of this round arrived since the last Stalled
+	Silent int      // calls of Stalled in a row without an answer
+	Rounds int      // rounds restarted so far
 }
 
 // New starts a rebuild of stripe st. self is the requester's own data
@@ -47,13 +49,25 @@ func New(l erasure.Layout, st int, nonce uint64, self int) *Rebuild {
 // now behind later PREPAREs; a parity server that never got the first
 // marker (it was sent to an incarnation not started yet) would copy its
 // block at the later point, and the decode would mix two cuts. A round
-// that is still hearing answers is left to finish.
+// that is still hearing answers is left to finish, and each restart waits
+// twice as many silent periods as the one before (up to 64), so that a
+// round slower than the retry period is not restarted forever.
 
-// Stalled reports whether no answer arrived since the last call.
+// Stalled is called once per retry period; it reports whether the round
+// should restart: no answer arrived for 2^Rounds periods in a row (at
+// most 64).
 func (r *Rebuild) Stalled() bool {
-	heard := r.Heard
-	r.Heard = false
-	return !heard
+	if r.Heard {
+		r.Heard, r.Silent = false, 0
+		return false
+	}
+	r.Silent++
+	if r.Silent < 1<<min(r.Rounds, 6) {
+		return false
+	}
+	r.Silent = 0
+	r.Rounds++
+	return true
 }
 
 // Restart begins a new round under nonce: answers to earlier rounds are
@@ -144,6 +158,8 @@ func (r *Rebuild) Hash(h *node.Hasher) {
 	h.Uint64(r.DGot)
 	h.Uint64(r.Own)
 	h.Bool(r.Heard)
+	h.Int(r.Silent)
+	h.Int(r.Rounds)
 	for _, b := range append(slices.Clone(r.Data), r.Parity...) {
 		h.Bool(b != nil)
 		h.Bytes(b)
