@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,8 +39,9 @@ const (
 var BaselineTiming = paxos.Timing{Heartbeat: 100 * time.Millisecond, Election: 500 * time.Millisecond, Retry: time.Second}
 
 // Baseline is a baseline protocol's deployment (ShardedPaxos or RSPaxos,
-// docs/baselines.md): its replicas, their placement on machines and the
-// client that runs an outside request.
+// docs/baselines.md): its replicas, their placement on machines and its
+// clients. The runtime and the benchmark harness's simulator both build
+// deployments from it.
 type Baseline struct {
 	Protocol string
 	Layout   erasure.Layout
@@ -50,21 +50,27 @@ type Baseline struct {
 	addr     func(g, i int) node.Addr
 	machine  func(g, i int) int
 	replica  func(g, i int) node.Node
-	client   func(id, seq uint64, ops []msg.Op, leaders []int) baselineClient
+	client   func(id uint64, script [][]msg.Op) BaselineClient
+	// firstSeq numbers an outside request's first GET or PUT (RSPaxos
+	// makes several per transaction; ShardedPaxos one).
+	firstSeq func(seq uint64) uint64
 	stored   func(node.Node) int64
 }
 
-type baselineClient interface {
+// BaselineClient is a baseline's protocol client.
+type BaselineClient interface {
 	ClientNode
 	Replies() []msg.Reply
 	Leaders() []int
+	SetLeaderGuess(g, i int)
+	StartAt(seq uint64)
 }
 
 // NewBaseline describes protocol (ShardedPaxos or RSPaxos) on layout l:
 // one Paxos group per shard of l, f from l, with timing tm (zero fields
 // from BaselineTiming).
 func NewBaseline(protocol string, l erasure.Layout, tm paxos.Timing) (*Baseline, error) {
-	b := &Baseline{Protocol: protocol, Layout: l}
+	b := &Baseline{Protocol: protocol, Layout: l, firstSeq: func(seq uint64) uint64 { return seq }}
 	tm.Heartbeat = cmp.Or(tm.Heartbeat, BaselineTiming.Heartbeat)
 	tm.Election = cmp.Or(tm.Election, BaselineTiming.Election)
 	tm.Retry = cmp.Or(tm.Retry, BaselineTiming.Retry)
@@ -76,14 +82,7 @@ func NewBaseline(protocol string, l erasure.Layout, tm paxos.Timing) (*Baseline,
 		}
 		b.machines, b.members, b.addr, b.machine = cfg.Machines(), cfg.Members(), cfg.Addr, cfg.Machine
 		b.replica = func(g, i int) node.Node { return shardedpaxos.NewReplica(cfg, g, i) }
-		b.client = func(id, seq uint64, ops []msg.Op, leaders []int) baselineClient {
-			c := shardedpaxos.NewClient(id, cfg, [][]msg.Op{ops})
-			c.StartAt(seq)
-			for g, i := range leaders {
-				c.SetLeaderGuess(g, i)
-			}
-			return c
-		}
+		b.client = func(id uint64, script [][]msg.Op) BaselineClient { return shardedpaxos.NewClient(id, cfg, script) }
 		b.stored = func(n node.Node) int64 { return int64(n.(*shardedpaxos.Replica).StoredBytes()) }
 	case RSPaxos:
 		cfg := rspaxos.Config{Layout: l, Timing: tm}
@@ -96,15 +95,9 @@ func NewBaseline(protocol string, l erasure.Layout, tm paxos.Timing) (*Baseline,
 		}
 		b.machines, b.members, b.addr, b.machine = cfg.Machines(), cfg.Members(), cfg.Addr, cfg.Machine
 		b.replica = func(g, i int) node.Node { return rspaxos.NewReplica(cfg, code, g, i) }
-		b.client = func(id, seq uint64, ops []msg.Op, leaders []int) baselineClient {
-			c := rspaxos.NewClient(id, cfg, [][]msg.Op{ops})
-			// A transaction makes at most 2*MaxTxnOps GETs and PUTs.
-			c.StartAt(seq * 2 * wire.MaxTxnOps)
-			for g, i := range leaders {
-				c.SetLeaderGuess(g, i)
-			}
-			return c
-		}
+		b.client = func(id uint64, script [][]msg.Op) BaselineClient { return rspaxos.NewClient(id, cfg, script) }
+		// A transaction makes at most 2*MaxTxnOps GETs and PUTs.
+		b.firstSeq = func(seq uint64) uint64 { return seq * 2 * wire.MaxTxnOps }
 		b.stored = func(n node.Node) int64 { return int64(n.(*rspaxos.Replica).StoredBytes()) }
 	default:
 		return nil, fmt.Errorf("unknown protocol %q (want %s, %s or %s)", protocol, Amalgam, ShardedPaxos, RSPaxos)
@@ -112,23 +105,31 @@ func NewBaseline(protocol string, l erasure.Layout, tm paxos.Timing) (*Baseline,
 	return b, nil
 }
 
+// Client returns client id (ids start at 1) running script.
+func (b *Baseline) Client(id uint64, script [][]msg.Op) BaselineClient { return b.client(id, script) }
+
+// StoredBytes is the bytes replica n stores.
+func (b *Baseline) StoredBytes(n node.Node) int64 { return b.stored(n) }
+
 // Machines is the number of machines the deployment needs.
 func (b *Baseline) Machines() int { return b.machines }
 
 // Members is the number of replicas per group.
 func (b *Baseline) Members() int { return b.members }
 
-// Hosted lists the replicas machine m hosts, by address.
-func (b *Baseline) Hosted(m int) map[node.Addr]node.Node {
-	out := map[node.Addr]node.Node{}
+// Hosted builds the replicas machine m hosts, with their addresses in
+// group order.
+func (b *Baseline) Hosted(m int) ([]node.Addr, []node.Node) {
+	var as []node.Addr
+	var ns []node.Node
 	for g := 0; g < b.Layout.N; g++ {
 		for i := 0; i < b.members; i++ {
 			if b.machine(g, i) == m {
-				out[b.addr(g, i)] = b.replica(g, i)
+				as, ns = append(as, b.addr(g, i)), append(ns, b.replica(g, i))
 			}
 		}
 	}
-	return out
+	return as, ns
 }
 
 // BaselineMachine is one machine of a baseline deployment: a host running
@@ -141,6 +142,7 @@ type BaselineMachine struct {
 	b        *Baseline
 	me       int
 	machines []string
+	replicas []node.Addr // hosted here, in group order
 	nonce    atomic.Uint64
 	mu       sync.Mutex
 	leaders  []int // the leader each group was last found at
@@ -173,11 +175,13 @@ func StartBaselineMachine(b *Baseline, me int, machines []string, o MachineOptio
 	bm.Host = NewHost(Options{Listener: o.Listener, Resolve: baselineResolve(machines), BlockSize: b.Layout.BlockSize,
 		Logger: log.With("machine", me), ServerOptions: o.ServerOptions, DialOptions: o.DialOptions,
 		Register: o.Register, Metrics: o.Metrics})
-	for a, n := range b.Hosted(me) {
-		if err := bm.AddNode(a, n); err != nil {
+	as, ns := b.Hosted(me)
+	for i, a := range as {
+		if err := bm.AddNode(a, ns[i]); err != nil {
 			return nil, err
 		}
 	}
+	bm.replicas = as
 	bm.SetClientServer(bm)
 	bm.Start()
 	return bm, nil
@@ -193,7 +197,11 @@ func (bm *BaselineMachine) Execute(ctx context.Context, req *wire.ExecuteRequest
 	bm.mu.Lock()
 	leaders := append([]int(nil), bm.leaders...)
 	bm.mu.Unlock()
-	c := bm.b.client(req.GetClientId(), req.GetSeq(), ops, leaders)
+	c := bm.b.client(req.GetClientId(), [][]msg.Op{ops})
+	c.StartAt(bm.b.firstSeq(req.GetSeq()))
+	for g, i := range leaders {
+		c.SetLeaderGuess(g, i)
+	}
 	a := node.Addr(fmt.Sprintf("proxy/%d.%d/%d", req.GetClientId(), bm.nonce.Add(1), bm.me))
 	if err := bm.RunClient(ctx, a, c); err != nil {
 		return nil, ctxStatus(err)
@@ -214,7 +222,7 @@ func (bm *BaselineMachine) Status(ctx context.Context, _ *wire.StatusRequest) (*
 	r := baselineStatus(bm.b, bm.machines)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	for _, a := range bm.addrs() {
+	for _, a := range bm.replicas {
 		var bytes int64
 		if bm.Inspect(ctx, a, func(n node.Node) { bytes = bm.b.stored(n) }) == nil {
 			r.Nodes = append(r.Nodes, &wire.NodeStatus{Addr: string(a), BytesStored: bytes})
@@ -226,16 +234,14 @@ func (bm *BaselineMachine) Status(ctx context.Context, _ *wire.StatusRequest) (*
 // StoredBytes sums the bytes this machine's replicas store.
 func (bm *BaselineMachine) StoredBytes(ctx context.Context) int64 {
 	var sum int64
-	for _, a := range bm.addrs() {
+	for _, a := range bm.replicas {
 		_ = bm.Inspect(ctx, a, func(n node.Node) { sum += bm.b.stored(n) })
 	}
 	return sum
 }
 
 func baselineStatus(b *Baseline, machines []string) *wire.StatusResponse {
-	l := b.Layout
-	r := &wire.StatusResponse{Protocol: b.Protocol, Durability: "memory",
-		Layout: &wire.Layout{N: int32(l.N), G: int32(l.G), F: int32(l.F), W: int32(l.W), Stripes: int32(l.Stripes), BlockSize: int32(l.BlockSize)}}
+	r := &wire.StatusResponse{Protocol: b.Protocol, Durability: "memory", Layout: wire.LayoutToProto(b.Layout)}
 	for m, a := range machines {
 		r.Machines = append(r.Machines, &wire.Machine{Index: int32(m), Addr: a})
 	}
@@ -317,18 +323,8 @@ func closeListeners(lns []net.Listener) {
 // Replicas lists the replicas the machine hosts, space-separated.
 func (bm *BaselineMachine) Replicas() string {
 	var as []string
-	for _, a := range bm.addrs() {
+	for _, a := range bm.replicas {
 		as = append(as, string(a))
 	}
 	return strings.Join(as, " ")
-}
-
-// addrs lists the replicas the machine hosts, sorted.
-func (bm *BaselineMachine) addrs() []node.Addr {
-	var as []node.Addr
-	for a := range bm.b.Hosted(bm.me) {
-		as = append(as, a)
-	}
-	slices.Sort(as)
-	return as
 }

@@ -90,8 +90,10 @@ type Host struct {
 	conns   map[string]*grpc.ClientConn
 	senders map[string]*sender
 	waiters map[waitKey][]chan node.Message
-	// mailboxes receive the messages to client nodes run by RunClient.
+	// mailboxes receive the messages to client nodes run by RunClient;
+	// nmail counts them, so that hosts without any skip the lookup.
 	mailboxes map[node.Addr]chan event
+	nmail     atomic.Int64
 	started   bool
 	stopped   bool
 

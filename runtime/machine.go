@@ -59,9 +59,7 @@ func (c *Cluster) Resolve(a node.Addr) (string, bool) {
 func (c *Cluster) StatusProto() *wire.StatusResponse {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	l := c.Config.Layout
-	r := &wire.StatusResponse{ConfigNum: c.Config.Num, Durability: c.Durability,
-		Layout: &wire.Layout{N: int32(l.N), G: int32(l.G), F: int32(l.F), W: int32(l.W), Stripes: int32(l.Stripes), BlockSize: int32(l.BlockSize)}}
+	r := &wire.StatusResponse{ConfigNum: c.Config.Num, Durability: c.Durability, Layout: wire.LayoutToProto(c.Config.Layout)}
 	for m, a := range c.Machines {
 		r.Machines = append(r.Machines, &wire.Machine{Index: int32(m), Addr: a,
 			DataIncarnation: c.Config.Data[m], ParityIncarnation: c.Config.Parity[m], WitnessIncarnation: c.Config.Witness[m]})

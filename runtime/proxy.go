@@ -31,11 +31,13 @@ func (h *Host) RunClient(ctx context.Context, a node.Addr, n ClientNode) error {
 		return errors.New("runtime: client address " + string(a) + " is in use")
 	}
 	h.mailboxes[a] = mb
+	h.nmail.Add(1)
 	h.mu.Unlock()
 	pc := &proxyCtx{h: h, self: a, timers: make(chan node.Timer, 64), done: make(chan struct{})}
 	defer func() {
 		h.mu.Lock()
 		delete(h.mailboxes, a)
+		h.nmail.Add(-1)
 		h.mu.Unlock()
 		pc.stop()
 	}()
@@ -58,6 +60,9 @@ func (h *Host) RunClient(ctx context.Context, a node.Addr, n ClientNode) error {
 // toMailbox hands m to the RunClient client at to, if there is one here.
 // Like any unordered message, it is dropped when the client is behind.
 func (h *Host) toMailbox(from, to node.Addr, m node.Message) bool {
+	if h.nmail.Load() == 0 {
+		return false
+	}
 	h.mu.Lock()
 	mb, ok := h.mailboxes[to]
 	h.mu.Unlock()

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/runtime"
@@ -34,7 +33,7 @@ type grpcCluster struct {
 
 func startGRPC(system string, s RunSpec) (*grpcCluster, error) {
 	o := runtime.LocalOptions{Layout: s.Layout, Durability: "memory", Addr: "127.0.0.1:0",
-		PaxosTiming: paxos.Timing{Heartbeat: benchHeartbeat, Election: benchElection, Retry: benchRetry}}
+		PaxosTiming: benchTiming}
 	if system == Amalgam {
 		lc, err := runtime.StartLocal(o)
 		if err != nil {

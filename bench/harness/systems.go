@@ -4,21 +4,21 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/amalgam-store/amalgam/bench/rspaxos"
-	"github.com/amalgam-store/amalgam/bench/shardedpaxos"
+	"github.com/amalgam-store/amalgam/bench/paxos"
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/runtime"
 	"github.com/amalgam-store/amalgam/witness"
 )
 
 // The systems the harness compares.
 const (
-	Amalgam      = "amalgam"
-	ShardedPaxos = "shardedpaxos"
-	RSPaxos      = "rspaxos"
+	Amalgam      = runtime.Amalgam
+	ShardedPaxos = runtime.ShardedPaxos
+	RSPaxos      = runtime.RSPaxos
 )
 
 // Systems lists them in report order.
@@ -37,6 +37,8 @@ const (
 	benchElection  = time.Second
 	benchRetry     = 5 * time.Second
 )
+
+var benchTiming = paxos.Timing{Heartbeat: benchHeartbeat, Election: benchElection, Retry: benchRetry}
 
 // deployment is one system's nodes on a network.
 type deployment struct {
@@ -62,11 +64,8 @@ type clientNode interface {
 // data server for Amalgam; the baselines' Config.Machines (one per group,
 // but at least one per member of a group).
 func machinesFor(system string, l erasure.Layout) int {
-	switch system {
-	case ShardedPaxos:
-		return shardedpaxos.Config{Layout: l}.Machines()
-	case RSPaxos:
-		return rspaxos.Config{Layout: l}.Machines()
+	if b, err := runtime.NewBaseline(system, l, benchTiming); err == nil {
+		return b.Machines()
 	}
 	return l.N
 }
@@ -105,53 +104,24 @@ func deploy(system string, l erasure.Layout, opt NetOptions) (*deployment, error
 			}
 			return n
 		}
-	case ShardedPaxos:
-		cfg := shardedpaxos.Config{Layout: l, Timing: shardedpaxos.Timing{Heartbeat: benchHeartbeat, Election: benchElection, Retry: benchRetry}}
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
-		var rs []*shardedpaxos.Replica
-		for g := 0; g < cfg.Groups(); g++ {
-			for i := 0; i < cfg.Members(); i++ {
-				r := shardedpaxos.NewReplica(cfg, g, i)
-				rs = append(rs, r)
-				d.net.Add(cfg.Addr(g, i), cfg.Machine(g, i), r)
-			}
-		}
-		d.newClient = func(id uint64, script [][]msg.Op) clientNode {
-			return shardedpaxos.NewClient(id, cfg, script)
-		}
-		d.stored = func() int64 {
-			var n int64
-			for _, r := range rs {
-				n += int64(r.StoredBytes())
-			}
-			return n
-		}
-	case RSPaxos:
-		cfg := rspaxos.Config{Layout: l, Timing: rspaxos.Timing{Heartbeat: benchHeartbeat, Election: benchElection, Retry: benchRetry}}
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
-		code, err := cfg.NewCode()
+	case ShardedPaxos, RSPaxos:
+		b, err := runtime.NewBaseline(system, l, benchTiming)
 		if err != nil {
 			return nil, err
 		}
-		var rs []*rspaxos.Replica
-		for g := 0; g < cfg.Groups(); g++ {
-			for i := 0; i < cfg.Members(); i++ {
-				r := rspaxos.NewReplica(cfg, code, g, i)
-				rs = append(rs, r)
-				d.net.Add(cfg.Addr(g, i), cfg.Machine(g, i), r)
+		var rs []node.Node
+		for m := 0; m < b.Machines(); m++ {
+			as, ns := b.Hosted(m)
+			for i, a := range as {
+				d.net.Add(a, m, ns[i])
 			}
+			rs = append(rs, ns...)
 		}
-		d.newClient = func(id uint64, script [][]msg.Op) clientNode {
-			return rspaxos.NewClient(id, cfg, script)
-		}
+		d.newClient = func(id uint64, script [][]msg.Op) clientNode { return b.Client(id, script) }
 		d.stored = func() int64 {
 			var n int64
 			for _, r := range rs {
-				n += int64(r.StoredBytes())
+				n += b.StoredBytes(r)
 			}
 			return n
 		}
