@@ -148,9 +148,7 @@ func (s *Server) retry(ctx node.Context) {
 		s.reportRebuilt(ctx)
 	}
 	for _, r := range s.rc.recov {
-		if r.Stalled() {
-			s.rc.nonce++
-			r.Restart(s.rc.nonce)
+		if r.Retry(&s.rc.nonce) {
 			s.askSnapshot(ctx, r)
 		}
 	}

@@ -24,7 +24,7 @@ func TestRebuildPauseFlagHashed(t *testing.T) {
 // server's old snapshot answer and parity copies taken at its re-sent
 // marker, after a later PREPARE: a re-asked snapshot mixed two cuts. A
 // stalled rebuild now starts a new round under a new nonce
-// (recovery.Rebuild.Stalled).
+// (recovery.Rebuild.Retry).
 func TestSnapshotRetryNewRound(t *testing.T) {
 	seed := 438
 	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 16}

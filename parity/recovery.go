@@ -65,9 +65,7 @@ func (s *Server) Timer(ctx node.Context, t node.Timer) {
 	}
 	s.rc.ticking = false
 	if r := s.rc.rebuild; r != nil {
-		if r.Stalled() {
-			s.rc.nonce++
-			r.Restart(s.rc.nonce)
+		if r.Retry(&s.rc.nonce) {
 			r.Ask(ctx, s.cfg.Layout, s.cfg.Num)
 		}
 		s.tick(ctx)

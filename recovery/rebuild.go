@@ -24,8 +24,8 @@ type Rebuild struct {
 	OpNums []uint64 // per data position: the op_num the block reflects ops below
 	Prims  []uint64 // per data position: the answering data server's primary_num
 	Own    uint64   // the requester's own data position (a null answer), as a bit
-	Heard  bool     // an answer of this round arrived since the last Stalled
-	Silent int      // calls of Stalled in a row without an answer
+	Heard  bool     // an answer of this round arrived since the last Retry
+	Silent int      // calls of Retry in a row without an answer
 	Rounds int      // rounds restarted so far
 }
 
@@ -53,10 +53,11 @@ func New(l erasure.Layout, st int, nonce uint64, self int) *Rebuild {
 // twice as many silent periods as the one before (up to 64), so that a
 // round slower than the retry period is not restarted forever.
 
-// Stalled is called once per retry period; it reports whether the round
-// should restart: no answer arrived for 2^Rounds periods in a row (at
-// most 64).
-func (r *Rebuild) Stalled() bool {
+// Retry is called once per retry period. When no answer arrived for
+// 2^Rounds periods in a row (at most 64) it starts a new round under the
+// next nonce of the owner's counter, ignoring answers to earlier rounds,
+// and reports true: the caller then asks again.
+func (r *Rebuild) Retry(nonce *uint64) bool {
 	if r.Heard {
 		r.Heard, r.Silent = false, 0
 		return false
@@ -67,21 +68,17 @@ func (r *Rebuild) Stalled() bool {
 	}
 	r.Silent = 0
 	r.Rounds++
-	return true
-}
-
-// Restart begins a new round under nonce: answers to earlier rounds are
-// ignored from now on.
-func (r *Rebuild) Restart(nonce uint64) {
-	r.Nonce, r.DGot, r.Heard = nonce, r.Own, false
+	*nonce++
+	r.Nonce, r.DGot = *nonce, r.Own
 	r.Data, r.Parity = make([][]byte, len(r.Data)), make([][]byte, len(r.Parity))
 	r.OpNums, r.Prims = make([]uint64, len(r.OpNums)), make([]uint64, len(r.Prims))
+	return true
 }
 
 // Ask sends STRIPE-SNAPSHOT to every data server that has not answered,
 // or to all of them when they all have but parity answers are missing
 // (each data server then forwards its marker again, and the parity
-// servers answer again). Retries restart the round first (Stalled).
+// servers answer again). Retries restart the round first (Retry).
 func (r *Rebuild) Ask(ctx node.Context, l erasure.Layout, num uint64) {
 	all := r.DGot == 1<<l.G-1
 	for pos := 0; pos < l.G; pos++ {
