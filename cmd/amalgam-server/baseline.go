@@ -59,14 +59,6 @@ func runBaselineDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
 	for m, bm := range bl.Machines {
 		fmt.Fprintf(out, "machine %d at %s: %s\n", m, bm.Addr(), bm.Replicas())
 	}
-	if env.metricsAddr != "" {
-		fmt.Fprintf(out, "metrics at http://%s/metrics\n", env.metricsAddr)
-	}
-	fmt.Fprintf(out, "%s dev cluster ready at %s\n", fl.protocol, bl.EntryAddr)
-	fmt.Fprintf(out, "try: go run ./cmd/amalgam-cli --cluster %s status   (Ctrl-C stops the cluster)\n", bl.EntryAddr)
-	<-ctx.Done()
-	fmt.Fprintln(out, "stopping")
-	bl.Close()
-	fmt.Fprintln(out, "stopped")
+	serveUntilStopped(ctx, out, env, fl.protocol, bl.EntryAddr, bl.Close)
 	return nil
 }

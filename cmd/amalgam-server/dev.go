@@ -197,17 +197,23 @@ func runDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
 	for i, a := range lc.SpareAddrs {
 		fmt.Fprintf(out, "spare %d at %s\n", i, a)
 	}
-	if env.metricsAddr != "" {
-		fmt.Fprintf(out, "metrics at http://%s/metrics\n", env.metricsAddr)
-	}
 	if len(lc.ReplicaAddrs) > 1 {
 		fmt.Fprintf(out, "entry addresses (any replica): %s\n", lc.Entries)
 	}
-	fmt.Fprintf(out, "amalgam dev cluster ready at %s\n", lc.EntryAddr)
-	fmt.Fprintf(out, "try: go run ./cmd/amalgam-cli --cluster %s status   (Ctrl-C stops the cluster)\n", lc.EntryAddr)
+	serveUntilStopped(ctx, out, env, "amalgam", lc.EntryAddr, lc.Close)
+	return nil
+}
+
+// serveUntilStopped says a dev cluster is ready, waits for Ctrl-C (ctx)
+// and stops it with stop.
+func serveUntilStopped(ctx context.Context, out io.Writer, env *serverEnv, protocol, entry string, stop func()) {
+	if env.metricsAddr != "" {
+		fmt.Fprintf(out, "metrics at http://%s/metrics\n", env.metricsAddr)
+	}
+	fmt.Fprintf(out, "%s dev cluster ready at %s\n", protocol, entry)
+	fmt.Fprintf(out, "try: go run ./cmd/amalgam-cli --cluster %s status   (Ctrl-C stops the cluster)\n", entry)
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping")
-	lc.Close()
+	stop()
 	fmt.Fprintln(out, "stopped")
-	return nil
 }
