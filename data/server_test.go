@@ -6,51 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/node/nodetest"
 )
-
-// effect is one thing a handler did through the context.
-type effect struct {
-	kind string // "send", "stream" or "timer"
-	to   node.Addr
-	m    node.Message
-	t    node.Timer
-}
-
-func (e effect) String() string {
-	if e.kind == "timer" {
-		return fmt.Sprintf("timer %#v", e.t)
-	}
-	return fmt.Sprintf("%s %s %#v", e.kind, e.to, e.m)
-}
-
-// fakeCtx records the effects of handler calls.
-type fakeCtx struct {
-	self node.Addr
-	out  []effect
-}
-
-func (c *fakeCtx) Self() node.Addr { return c.self }
-func (c *fakeCtx) Send(to node.Addr, m node.Message) {
-	c.out = append(c.out, effect{kind: "send", to: to, m: m})
-}
-func (c *fakeCtx) Stream(to node.Addr, m node.Message) {
-	c.out = append(c.out, effect{kind: "stream", to: to, m: m})
-}
-func (c *fakeCtx) SetTimer(t node.Timer, _, _ time.Duration) {
-	c.out = append(c.out, effect{kind: "timer", t: t})
-}
-
-// take returns the effects recorded so far and forgets them.
-func (c *fakeCtx) take() []effect {
-	out := c.out
-	c.out = nil
-	return out
-}
 
 const (
 	blockSize = 16
@@ -68,16 +29,16 @@ var (
 	blk1 = testLayout.Block(1, 1) // stripe 1: parity/2, parity/3, witness/4
 )
 
-func newServer(t *testing.T) (*Server, *fakeCtx) {
+func newServer(t *testing.T) (*Server, *nodetest.Ctx) {
 	t.Helper()
 	if err := testLayout.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	s := New(msg.InitialConfig(testLayout), me)
-	ctx := &fakeCtx{self: msg.DataAddr(me)}
+	ctx := nodetest.New(msg.DataAddr(me))
 	s.Init(ctx)
-	if len(ctx.out) != 0 {
-		t.Fatalf("Init had effects: %v", ctx.out)
+	if len(ctx.Effects()) != 0 {
+		t.Fatalf("Init had effects: %v", ctx.Effects())
 	}
 	return s, ctx
 }
@@ -109,7 +70,7 @@ func write(b uint64, off int, data []byte) msg.Op {
 
 func read(b uint64) msg.Op { return msg.Op{Kind: msg.OpRead, Block: b} }
 
-func ack(s *Server, ctx *fakeCtx, from node.Addr, opNum uint64, stripe int) {
+func ack(s *Server, ctx *nodetest.Ctx, from node.Addr, opNum uint64, stripe int) {
 	s.Handle(ctx, from, msg.PrepareOK{Shard: me, Primary: primary, OpNum: opNum, Stripe: stripe, Inc: 1})
 }
 
@@ -122,7 +83,7 @@ func pattern(start byte) []byte {
 }
 
 // expectNone fails if there were effects.
-func expectNone(t *testing.T, what string, effs []effect) {
+func expectNone(t *testing.T, what string, effs nodetest.Effects) {
 	t.Helper()
 	if len(effs) != 0 {
 		t.Fatalf("%s: want no effects, got %v", what, effs)
@@ -131,27 +92,27 @@ func expectNone(t *testing.T, what string, effs []effect) {
 
 // split sorts effects by message type, checking each is sent the right way:
 // replies unordered, protocol messages over the stream.
-func split(t *testing.T, effs []effect) (replies []effect, prepares, commits, drops []effect) {
+func split(t *testing.T, effs nodetest.Effects) (replies nodetest.Effects, prepares, commits, drops nodetest.Effects) {
 	t.Helper()
 	for _, e := range effs {
-		switch e.m.(type) {
+		switch e.Msg.(type) {
 		case msg.Reply:
-			if e.kind != "send" {
+			if e.Kind != "send" {
 				t.Errorf("reply not sent unordered: %v", e)
 			}
 			replies = append(replies, e)
 		case msg.Prepare:
-			if e.kind != "stream" {
+			if e.Kind != "stream" {
 				t.Errorf("prepare not streamed: %v", e)
 			}
 			prepares = append(prepares, e)
 		case msg.Commit:
-			if e.kind != "stream" {
+			if e.Kind != "stream" {
 				t.Errorf("commit not streamed: %v", e)
 			}
 			commits = append(commits, e)
 		case msg.PrepareDrop:
-			if e.kind != "stream" {
+			if e.Kind != "stream" {
 				t.Errorf("drop not streamed: %v", e)
 			}
 			drops = append(drops, e)
@@ -162,10 +123,10 @@ func split(t *testing.T, effs []effect) (replies []effect, prepares, commits, dr
 	return
 }
 
-func addrs(effs []effect) []node.Addr {
+func addrs(effs nodetest.Effects) []node.Addr {
 	out := make([]node.Addr, len(effs))
 	for i, e := range effs {
-		out[i] = e.to
+		out[i] = e.To
 	}
 	return out
 }
@@ -185,7 +146,7 @@ func TestWriteCommitProtocol(t *testing.T) {
 	copy(nw[4:], []byte{0xde, 0xad, 0xbe, 0xef})
 
 	s.Handle(ctx, client(7), request(7, 1, write(blk0, 4, []byte{0xde, 0xad, 0xbe, 0xef})))
-	replies, preps, commits, drops := split(t, ctx.take())
+	replies, preps, commits, drops := split(t, ctx.Take())
 	if len(replies)+len(commits)+len(drops) != 0 {
 		t.Fatalf("before any ack: replies %v commits %v drops %v", replies, commits, drops)
 	}
@@ -194,13 +155,13 @@ func TestWriteCommitProtocol(t *testing.T) {
 	}
 	wantDelta := erasure.Delta(old, nw)
 	for _, e := range preps {
-		p := e.m.(msg.Prepare)
+		p := e.Msg.(msg.Prepare)
 		if p.Shard != me || p.Primary != primary || p.OpNum != 1 || p.Stripe != 0 || p.Pos != 0 ||
 			p.Client != 7 || p.Seq != 1 || !slices.Equal(p.Stripes, []int{0}) {
-			t.Errorf("prepare to %s = %+v", e.to, p)
+			t.Errorf("prepare to %s = %+v", e.To, p)
 		}
 		if !bytes.Equal(p.Delta, wantDelta) {
-			t.Errorf("prepare to %s: delta %x, want old XOR new = %x", e.to, p.Delta, wantDelta)
+			t.Errorf("prepare to %s: delta %x, want old XOR new = %x", e.To, p.Delta, wantDelta)
 		}
 	}
 	if !bytes.Equal(s.Block(blk0), nw) {
@@ -212,28 +173,28 @@ func TestWriteCommitProtocol(t *testing.T) {
 
 	// f-1 acks: nothing happens.
 	ack(s, ctx, parities(0)[0], 1, 0)
-	expectNone(t, "after 1 of f=2 acks", ctx.take())
+	expectNone(t, "after 1 of f=2 acks", ctx.Take())
 	// A duplicate ack does not count twice.
 	ack(s, ctx, parities(0)[0], 1, 0)
-	expectNone(t, "after a duplicate ack", ctx.take())
+	expectNone(t, "after a duplicate ack", ctx.Take())
 
 	// The f-th ack (from the witness): reply, and COMMIT to the parity servers only.
 	ack(s, ctx, backups(0)[2], 1, 0)
-	replies, preps, commits, drops = split(t, ctx.take())
+	replies, preps, commits, drops = split(t, ctx.Take())
 	if len(preps) != 0 || len(drops) != 0 {
 		t.Fatalf("at commit: prepares %v drops %v", preps, drops)
 	}
-	if len(replies) != 1 || replies[0].to != client(7) {
+	if len(replies) != 1 || replies[0].To != client(7) {
 		t.Fatalf("replies %v, want one to %s", replies, client(7))
 	}
-	if r := replies[0].m.(msg.Reply); r.Seq != 1 || r.Err != "" || r.Outcome.Aborted || len(r.Outcome.Results) != 1 {
+	if r := replies[0].Msg.(msg.Reply); r.Seq != 1 || r.Err != "" || r.Outcome.Aborted || len(r.Outcome.Results) != 1 {
 		t.Fatalf("reply %+v", r)
 	}
 	if got := addrs(commits); !slices.Equal(got, parities(0)) {
 		t.Fatalf("commits to %v, want the parity servers %v", got, parities(0))
 	}
 	for _, e := range commits {
-		if c := e.m.(msg.Commit); c != (msg.Commit{Shard: me, Primary: primary, OpNum: 1, Stripe: 0}) {
+		if c := e.Msg.(msg.Commit); c != (msg.Commit{Shard: me, Primary: primary, OpNum: 1, Stripe: 0}) {
 			t.Errorf("commit %+v", c)
 		}
 	}
@@ -243,7 +204,7 @@ func TestWriteCommitProtocol(t *testing.T) {
 
 	// The last parity ack: PREPARE-DROP to every backup, pending_ops empties.
 	ack(s, ctx, parities(0)[1], 1, 0)
-	replies, preps, commits, drops = split(t, ctx.take())
+	replies, preps, commits, drops = split(t, ctx.Take())
 	if len(replies)+len(preps)+len(commits) != 0 {
 		t.Fatalf("at drop: replies %v prepares %v commits %v", replies, preps, commits)
 	}
@@ -251,7 +212,7 @@ func TestWriteCommitProtocol(t *testing.T) {
 		t.Fatalf("drops to %v, want %v", got, backups(0))
 	}
 	for _, e := range drops {
-		if d := e.m.(msg.PrepareDrop); d != (msg.PrepareDrop{Shard: me, Primary: primary, OpNum: 1, Stripe: 0}) {
+		if d := e.Msg.(msg.PrepareDrop); d != (msg.PrepareDrop{Shard: me, Primary: primary, OpNum: 1, Stripe: 0}) {
 			t.Errorf("drop %+v", d)
 		}
 	}
@@ -261,16 +222,16 @@ func TestWriteCommitProtocol(t *testing.T) {
 
 	// Late acks for a dropped op are ignored.
 	ack(s, ctx, backups(0)[2], 1, 0)
-	expectNone(t, "late ack", ctx.take())
+	expectNone(t, "late ack", ctx.Take())
 }
 
 func TestAllParityAcksCommitAndDropTogether(t *testing.T) {
 	s, ctx := newServer(t)
 	s.Handle(ctx, client(1), request(1, 1, write(blk0, 0, []byte{1})))
-	ctx.take()
+	ctx.Take()
 	ack(s, ctx, parities(0)[1], 1, 0)
 	ack(s, ctx, parities(0)[0], 1, 0)
-	effs := ctx.take()
+	effs := ctx.Take()
 	replies, _, commits, drops := split(t, effs)
 	if len(replies) != 1 || len(commits) != 2 || len(drops) != 3 {
 		t.Fatalf("effects %v", effs)
@@ -279,8 +240,8 @@ func TestAllParityAcksCommitAndDropTogether(t *testing.T) {
 	for _, to := range parities(0) {
 		var kinds []string
 		for _, e := range effs {
-			if e.to == to {
-				kinds = append(kinds, fmt.Sprintf("%T", e.m))
+			if e.To == to {
+				kinds = append(kinds, fmt.Sprintf("%T", e.Msg))
 			}
 		}
 		if !slices.Equal(kinds, []string{"msg.Commit", "msg.PrepareDrop"}) {
@@ -296,8 +257,8 @@ func TestCommitInOpNumOrder(t *testing.T) {
 	s, ctx := newServer(t)
 	s.Handle(ctx, client(1), request(1, 1, write(blk0, 0, []byte{1})))
 	s.Handle(ctx, client(2), request(2, 1, write(blk1, 0, []byte{2})))
-	_, preps, _, _ := split(t, ctx.take())
-	if len(preps) != 6 || preps[0].m.(msg.Prepare).OpNum != 1 || preps[3].m.(msg.Prepare).OpNum != 2 {
+	_, preps, _, _ := split(t, ctx.Take())
+	if len(preps) != 6 || preps[0].Msg.(msg.Prepare).OpNum != 1 || preps[3].Msg.(msg.Prepare).OpNum != 2 {
 		t.Fatalf("prepares %v", preps)
 	}
 
@@ -305,7 +266,7 @@ func TestCommitInOpNumOrder(t *testing.T) {
 	for _, b := range backups(1) {
 		ack(s, ctx, b, 2, 1)
 	}
-	expectNone(t, "op 2 acked before op 1", ctx.take())
+	expectNone(t, "op 2 acked before op 1", ctx.Take())
 	if s.PendingOps() != 2 {
 		t.Fatalf("pending ops %d", s.PendingOps())
 	}
@@ -313,19 +274,19 @@ func TestCommitInOpNumOrder(t *testing.T) {
 	// Op 1 reaches its quorum: both commit, op 1 first.
 	ack(s, ctx, parities(0)[0], 1, 0)
 	ack(s, ctx, backups(0)[2], 1, 0)
-	replies, _, commits, drops := split(t, ctx.take())
-	if len(replies) != 2 || replies[0].to != client(1) || replies[1].to != client(2) {
+	replies, _, commits, drops := split(t, ctx.Take())
+	if len(replies) != 2 || replies[0].To != client(1) || replies[1].To != client(2) {
 		t.Fatalf("replies %v, want client 1 then client 2", replies)
 	}
 	var order []uint64
 	for _, c := range commits {
-		order = append(order, c.m.(msg.Commit).OpNum)
+		order = append(order, c.Msg.(msg.Commit).OpNum)
 	}
 	if !slices.Equal(order, []uint64{1, 1, 2, 2}) {
 		t.Fatalf("commit op numbers %v, want [1 1 2 2]", order)
 	}
 	// Op 2 had every parity ack: dropped. Op 1 still waits for parity 1.
-	if len(drops) != 3 || drops[0].m.(msg.PrepareDrop).OpNum != 2 {
+	if len(drops) != 3 || drops[0].Msg.(msg.PrepareDrop).OpNum != 2 {
 		t.Fatalf("drops %v", drops)
 	}
 	if s.PendingOps() != 1 {
@@ -337,31 +298,31 @@ func TestClientTable(t *testing.T) {
 	s, ctx := newServer(t)
 	req := request(3, 1, write(blk0, 2, []byte{9, 9}))
 	s.Handle(ctx, client(3), req)
-	ctx.take()
+	ctx.Take()
 
 	// A retry while pending is ignored.
 	s.Handle(ctx, client(3), req)
-	expectNone(t, "retry while pending", ctx.take())
+	expectNone(t, "retry while pending", ctx.Take())
 
 	for _, b := range backups(0) {
 		ack(s, ctx, b, 1, 0)
 	}
-	replies, _, _, _ := split(t, ctx.take())
+	replies, _, _, _ := split(t, ctx.Take())
 	if len(replies) != 1 {
 		t.Fatalf("replies %v", replies)
 	}
-	first := replies[0].m.(msg.Reply)
+	first := replies[0].Msg.(msg.Reply)
 	block := bytes.Clone(s.Block(blk0))
 	hash := s.Hash()
 
 	// A retry of the committed seq gets the cached reply, without executing.
 	s.Handle(ctx, client(3), req)
-	effs := ctx.take()
-	if len(effs) != 1 || effs[0].kind != "send" || effs[0].to != client(3) {
+	effs := ctx.Take()
+	if len(effs) != 1 || effs[0].Kind != "send" || effs[0].To != client(3) {
 		t.Fatalf("retry of a committed request: %v", effs)
 	}
-	if node.HashOf(effs[0].m.(msg.Reply)) != node.HashOf(first) {
-		t.Fatalf("cached reply %+v differs from %+v", effs[0].m, first)
+	if node.HashOf(effs[0].Msg.(msg.Reply)) != node.HashOf(first) {
+		t.Fatalf("cached reply %+v differs from %+v", effs[0].Msg, first)
 	}
 	if s.NextOpNum() != 2 || s.PendingOps() != 0 || !bytes.Equal(s.Block(blk0), block) || s.Hash() != hash {
 		t.Fatal("the retry was executed again")
@@ -369,23 +330,23 @@ func TestClientTable(t *testing.T) {
 
 	// The next seq runs; then an older seq is ignored.
 	s.Handle(ctx, client(3), request(3, 2, read(blk0)))
-	_, preps, _, _ := split(t, ctx.take())
-	if len(preps) != 3 || preps[0].m.(msg.Prepare).OpNum != 2 {
+	_, preps, _, _ := split(t, ctx.Take())
+	if len(preps) != 3 || preps[0].Msg.(msg.Prepare).OpNum != 2 {
 		t.Fatalf("seq 2: %v", preps)
 	}
 	for _, b := range backups(0) {
 		ack(s, ctx, b, 2, 0)
 	}
-	ctx.take()
+	ctx.Take()
 	s.Handle(ctx, client(3), req) // seq 1 again
-	expectNone(t, "older seq", ctx.take())
+	expectNone(t, "older seq", ctx.Take())
 	if s.NextOpNum() != 3 {
 		t.Fatalf("op_num %d", s.NextOpNum())
 	}
 
 	// Clients are independent: another client's seq 1 runs.
 	s.Handle(ctx, client(4), request(4, 1, read(blk0)))
-	if _, preps, _, _ := split(t, ctx.take()); len(preps) != 3 {
+	if _, preps, _, _ := split(t, ctx.Take()); len(preps) != 3 {
 		t.Fatalf("client 4: %v", preps)
 	}
 }
@@ -414,11 +375,11 @@ func TestBadRequests(t *testing.T) {
 			blocksHash := s.blocks.Hash()
 			req := request(1, 1, tc.ops...)
 			s.Handle(ctx, client(1), req)
-			effs := ctx.take()
-			if len(effs) != 1 || effs[0].kind != "send" || effs[0].to != client(1) {
+			effs := ctx.Take()
+			if len(effs) != 1 || effs[0].Kind != "send" || effs[0].To != client(1) {
 				t.Fatalf("effects %v, want one reply to the client", effs)
 			}
-			r := effs[0].m.(msg.Reply)
+			r := effs[0].Msg.(msg.Reply)
 			if r.Seq != 1 || !strings.Contains(r.Err, tc.want) || !strings.Contains(r.Err, msg.ErrBadOp.Error()) {
 				t.Fatalf("reply %+v, want Err mentioning %q", r, tc.want)
 			}
@@ -430,8 +391,8 @@ func TestBadRequests(t *testing.T) {
 			}
 			// The retry gets the same error, still without executing.
 			s.Handle(ctx, client(1), req)
-			effs = ctx.take()
-			if len(effs) != 1 || effs[0].to != client(1) || effs[0].m.(msg.Reply).Err != r.Err {
+			effs = ctx.Take()
+			if len(effs) != 1 || effs[0].To != client(1) || effs[0].Msg.(msg.Reply).Err != r.Err {
 				t.Fatalf("retry: %v", effs)
 			}
 			if s.NextOpNum() != 1 || s.blocks.Hash() != blocksHash {
@@ -444,15 +405,15 @@ func TestBadRequests(t *testing.T) {
 func TestReadWaitsForUncommittedWrite(t *testing.T) {
 	s, ctx := newServer(t)
 	s.Handle(ctx, client(1), request(1, 1, write(blk0, 0, []byte{0xab})))
-	ctx.take()
+	ctx.Take()
 	s.Handle(ctx, client(2), request(2, 1, read(blk0)))
-	_, preps, _, _ := split(t, ctx.take())
+	_, preps, _, _ := split(t, ctx.Take())
 	// The read is ordered after the write through its own (empty) PREPARE.
 	if len(preps) != 3 {
 		t.Fatalf("read prepares %v", preps)
 	}
 	for _, e := range preps {
-		if p := e.m.(msg.Prepare); p.OpNum != 2 || p.Delta != nil {
+		if p := e.Msg.(msg.Prepare); p.OpNum != 2 || p.Delta != nil {
 			t.Errorf("read prepare %+v, want op 2 with no delta", p)
 		}
 	}
@@ -460,17 +421,17 @@ func TestReadWaitsForUncommittedWrite(t *testing.T) {
 	for _, b := range backups(0) {
 		ack(s, ctx, b, 2, 0)
 	}
-	if replies, _, _, _ := split(t, ctx.take()); len(replies) != 0 {
+	if replies, _, _, _ := split(t, ctx.Take()); len(replies) != 0 {
 		t.Fatalf("read answered before the write committed: %v", replies)
 	}
 	// The write commits: the write's reply, then the read's.
 	ack(s, ctx, parities(0)[0], 1, 0)
 	ack(s, ctx, parities(0)[1], 1, 0)
-	replies, _, _, _ := split(t, ctx.take())
-	if len(replies) != 2 || replies[0].to != client(1) || replies[1].to != client(2) {
+	replies, _, _, _ := split(t, ctx.Take())
+	if len(replies) != 2 || replies[0].To != client(1) || replies[1].To != client(2) {
 		t.Fatalf("replies %v", replies)
 	}
-	got := replies[1].m.(msg.Reply).Outcome.Results[0].Data
+	got := replies[1].Msg.(msg.Reply).Outcome.Results[0].Data
 	want := make([]byte, blockSize)
 	want[0] = 0xab
 	if !bytes.Equal(got, want) {
@@ -485,14 +446,14 @@ func TestTxnAcrossStripes(t *testing.T) {
 		msg.Op{Kind: msg.OpAdd, Block: blk1, Offset: 8, Delta: 5},
 		read(blk0),
 	))
-	_, preps, _, _ := split(t, ctx.take())
+	_, preps, _, _ := split(t, ctx.Take())
 	byStripe := map[int][]node.Addr{}
 	for _, e := range preps {
-		p := e.m.(msg.Prepare)
+		p := e.Msg.(msg.Prepare)
 		if p.OpNum != 1 || !slices.Equal(p.Stripes, []int{0, 1}) {
 			t.Errorf("prepare %+v: want op 1 over stripes [0 1]", p)
 		}
-		byStripe[p.Stripe] = append(byStripe[p.Stripe], e.to)
+		byStripe[p.Stripe] = append(byStripe[p.Stripe], e.To)
 		want := make([]byte, blockSize)
 		switch p.Stripe {
 		case 0:
@@ -522,24 +483,24 @@ func TestTxnAcrossStripes(t *testing.T) {
 	ack(s, ctx, backups(0)[0], 1, 1) // parity/3 is a backup of stripe 1 ...
 	ack(s, ctx, msg.ParityAddr(5), 1, 1)
 	ack(s, ctx, msg.WitnessAddr(5), 1, 1)
-	expectNone(t, "quorum on one stripe", ctx.take())
+	expectNone(t, "quorum on one stripe", ctx.Take())
 
 	ack(s, ctx, backups(1)[2], 1, 1) // ... and witness/4 makes f on stripe 1
-	replies, _, commits, drops := split(t, ctx.take())
+	replies, _, commits, drops := split(t, ctx.Take())
 	if len(replies) != 1 {
 		t.Fatalf("replies %v", replies)
 	}
-	out := replies[0].m.(msg.Reply).Outcome
+	out := replies[0].Msg.(msg.Reply).Outcome
 	if len(out.Results) != 3 || out.Results[1].Value != 5 || out.Results[2].Data[1] != 2 {
 		t.Fatalf("outcome %+v", out)
 	}
 	var cs []node.Addr
 	for _, c := range commits {
-		cm := c.m.(msg.Commit)
+		cm := c.Msg.(msg.Commit)
 		if cm.OpNum != 1 {
 			t.Errorf("commit %+v", cm)
 		}
-		cs = append(cs, c.to)
+		cs = append(cs, c.To)
 	}
 	if !sameSet(cs, append(parities(0), parities(1)...)) {
 		t.Fatalf("commits to %v", cs)
@@ -548,7 +509,7 @@ func TestTxnAcrossStripes(t *testing.T) {
 		t.Fatalf("dropped before every parity server of stripe 1 acked: %v", drops)
 	}
 	ack(s, ctx, parities(1)[0], 1, 1)
-	_, _, _, drops = split(t, ctx.take())
+	_, _, _, drops = split(t, ctx.Take())
 	if len(drops) != 6 || s.PendingOps() != 0 {
 		t.Fatalf("drops %v, pending %d", drops, s.PendingOps())
 	}
@@ -557,7 +518,7 @@ func TestTxnAcrossStripes(t *testing.T) {
 func TestPrepareOKFromWrongPrimaryIgnored(t *testing.T) {
 	s, ctx := newServer(t)
 	s.Handle(ctx, client(1), request(1, 1, write(blk0, 0, []byte{1})))
-	ctx.take()
+	ctx.Take()
 	hash := s.Hash()
 	for _, b := range backups(0) {
 		s.Handle(ctx, b, msg.PrepareOK{Shard: me, Primary: primary + 1, OpNum: 1, Stripe: 0, Inc: 1})
@@ -565,14 +526,14 @@ func TestPrepareOKFromWrongPrimaryIgnored(t *testing.T) {
 		s.Handle(ctx, b, msg.PrepareOK{Shard: me, Primary: primary, OpNum: 9, Stripe: 0, Inc: 1})
 		s.Handle(ctx, b, msg.PrepareOK{Shard: me, Primary: primary, OpNum: 1, Stripe: 2, Inc: 1})
 	}
-	expectNone(t, "bad acks", ctx.take())
+	expectNone(t, "bad acks", ctx.Take())
 	if s.Hash() != hash {
 		t.Fatal("ignored acks changed the state")
 	}
 	// Unknown messages and timers are ignored too.
 	s.Handle(ctx, backups(0)[0], msg.Commit{Shard: me, Primary: primary, OpNum: 1})
 	s.Timer(ctx, nil)
-	expectNone(t, "unknown message", ctx.take())
+	expectNone(t, "unknown message", ctx.Take())
 	if s.Hash() != hash {
 		t.Fatal("an ignored message changed the state")
 	}
@@ -582,7 +543,7 @@ func TestCloneAndHash(t *testing.T) {
 	s, ctx := newServer(t)
 	s.Handle(ctx, client(1), request(1, 1, write(blk0, 0, []byte{1, 2, 3})))
 	ack(s, ctx, parities(0)[0], 1, 0)
-	ctx.take()
+	ctx.Take()
 
 	h := s.Hash()
 	if h != s.Hash() {
@@ -596,7 +557,7 @@ func TestCloneAndHash(t *testing.T) {
 	// Events on the clone leave the original alone.
 	ack(c, ctx, backups(0)[2], 1, 0)                                   // commits op 1
 	c.Handle(ctx, client(2), request(2, 1, write(blk0, 0, []byte{7}))) // changes the block
-	ctx.take()
+	ctx.Take()
 	if c.Hash() == h {
 		t.Fatal("clone's hash did not change after handled events")
 	}
@@ -612,11 +573,11 @@ func TestCloneAndHash(t *testing.T) {
 	// seen client 2, so its own seq 1 from client 2 runs there.
 	ch := c.Hash()
 	s.Handle(ctx, client(2), request(2, 1, write(blk0, 1, []byte{8})))
-	if _, preps, _, _ := split(t, ctx.take()); len(preps) != 3 {
+	if _, preps, _, _ := split(t, ctx.Take()); len(preps) != 3 {
 		t.Fatalf("original ignored a request only the clone had seen: %v", preps)
 	}
 	ack(s, ctx, parities(0)[1], 1, 0)
-	ctx.take()
+	ctx.Take()
 	if c.Hash() != ch || c.Block(blk0)[1] != 2 {
 		t.Fatal("events on the original changed the clone")
 	}

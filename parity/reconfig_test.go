@@ -24,9 +24,9 @@ func TestInstallAppliesUpToAndDiscardsTheRest(t *testing.T) {
 		t.Fatalf("held %d prepares before install", len(got))
 	}
 	// Fenced: the old primary's next PREPARE is refused.
-	ctx.take()
+	ctx.Take()
 	s.Handle(ctx, msg.DataAddr(1), prepare(0, 1, 4, randDelta(rng)))
-	if effs := ctx.take(); len(effs) != 0 {
+	if effs := ctx.Take(); len(effs) != 0 {
 		t.Fatalf("fenced server acked: %v", effs)
 	}
 	chain2 := prepare(0, 1, 2, randDelta(rng)) // not held, in the chain: apply
@@ -45,15 +45,15 @@ func TestInstallAppliesUpToAndDiscardsTheRest(t *testing.T) {
 	if len(s.Prepares()) != 0 || s.OpNum(1) != 0 {
 		t.Fatalf("after install: %d held, op number %d; want none and 0", len(s.Prepares()), s.OpNum(1))
 	}
-	effs := ctx.take()
-	if len(effs) != 1 || effs[0].m != (msg.ConfigOK{Num: 1}) {
+	effs := ctx.Take()
+	if len(effs) != 1 || effs[0].Msg != (msg.ConfigOK{Num: 1}) {
 		t.Fatalf("install answered %v, want ConfigOK{1}", effs)
 	}
 	// The new primary's PREPAREs are accepted.
 	p := prepare(0, 1, 1, randDelta(rng))
 	p.Primary = 2
 	s.Handle(ctx, msg.DataAddr(1), p)
-	if effs := ctx.take(); len(effs) != 1 {
+	if effs := ctx.Take(); len(effs) != 1 {
 		t.Fatalf("new primary's prepare: %v", effs)
 	}
 }

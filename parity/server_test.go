@@ -5,39 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/node/nodetest"
 )
-
-type effect struct {
-	kind string
-	to   node.Addr
-	m    node.Message
-}
-
-// fakeCtx records the effects of handler calls.
-type fakeCtx struct {
-	self node.Addr
-	out  []effect
-}
-
-func (c *fakeCtx) Self() node.Addr                   { return c.self }
-func (c *fakeCtx) Send(to node.Addr, m node.Message) { c.out = append(c.out, effect{"send", to, m}) }
-func (c *fakeCtx) Stream(to node.Addr, m node.Message) {
-	c.out = append(c.out, effect{"stream", to, m})
-}
-func (c *fakeCtx) SetTimer(t node.Timer, _, _ time.Duration) {
-	c.out = append(c.out, effect{kind: "timer"})
-}
-
-func (c *fakeCtx) take() []effect {
-	out := c.out
-	c.out = nil
-	return out
-}
 
 const blockSize = 32
 
@@ -55,10 +28,10 @@ func newCode(t testing.TB) *erasure.Code {
 	return c
 }
 
-func newServer(t testing.TB, m int, code *erasure.Code) (*Server, *fakeCtx) {
+func newServer(t testing.TB, m int, code *erasure.Code) (*Server, *nodetest.Ctx) {
 	t.Helper()
 	s := New(msg.InitialConfig(testLayout), m, code)
-	ctx := &fakeCtx{self: msg.ParityAddr(m)}
+	ctx := nodetest.New(msg.ParityAddr(m))
 	s.Init(ctx)
 	return s, ctx
 }
@@ -116,8 +89,8 @@ func TestPrepareValidation(t *testing.T) {
 		p := good
 		p.Primary = 2
 		s.Handle(ctx, msg.DataAddr(p.Shard), p)
-		effs := ctx.take()
-		if len(effs) != 1 || effs[0].to != msg.ReconfigAddr || effs[0].m != (msg.ConfigOK{Num: 0}) {
+		effs := ctx.Take()
+		if len(effs) != 1 || effs[0].To != msg.ReconfigAddr || effs[0].Msg != (msg.ConfigOK{Num: 0}) {
 			t.Fatalf("future prepare %+v: effects %v, want only ConfigOK{0} to reconfig", p, effs)
 		}
 		if len(s.Prepares()) != 0 {
@@ -130,7 +103,7 @@ func TestPrepareValidation(t *testing.T) {
 			h := s.Hash()
 			p := tc.p()
 			s.Handle(ctx, msg.DataAddr(max(p.Shard, 0)), p)
-			if effs := ctx.take(); len(effs) != 0 {
+			if effs := ctx.Take(); len(effs) != 0 {
 				t.Fatalf("invalid prepare %+v acked: %v", p, effs)
 			}
 			if s.Hash() != h || len(s.Prepares()) != 0 {
@@ -143,9 +116,9 @@ func TestPrepareValidation(t *testing.T) {
 		s, ctx := newServer(t, 3, code)
 		h := s.Hash()
 		s.Handle(ctx, from(good), good)
-		effs := ctx.take()
+		effs := ctx.Take()
 		want := msg.PrepareOK{Shard: good.Shard, Primary: 1, OpNum: 1, Stripe: 0, Inc: 1}
-		if len(effs) != 1 || effs[0].kind != "stream" || effs[0].to != from(good) || effs[0].m != want {
+		if len(effs) != 1 || effs[0].Kind != "stream" || effs[0].To != from(good) || effs[0].Msg != want {
 			t.Fatalf("effects %v, want PrepareOK %+v streamed to %s", effs, want, from(good))
 		}
 		held := s.Prepares()
@@ -160,7 +133,7 @@ func TestPrepareValidation(t *testing.T) {
 		}
 		// A duplicate is acked again and held once.
 		s.Handle(ctx, from(good), good)
-		if effs := ctx.take(); len(effs) != 1 || len(s.Prepares()) != 1 {
+		if effs := ctx.Take(); len(effs) != 1 || len(s.Prepares()) != 1 {
 			t.Fatalf("duplicate: effects %v, held %d", effs, len(s.Prepares()))
 		}
 	})
@@ -169,7 +142,7 @@ func TestPrepareValidation(t *testing.T) {
 		s, ctx := newServer(t, 3, code)
 		p := prepare(1, 0, 1, nil) // stripe 1: machine 3 is parity 1
 		s.Handle(ctx, from(p), p)
-		if effs := ctx.take(); len(effs) != 1 {
+		if effs := ctx.Take(); len(effs) != 1 {
 			t.Fatalf("effects %v", effs)
 		}
 		s.Handle(ctx, from(p), commit(p))
@@ -216,7 +189,7 @@ func TestCommitAppliesOnce(t *testing.T) {
 				s.Handle(ctx, from(p), commit(p))
 				s.Handle(ctx, from(p), drop(p))
 				check(t, s, "after late duplicates")
-				if effs := ctx.take(); len(effs) != 1 {
+				if effs := ctx.Take(); len(effs) != 1 {
 					t.Fatalf("effects %v, want only the PrepareOK", effs)
 				}
 			})
@@ -265,7 +238,7 @@ func TestMalformedCommitIgnored(t *testing.T) {
 		s.Handle(ctx, msg.DataAddr(0), msg.Commit{Shard: shard, Primary: 1, OpNum: 1, Stripe: 0})
 		s.Handle(ctx, msg.DataAddr(0), msg.PrepareDrop{Shard: shard, Primary: 1, OpNum: 1, Stripe: 0})
 	}
-	if len(ctx.take()) != 0 || s.Hash() != h {
+	if len(ctx.Take()) != 0 || s.Hash() != h {
 		t.Fatal("malformed messages had an effect")
 	}
 }
@@ -278,7 +251,7 @@ func TestParityMatchesEncoding(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	stripes := []int{0, 1, 6}
 	servers := map[int]*Server{}
-	ctxs := map[int]*fakeCtx{}
+	ctxs := map[int]*nodetest.Ctx{}
 	for _, st := range stripes {
 		for k := 0; k < testLayout.F; k++ {
 			m := testLayout.ParityMachine(st, k)
@@ -328,7 +301,7 @@ func TestParityMatchesEncoding(t *testing.T) {
 		for k := 0; k < testLayout.F; k++ {
 			m := testLayout.ParityMachine(st, k)
 			servers[m].Handle(ctxs[m], from(p), p)
-			if effs := ctxs[m].take(); len(effs) != 1 {
+			if effs := ctxs[m].Take(); len(effs) != 1 {
 				t.Fatalf("step %d: parity/%d effects %v", step, m, effs)
 			}
 		}

@@ -2,35 +2,11 @@ package witness
 
 import (
 	"testing"
-	"time"
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
-	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/node/nodetest"
 )
-
-type effect struct {
-	kind string
-	to   node.Addr
-	m    node.Message
-}
-
-type fakeCtx struct{ out []effect }
-
-func (c *fakeCtx) Self() node.Addr                   { return msg.WitnessAddr(5) }
-func (c *fakeCtx) Send(to node.Addr, m node.Message) { c.out = append(c.out, effect{"send", to, m}) }
-func (c *fakeCtx) Stream(to node.Addr, m node.Message) {
-	c.out = append(c.out, effect{"stream", to, m})
-}
-func (c *fakeCtx) SetTimer(node.Timer, time.Duration, time.Duration) {
-	c.out = append(c.out, effect{kind: "timer"})
-}
-
-func (c *fakeCtx) take() []effect {
-	out := c.out
-	c.out = nil
-	return out
-}
 
 // n=6, g=3, f=2, w=1: machine 5 is the witness of stripes 0 and 6 (data
 // on machines 0, 1, 2) and data or parity in the others.
@@ -43,15 +19,15 @@ func prep(shard, pos int, opNum uint64, stripe int) msg.Prepare {
 
 func TestWitnessHoldsAcksDrops(t *testing.T) {
 	w := New(msg.InitialConfig(testLayout), 5)
-	ctx := &fakeCtx{}
+	ctx := nodetest.New(msg.WitnessAddr(5))
 	w.Init(ctx)
 	h0 := w.Hash()
 
 	p := prep(1, 1, 1, 0)
 	w.Handle(ctx, msg.DataAddr(1), p)
-	effs := ctx.take()
+	effs := ctx.Take()
 	want := msg.PrepareOK{Shard: 1, Primary: 1, OpNum: 1, Stripe: 0, Inc: 1}
-	if len(effs) != 1 || effs[0].kind != "stream" || effs[0].to != msg.DataAddr(1) || effs[0].m != want {
+	if len(effs) != 1 || effs[0].Kind != "stream" || effs[0].To != msg.DataAddr(1) || effs[0].Msg != want {
 		t.Fatalf("effects %v, want %+v streamed to data/1", effs, want)
 	}
 	if held := w.Prepares(); len(held) != 1 || held[0].P.Key() != p.Key() || !w.HoldsOn(0) {
@@ -83,7 +59,7 @@ func TestWitnessHoldsAcksDrops(t *testing.T) {
 	// Commits mean nothing to a witness; malformed drops are ignored.
 	w.Handle(ctx, msg.DataAddr(1), msg.Commit{Shard: 1, Primary: 1, OpNum: 1, Stripe: 0})
 	w.Handle(ctx, msg.DataAddr(1), msg.PrepareDrop{Shard: 99, Primary: 1, OpNum: 1, Stripe: 0})
-	if len(ctx.take()) != 0 || w.Hash() != h0 {
+	if len(ctx.Take()) != 0 || w.Hash() != h0 {
 		t.Fatal("commit or malformed drop had an effect")
 	}
 }
@@ -92,15 +68,15 @@ func TestWitnessHoldsFuturePrimary(t *testing.T) {
 	// A primary of a configuration the witness has not seen: not accepted,
 	// held until the configuration arrives, which it asks for.
 	w := New(msg.InitialConfig(testLayout), 5)
-	ctx := &fakeCtx{}
+	ctx := nodetest.New(msg.WitnessAddr(5))
 	p := prep(0, 0, 1, 0)
 	p.Primary = 2
 	w.Handle(ctx, msg.DataAddr(0), p)
-	effs := ctx.take()
+	effs := ctx.Take()
 	if len(effs) != 1 || len(w.Prepares()) != 0 {
 		t.Fatalf("future prepare: effects %v, %d held", effs, len(w.Prepares()))
 	}
-	if c, ok := effs[0].m.(msg.ConfigOK); !ok || c.Num != 0 || effs[0].to != msg.ReconfigAddr {
+	if c, ok := effs[0].Msg.(msg.ConfigOK); !ok || c.Num != 0 || effs[0].To != msg.ReconfigAddr {
 		t.Fatalf("future prepare: effect %+v, want ConfigOK{0} to reconfig", effs[0])
 	}
 }
@@ -117,10 +93,10 @@ func TestWitnessRejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := New(msg.InitialConfig(testLayout), 5)
-			ctx := &fakeCtx{}
+			ctx := nodetest.New(msg.WitnessAddr(5))
 			h := w.Hash()
 			w.Handle(ctx, msg.DataAddr(0), tc.p)
-			if len(ctx.take()) != 0 || len(w.Prepares()) != 0 || w.Hash() != h {
+			if len(ctx.Take()) != 0 || len(w.Prepares()) != 0 || w.Hash() != h {
 				t.Fatalf("witness accepted %+v", tc.p)
 			}
 		})
