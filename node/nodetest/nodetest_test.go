@@ -83,3 +83,106 @@ func TestString(t *testing.T) {
 		t.Fatalf("Format(nil) = %q", Format(nil))
 	}
 }
+
+// echo streams every ping back as a pong to its sender, and answers a
+// start message by taking the incarnation it names.
+type echo struct {
+	inc  uint64
+	seen []int
+}
+
+func (e *echo) Init(ctx node.Context) { ctx.SetTimer(tick{}, time.Second, time.Second) }
+func (e *echo) Handle(ctx node.Context, from node.Addr, m node.Message) {
+	switch m := m.(type) {
+	case ping:
+		e.seen = append(e.seen, m.N)
+		ctx.Stream(from, pong{N: uint64(m.N)})
+	case start:
+		e.inc = m.Inc
+	}
+}
+func (e *echo) Timer(ctx node.Context, _ node.Timer) { ctx.Send("client/1", pong{N: 99}) }
+func (e *echo) Clone() node.Node                     { c := *e; return &c }
+func (e *echo) Hash() uint64                         { return 0 }
+func (e *echo) Incarnation() uint64                  { return e.inc }
+
+type start struct{ Inc uint64 }
+
+func (start) Hash(h *node.Hasher)                          { h.Uint64(4) }
+func (m start) StartsIncarnation(node.Addr) (uint64, bool) { return m.Inc, true }
+
+func TestNetStreamsCrashesAndIncarnations(t *testing.T) {
+	a, b := &echo{inc: 1}, &echo{inc: 1}
+	n := NewNet(map[node.Addr]node.Node{"e/a": a, "e/b": b})
+	if len(n.Timers("e/a")) != 1 || len(n.InFlight()) != 0 {
+		t.Fatalf("after Init: timers %v, in flight %v", n.Timers("e/a"), n.InFlight())
+	}
+	n.Inject("e/a", "e/b", ping{N: 1})
+	n.Inject("e/a", "e/b", ping{N: 2})
+	if _, err := n.DeliverAll(10, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(b.seen, []int{1, 2}) || len(a.seen) != 0 {
+		t.Fatalf("b saw %v, a saw %v", b.seen, a.seen)
+	}
+	// The pongs went back on b's stream to a and were handled there.
+	if len(n.InFlight()) != 0 {
+		t.Fatalf("in flight %v", n.InFlight())
+	}
+
+	// A stream message may not overtake the one before it.
+	ctx := New("e/b")
+	b.Handle(ctx, "e/a", ping{N: 3})
+	b.Handle(ctx, "e/a", ping{N: 4})
+	for _, e := range ctx.Take() {
+		n.flight = append(n.flight, Envelope{From: "e/b", To: e.To, Msg: e.Msg, Stream: true})
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("delivered the second stream message first")
+			}
+		}()
+		n.Deliver(1)
+	}()
+
+	// A crash ends b's streams and drops what is sent to it.
+	n.Crash("e/b")
+	if len(n.InFlight()) != 0 {
+		t.Fatalf("streams of a crashed node still in flight: %v", n.InFlight())
+	}
+	n.Inject("e/a", "e/b", ping{N: 5})
+	if _, _, handled := n.Deliver(0); handled || slices.Contains(b.seen, 5) {
+		t.Fatal("a crashed node handled a message")
+	}
+	// A newer incarnation starts at the crashed address; an older does not.
+	n.Inject("e/a", "e/b", start{Inc: 1})
+	if _, _, handled := n.Deliver(0); handled {
+		t.Fatal("a start of the current incarnation revived a crashed node")
+	}
+	n.Inject("e/a", "e/b", start{Inc: 2})
+	if _, _, handled := n.Deliver(0); !handled || n.Crashed("e/b") || b.inc != 2 {
+		t.Fatal("a new incarnation did not start at the crashed address")
+	}
+
+	// Timers fire oldest first; messages to no node are returned, unhandled.
+	effs, ok := n.Fire("e/a")
+	if !ok || len(effs) != 1 || len(n.Timers("e/a")) != 0 {
+		t.Fatalf("fire: %v %v", effs, ok)
+	}
+	if _, ok := n.Fire("e/a"); ok {
+		t.Fatal("fired a timer twice")
+	}
+	e, _, handled := n.Deliver(n.Next("", "client/1"))
+	if handled || e.Msg != (pong{N: 99}) || e.String() != "e/a -> client/1 pong{N:99}" {
+		t.Fatalf("to a client: %v handled %v", e, handled)
+	}
+
+	// DeliverAll stops at its limit with messages left.
+	for i := 0; i < 3; i++ {
+		n.Inject("x/0", "client/1", pong{})
+	}
+	if got, err := n.DeliverAll(2, nil, nil); err == nil || got != 2 {
+		t.Fatalf("DeliverAll past its limit: %d, %v", got, err)
+	}
+}
