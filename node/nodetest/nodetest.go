@@ -150,7 +150,8 @@ func Msgs[M node.Message](es Effects) []M {
 
 // Format renders a message or timer value readably and deterministically:
 // the type name without its package, fields by name, byte slices in hex,
-// nil pointers and empty slices left out.
+// named scalars by their String method, and nil pointers, empty slices and
+// strings and false left out.
 func Format(v any) string {
 	if v == nil {
 		return "<nil>"
@@ -161,6 +162,14 @@ func Format(v any) string {
 }
 
 func format(b *strings.Builder, v reflect.Value, top bool) {
+	switch v.Kind() {
+	case reflect.Struct, reflect.Pointer, reflect.Interface, reflect.Slice, reflect.Array, reflect.Map:
+	default:
+		if s, ok := stringer(v); ok {
+			b.WriteString(s) // a named value such as an enum
+			return
+		}
+	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
@@ -230,4 +239,15 @@ func isEmpty(v reflect.Value) bool {
 		return !v.Bool()
 	}
 	return false
+}
+
+// stringer returns v's String() when its type has one and v can be read.
+func stringer(v reflect.Value) (string, bool) {
+	if !v.CanInterface() {
+		return "", false
+	}
+	if s, ok := v.Interface().(fmt.Stringer); ok {
+		return s.String(), true
+	}
+	return "", false
 }
