@@ -12,6 +12,8 @@ import (
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/node/nodetest"
+	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/witness"
 )
 
 // 3.3.1 step 2: "The data server computes the new value of the block, b'.
@@ -402,5 +404,52 @@ func TestThesis3323NewDataServerDecodesItsBlock(t *testing.T) {
 	s.Handle(ctx, msg.ParityAddr(4), msg.SnapshotParity{Num: 1, Stripe: 0, Nonce: q.Nonce, Index: 1, Block: par[1]})
 	if s.Degraded(0) || !bytes.Equal(s.Block(blk0), stripe[0]) {
 		t.Fatalf("after g blocks: degraded %v, block %x; want %x", s.Degraded(0), s.Block(blk0), stripe[0])
+	}
+}
+
+// 3.3.2.1 step 1 and 3.4.1: once the backups that promised the
+// reconfiguration service stop accepting the old data server, it "will no
+// longer be able to commit operations"; so it cannot answer a read with a
+// value its replacement may have overwritten (docs/protocol.md, section 6:
+// "A replaced data server gives no stale reads"). Real parity servers and
+// witness, before and after they promise.
+func TestThesis3321FencedDataServerServesNoRead(t *testing.T) {
+	code, err := erasure.NewCode(testLayout.G, testLayout.F)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := msg.InitialConfig(testLayout)
+	s := New(cfg, me)
+	net := nodetest.NewNet(map[node.Addr]node.Node{
+		msg.DataAddr(me):   s,
+		msg.ParityAddr(3):  parity.New(cfg, 3, code),
+		msg.ParityAddr(4):  parity.New(cfg, 4, code),
+		msg.WitnessAddr(5): witness.New(cfg, 5),
+	})
+	readOnce := func(seq uint64) []msg.Reply {
+		t.Helper()
+		net.Inject(client(1), msg.DataAddr(me), request(1, seq, read(blk0)))
+		var replies []msg.Reply
+		if _, err := net.DeliverAll(100, nil, func(e nodetest.Envelope, _ nodetest.Effects, _ bool) {
+			if r, ok := e.Msg.(msg.Reply); ok && e.To == client(1) {
+				replies = append(replies, r)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return replies
+	}
+	if got := readOnce(1); len(got) != 1 {
+		t.Fatalf("before the replacement: replies %v, want one", got)
+	}
+	// parity/3 and the witness promise (w+1 = 2 of stripe 0's 3 backups).
+	for _, b := range []node.Addr{msg.ParityAddr(3), msg.WitnessAddr(5)} {
+		net.Inject(msg.ReconfigAddr, b, msg.StopShard{Num: 1, Shard: me, Primary: primary})
+	}
+	if got := readOnce(2); len(got) != 0 {
+		t.Fatalf("the fenced data server answered %v", got)
+	}
+	if s.PendingOps() != 1 {
+		t.Fatalf("pending ops %d, want the read stuck without a quorum", s.PendingOps())
 	}
 }
