@@ -378,3 +378,49 @@ func TestThesis3323MarkerOfOlderConfigurationIgnored(t *testing.T) {
 		t.Fatalf("markers of configuration 0 in configuration 1: %v", effs)
 	}
 }
+
+// 3.3.2.3: "Recovering parity servers retain the op_nums from the
+// STRIPE-SNAPSHOT messages until their local op_nums are at least as
+// large; parity servers do not execute operations for this stripe with
+// op_nums smaller than the ones received during data recovery. Instead,
+// they simply drop them." Here the PREPARE of an operation the rebuilt
+// block reflects arrives after the rebuild, as when a data server re-sends
+// its pending_ops to a new parity server (3.3.2.2) on its retry timer
+// because the first copies were lost with the stream to the predecessor.
+func TestThesis3323PrepareReflectedByTheRebuildIsNotAppliedAgain(t *testing.T) {
+	code := newCode(t)
+	rng := rand.New(rand.NewPCG(9, 0))
+	s, ctx := freshParity3(t, code)
+	asks := nodetest.Msgs[msg.StripeSnapshot](ctx.Take())
+	if len(asks) == 0 || asks[0].Stripe != 0 {
+		t.Fatalf("rebuild asked %+v, want stripe 0 first", asks)
+	}
+	nonce := asks[0].Nonce
+	// Op 1 of shard 1 (position 1 of stripe 0) committed without
+	// parity/3: data/1's block has it and its snapshot op_num is 2.
+	op := prepare(0, 1, 1, randDelta(rng))
+	blocks := [][]byte{randDelta(rng), bytes.Clone(op.Delta), randDelta(rng)}
+	for pos := 0; pos < testLayout.G; pos++ {
+		s.Handle(ctx, msg.DataAddr(pos), msg.SnapshotMarker{Num: 1, Stripe: 0, Nonce: nonce, Requester: msg.ParityAddr(3), Shard: pos})
+		n := uint64(1)
+		if pos == 1 {
+			n = 2
+		}
+		s.Handle(ctx, msg.DataAddr(pos), msg.SnapshotData{Num: 1, Stripe: 0, Nonce: nonce, Shard: pos, Block: blocks[pos], OpNum: n, Primary: 1})
+	}
+	want, err := code.Encode(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Degraded(0) || !bytes.Equal(s.Block(0), want[0]) {
+		t.Fatalf("rebuild: degraded %v, block %x; want %x", s.Degraded(0), s.Block(0), want[0])
+	}
+	// The re-sent PREPARE, then its PREPARE-DROP (op 1 committed long ago).
+	s.Handle(ctx, from(op), op)
+	s.Handle(ctx, from(op), drop(op))
+	if !bytes.Equal(s.Block(0), want[0]) {
+		t.Fatalf("thesis 3.3.2.3 violated: parity servers must not execute operations with op_nums smaller than "+
+			"the snapshot's; op 1 of shard 1 (snapshot op_num 2) re-sent after the rebuild was applied again: "+
+			"parity block %x, want %x (the encoding of the data blocks)", s.Block(0), want[0])
+	}
+}

@@ -172,22 +172,22 @@ func (d *driver) state(a node.Addr) (string, error) {
 }
 
 // checkParity compares each parity server's block with the encoding of
-// the data servers' blocks.
-func (d *driver) checkParity() (string, error) {
+// the data servers' blocks; bad lists the blocks that differ.
+func (d *driver) checkParity() (out string, bad []string, err error) {
 	var lines []string
 	for st := 0; st < layout.Stripes; st++ {
 		blocks := make([][]byte, layout.G)
 		for pos := range blocks {
 			s := d.net.Node(msg.DataAddr(layout.DataMachine(st, pos))).(*data.Server)
 			if s.Degraded(st) {
-				return "", fmt.Errorf("stripe %d: data/%d is degraded", st, s.Machine())
+				return "", nil, fmt.Errorf("stripe %d: data/%d is degraded", st, s.Machine())
 			}
 			blocks[pos] = make([]byte, layout.BlockSize)
 			copy(blocks[pos], s.Block(layout.Block(st, pos)))
 		}
 		want, err := d.code.Encode(blocks)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		for k := 0; k < layout.F; k++ {
 			p := d.net.Node(msg.ParityAddr(layout.ParityMachine(st, k))).(*parity.Server)
@@ -196,13 +196,15 @@ func (d *driver) checkParity() (string, error) {
 				got = make([]byte, layout.BlockSize)
 			}
 			verdict := "matches"
+			line := fmt.Sprintf("stripe %d parity %d (parity/%d) = %s", st, k, p.Machine(), blockHex(got))
 			if p.Degraded(st) || !bytes.Equal(got, want[k]) {
 				verdict = "MISMATCH, want " + hex.EncodeToString(want[k])
+				bad = append(bad, line+", want "+hex.EncodeToString(want[k]))
 			}
-			lines = append(lines, fmt.Sprintf("stripe %d parity %d (parity/%d) = %s %s", st, k, p.Machine(), blockHex(got), verdict))
+			lines = append(lines, line+" "+verdict)
 		}
 	}
-	return strings.Join(lines, "\n"), nil
+	return strings.Join(lines, "\n"), bad, nil
 }
 
 func blockHex(b []byte) string {

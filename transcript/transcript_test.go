@@ -20,6 +20,7 @@ package transcript
 //	tick A                                       fire A's oldest timer
 //	state A...                                   what the servers hold
 //	check-parity                                 each parity block against the encoding of the data blocks
+//	                                             (a mismatch fails the test whatever the expected output)
 //
 // Messages print as "from -> to" (unordered) or "from => to" (stream).
 
@@ -116,7 +117,13 @@ func (d *driver) run(t *testing.T, td *datadriven.TestData) (string, error) {
 		}
 		return d.each(td.Cmd, addrs)
 	case "check-parity":
-		return d.checkParity()
+		out, bad, err := d.checkParity()
+		for _, b := range bad {
+			// Whatever the expected output says: a parity block must be
+			// the encoding of its stripe's data blocks (thesis 2.3, 3.4.1).
+			t.Errorf("%s: %s: not the encoding of the stripe's data blocks", td.Pos, b)
+		}
+		return out, err
 	}
 	return "", fmt.Errorf("unknown command %q", td.Cmd)
 }
