@@ -311,3 +311,23 @@ func TestThesis342SLCPostponesAReplacement(t *testing.T) {
 		t.Fatalf("Rebuilt not acknowledged: %v", effs)
 	}
 }
+
+// 3.3.2: "the reconfiguration service will ensure that it gets the
+// necessary promises from servers in the most recent configuration":
+// answers for another configuration number, or from servers it did not
+// ask, do not count.
+func TestThesis332OnlyPromisesForThisReplacementCount(t *testing.T) {
+	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 1, BlockSize: 8}
+	s, ctx := thesisService(t, l)
+	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 0, Inc: 1})
+	s.Handle(ctx, msg.ParityAddr(3), msg.StopShardOK{Num: 2, Shard: 0}) // another configuration
+	s.Handle(ctx, msg.ParityAddr(3), msg.StopShardOK{Num: 1, Shard: 1}) // another shard
+	s.Handle(ctx, msg.DataAddr(1), msg.StopShardOK{Num: 1, Shard: 0})   // not asked
+	if s.Config().Num != 0 {
+		t.Fatalf("replaced on answers it did not ask for: configuration %d", s.Config().Num)
+	}
+	s.Handle(ctx, msg.ParityAddr(4), msg.StopShardOK{Num: 1, Shard: 0})
+	if s.Config().Num != 1 {
+		t.Fatal("a promise from parity/4 (w+1 = 1) did not complete the replacement")
+	}
+}
