@@ -3,24 +3,12 @@ package recovery
 import (
 	"bytes"
 	"testing"
-	"time"
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/node/nodetest"
 )
-
-type sent struct {
-	to node.Addr
-	m  node.Message
-}
-
-type ctx struct{ out []sent }
-
-func (c *ctx) Self() node.Addr                                   { return "parity/0" }
-func (c *ctx) Send(to node.Addr, m node.Message)                 { c.out = append(c.out, sent{to, m}) }
-func (c *ctx) Stream(node.Addr, node.Message)                    {}
-func (c *ctx) SetTimer(node.Timer, time.Duration, time.Duration) {}
 
 var l = erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 4}
 
@@ -30,13 +18,13 @@ func TestRebuildDecodesOnceEveryDataServerAnswered(t *testing.T) {
 	par, _ := code.Encode(data)
 	const st = 2
 	r := New(l, st, 7, -1)
-	c := &ctx{}
+	c := nodetest.New("parity/0")
 	r.Ask(c, l, 3)
-	if len(c.out) != 3 {
-		t.Fatalf("asked %d data servers, want 3", len(c.out))
+	if len(c.Effects()) != 3 {
+		t.Fatalf("asked %d data servers, want 3", len(c.Effects()))
 	}
-	for _, e := range c.out {
-		if q := e.m.(msg.StripeSnapshot); q.Num != 3 || q.Stripe != st || q.Nonce != 7 || q.Requester != "parity/0" {
+	for _, e := range c.Effects() {
+		if q := e.Msg.(msg.StripeSnapshot); q.Num != 3 || q.Stripe != st || q.Nonce != 7 || q.Requester != "parity/0" {
 			t.Fatalf("bad request %+v", q)
 		}
 	}
@@ -50,10 +38,10 @@ func TestRebuildDecodesOnceEveryDataServerAnswered(t *testing.T) {
 	if _, _, ok := r.Decode(l); ok {
 		t.Fatal("decoded before every data server answered")
 	}
-	c.out = nil
+	c.Reset()
 	r.Ask(c, l, 3)
-	if len(c.out) != 1 || c.out[0].to != msg.DataAddr(l.DataMachine(st, 2)) {
-		t.Fatalf("re-asked %v, want only the silent data server", c.out)
+	if len(c.Effects()) != 1 || c.Effects()[0].To != msg.DataAddr(l.DataMachine(st, 2)) {
+		t.Fatalf("re-asked %v, want only the silent data server", c.Effects())
 	}
 	answer(2, data[2])
 	gotData, gotPar, ok := r.Decode(l)
@@ -85,9 +73,9 @@ func TestRebuildNeedsGBlocks(t *testing.T) {
 	if _, _, ok := r.Decode(l); ok {
 		t.Fatal("decoded from one block")
 	}
-	c := &ctx{}
+	c := nodetest.New("parity/0")
 	r.Ask(c, l, 0)
-	if len(c.out) != 3 {
-		t.Fatalf("with every data server answered but too few blocks, re-asked %d, want all 3", len(c.out))
+	if len(c.Effects()) != 3 {
+		t.Fatalf("with every data server answered but too few blocks, re-asked %d, want all 3", len(c.Effects()))
 	}
 }
