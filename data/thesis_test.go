@@ -5,6 +5,7 @@ package data
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -318,7 +319,7 @@ func TestThesis3323DataServerAnswersAtTheCut(t *testing.T) {
 		for _, e := range effs.To(p) {
 			switch m := e.Msg.(type) {
 			case msg.Prepare:
-				kinds = append(kinds, "prepare"+string(rune('0'+m.OpNum)))
+				kinds = append(kinds, fmt.Sprintf("prepare%d", m.OpNum))
 			case msg.SnapshotMarker:
 				kinds = append(kinds, "marker")
 			}
