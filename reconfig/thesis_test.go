@@ -222,32 +222,45 @@ func TestThesis3321NewConfigResentUntilAcknowledged(t *testing.T) {
 // all data servers; if a data server is unavailable, it must first be
 // replaced. Once all data servers agree to ignore future and locally
 // cached PREPARE-OKs from the old parity server, a replacement parity
-// server is initialized."
-func TestThesis3322ParityReplacementNeedsEveryDataServer(t *testing.T) {
-	s, ctx := thesisService(t, layout)
-	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleParity, Machine: 3, Inc: 1})
-	stops := nodetest.Of[msg.StopBackup](ctx.Take())
-	var want []node.Addr
-	for _, st := range layout.StripesAs(3, erasure.RoleParity) {
-		for pos := 0; pos < layout.G; pos++ {
-			if a := msg.DataAddr(layout.DataMachine(st, pos)); !slices.Contains(want, a) {
-				want = append(want, a)
+// server is initialized." 3.3.3: "Witnesses servers are replaced in the
+// exact same manner as parity servers — with the unanimous consent of the
+// data servers."
+func TestThesis3322BackupReplacementNeedsEveryDataServer(t *testing.T) {
+	for _, c := range []struct {
+		role    erasure.Role
+		machine int
+	}{{erasure.RoleParity, 3}, {erasure.RoleWitness, 5}} {
+		s, ctx := thesisService(t, layout)
+		s.Handle(ctx, "admin", msg.Replace{Role: c.role, Machine: c.machine, Inc: 1})
+		stops := nodetest.Of[msg.StopBackup](ctx.Take())
+		var want []node.Addr
+		for _, st := range layout.StripesAs(c.machine, c.role) {
+			for pos := 0; pos < layout.G; pos++ {
+				if a := msg.DataAddr(layout.DataMachine(st, pos)); !slices.Contains(want, a) {
+					want = append(want, a)
+				}
 			}
 		}
-	}
-	slices.Sort(want)
-	if !slices.Equal(stops.Addrs(), want) {
-		t.Fatalf("StopBackup to %v, want every data server sharing a stripe with parity/3: %v", stops.Addrs(), want)
-	}
-	for _, a := range want[:len(want)-1] {
-		s.Handle(ctx, a, msg.StopBackupOK{Num: 1, Role: erasure.RoleParity, Machine: 3})
-	}
-	if s.Config().Num != 0 {
-		t.Fatal("parity/3 replaced without every data server's approval")
-	}
-	s.Handle(ctx, want[len(want)-1], msg.StopBackupOK{Num: 1, Role: erasure.RoleParity, Machine: 3})
-	if cfg := s.Config(); cfg.Num != 1 || cfg.Parity[3] != 2 || cfg.Changed != msg.ParityAddr(3) {
-		t.Fatalf("configuration %+v, want 1 with parity/3 incarnation 2", cfg)
+		slices.Sort(want)
+		who := msg.RoleAddr(c.role, c.machine)
+		if !slices.Equal(stops.Addrs(), want) {
+			t.Fatalf("StopBackup to %v, want every data server sharing a stripe with %s: %v", stops.Addrs(), who, want)
+		}
+		for _, a := range want[:len(want)-1] {
+			s.Handle(ctx, a, msg.StopBackupOK{Num: 1, Role: c.role, Machine: c.machine})
+		}
+		if s.Config().Num != 0 {
+			t.Fatalf("%s replaced without every data server's approval", who)
+		}
+		s.Handle(ctx, want[len(want)-1], msg.StopBackupOK{Num: 1, Role: c.role, Machine: c.machine})
+		cfg := s.Config()
+		inc := cfg.Parity[c.machine]
+		if c.role == erasure.RoleWitness {
+			inc = cfg.Witness[c.machine]
+		}
+		if cfg.Num != 1 || inc != 2 || cfg.Changed != who {
+			t.Fatalf("configuration %+v, want 1 with %s incarnation 2", cfg, who)
+		}
 	}
 }
 
