@@ -105,6 +105,7 @@ func (s *Server) apply(k msg.PrepKey) {
 	s.record(e.P)
 	switch {
 	case e.P.Delta == nil:
+	case s.reflected(e.P): // the rebuilt block has it already (thesis 3.3.2.3)
 	case s.isDegraded(k.Stripe):
 		s.rc.kept = append(s.rc.kept, e.P) // applied once the block is rebuilt
 	default:
