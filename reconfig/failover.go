@@ -22,16 +22,17 @@ import (
 // the leader) and counts silence from then on: older counts are stale.
 // Its state is the leader's own; a new leader starts a fresh one.
 type Failover struct {
-	cfg    FailoverConfig
-	term   uint64
-	hosts  []string       // host serving slot m, as the address book says
-	spares []string       // registered spares
-	heard  map[string]int // rounds since each host was last heard (from this leadership on)
-	fresh  map[string]bool
-	grace  int
-	since  int            // rounds since the latest Lead or Resumed
-	moves  map[int]move   // slot moves proposed and not yet applied
-	asked  map[string]int // spare registrations proposed: round of since
+	cfg     FailoverConfig
+	term    uint64
+	version uint64         // of the address book
+	hosts   []string       // host serving slot m, as the address book says
+	spares  []string       // registered spares
+	heard   map[string]int // rounds since each host was last heard (from this leadership on)
+	fresh   map[string]bool
+	grace   int
+	since   int            // rounds since the latest Lead or Resumed
+	moves   map[int]move   // slot moves proposed and not yet applied
+	asked   map[string]int // spare registrations proposed: round of since
 }
 
 type move struct {
@@ -60,8 +61,12 @@ type Heartbeat struct {
 	Machine int
 }
 
-// View is the address book as the service's log applied it.
-type View struct{ Hosts, Spares []string }
+// View is the address book as the service's log applied it; a View older
+// than one seen already (by Version) is ignored.
+type View struct {
+	Version       uint64
+	Hosts, Spares []string
+}
 
 // Lead starts a leadership: everything known before is dropped.
 type Lead struct{ Term uint64 }
@@ -87,7 +92,12 @@ type Register struct{ Host string }
 func (m Heartbeat) Hash(h *node.Hasher) { h.Uint64(41); h.String(m.Host); h.Int(m.Machine) }
 
 // Hash implements node.Message.
-func (m View) Hash(h *node.Hasher) { h.Uint64(42); hashStrings(h, m.Hosts); hashStrings(h, m.Spares) }
+func (m View) Hash(h *node.Hasher) {
+	h.Uint64(42)
+	h.Uint64(m.Version)
+	hashStrings(h, m.Hosts)
+	hashStrings(h, m.Spares)
+}
 
 // Hash implements node.Message.
 func (m Lead) Hash(h *node.Hasher) { h.Uint64(43); h.Uint64(m.Term) }
@@ -143,7 +153,10 @@ func (f *Failover) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 			}
 		}
 	case View:
-		f.hosts, f.spares = slices.Clone(m.Hosts), slices.Clone(m.Spares)
+		if m.Version < f.version {
+			return
+		}
+		f.version, f.hosts, f.spares = m.Version, slices.Clone(m.Hosts), slices.Clone(m.Spares)
 		for s, mv := range f.moves {
 			if s >= len(f.hosts) || f.hosts[s] != mv.From {
 				delete(f.moves, s) // applied, or the slot moved otherwise
@@ -287,6 +300,7 @@ func (f *Failover) Clone() node.Node {
 func (f *Failover) Hash() uint64 {
 	h := node.NewHasher()
 	h.Uint64(f.term)
+	h.Uint64(f.version)
 	hashStrings(h, f.hosts)
 	hashStrings(h, f.spares)
 	for _, k := range slices.Sorted(maps.Keys(f.heard)) {

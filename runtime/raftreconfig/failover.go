@@ -52,7 +52,7 @@ func (r *Replica) viewFailover() {
 		return
 	}
 	r.foVersion = r.sm.dir.GetVersion()
-	r.toFailover(reconfig.View{Hosts: r.sm.dir.GetHosts(), Spares: r.sm.dir.GetSpares()})
+	r.toFailover(reconfig.View{Version: r.sm.dir.GetVersion(), Hosts: r.sm.dir.GetHosts(), Spares: r.sm.dir.GetSpares()})
 }
 
 // noteTick tells the detector when the loop stalled for more than two
