@@ -303,6 +303,12 @@ func (c *cluster) serving(s state) bool {
 // that serve no slot and are not registered spares, and waits until the
 // service lists them.
 func (c *cluster) replenish() {
+	start := time.Now()
+	defer func() {
+		if d := time.Since(start); d > 5*time.Second {
+			c.t.Logf("replenishing the spares took %v", d.Round(time.Millisecond))
+		}
+	}()
 	s := c.observe()
 	var want []string
 	for _, h := range c.hosts {

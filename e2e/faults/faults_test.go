@@ -29,7 +29,7 @@ import (
 var (
 	long    = flag.Bool("faults.long", false, "run the long fault suite (see docs/reliability.md)")
 	seeds   = flag.Int("faults.seeds", 5, "long suite: seeds (one cluster each)")
-	perSeed = flag.Int("faults.per-seed", 25, "long suite: faults per seed")
+	perSeed = flag.Int("faults.per-seed", 28, "long suite: faults per seed")
 	workers = flag.Int("faults.workers", 8, "clients")
 	keep    = flag.Bool("keep-logs", false, "print every process's output even when the test passes")
 )
