@@ -229,6 +229,7 @@ type state struct {
 	hosts, spares []string
 	num           uint64
 	leader        string
+	settled       bool // no replacement in progress or queued, nothing degraded
 	healthy       bool
 	why           string
 }
@@ -246,7 +247,8 @@ func (c *cluster) observe() state {
 	cfgs := h.GetConfigs()
 	s := state{hosts: h.GetDirectory().GetHosts(), spares: h.GetDirectory().GetSpares(), num: cfgs[len(cfgs)-1].GetNum(),
 		leader: h.GetLeaderAddr()}
-	if h.GetBusy() || len(h.GetDegraded()) > 0 {
+	s.settled = !h.GetBusy() && len(h.GetDegraded()) == 0
+	if !s.settled {
 		s.why = fmt.Sprintf("configuration %d: busy %v, degraded %v", s.num, h.GetBusy(), h.GetDegraded())
 		return s
 	}
@@ -270,23 +272,38 @@ func (c *cluster) observe() state {
 	return s
 }
 
+// phases are when, after a fault, a slot first moved and the service
+// first reported no replacement in progress and nothing degraded.
+type phases struct{ moved, settled time.Duration }
+
 // waitHealthy polls until the cluster is healthy, and every host that
 // serves a slot is running, or the test's deadline nears. It returns the
-// time taken and whether it healed.
-func (c *cluster) waitHealthy(since time.Time) (time.Duration, bool, state) {
+// time taken, whether it healed, and the phases (moves relative to the
+// hosts before).
+func (c *cluster) waitHealthy(since time.Time, before []string) (time.Duration, bool, state, phases) {
 	end := time.Now().Add(10 * time.Minute)
 	if d, ok := c.t.Deadline(); ok {
 		end = d.Add(-2 * time.Minute)
 	}
 	var s state
+	var ph phases
 	for time.Now().Before(end) {
 		s = c.observe()
+		if ph.moved == 0 && s.hosts != nil && !slices.Equal(s.hosts, before) {
+			ph.moved = time.Since(since)
+		}
+		if ph.settled == 0 && s.settled {
+			ph.settled = time.Since(since)
+		}
 		if s.healthy && c.serving(s) {
-			return time.Since(since), true, s
+			return time.Since(since), true, s, ph
+		}
+		if !s.settled {
+			ph.settled = 0
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return time.Since(since), false, s
+	return time.Since(since), false, s, ph
 }
 
 // serving reports whether every slot's host runs.

@@ -31,6 +31,7 @@ var (
 	seeds   = flag.Int("faults.seeds", 5, "long suite: seeds (one cluster each)")
 	perSeed = flag.Int("faults.per-seed", 28, "long suite: faults per seed")
 	workers = flag.Int("faults.workers", 8, "clients")
+	only    = flag.String("faults.kinds", "", "long suite: only these kinds of fault, comma-separated")
 	keep    = flag.Bool("keep-logs", false, "print every process's output even when the test passes")
 )
 
@@ -150,7 +151,7 @@ func (r *run) fault(k kind, rng *rand.Rand) {
 	c := r.c
 	before := c.observe()
 	if !before.healthy || before.leader == "" {
-		_, ok, s := c.waitHealthy(time.Now())
+		_, ok, s, _ := c.waitHealthy(time.Now(), nil)
 		if !ok {
 			c.t.Fatalf("not healthy before %s: %s", k.name, s.why)
 		}
@@ -161,7 +162,7 @@ func (r *run) fault(k kind, rng *rand.Rand) {
 	}
 	start := time.Now()
 	target := k.inject(c, rng, before)
-	d, ok, after := c.waitHealthy(start)
+	d, ok, after, ph := c.waitHealthy(start, before.hosts)
 	o := outcome{kind: k.name, target: target, heal: d, healed: ok}
 	for m := range after.hosts {
 		if m < len(before.hosts) && after.hosts[m] != before.hosts[m] {
@@ -169,7 +170,8 @@ func (r *run) fault(k kind, rng *rand.Rand) {
 		}
 	}
 	r.outcomes = append(r.outcomes, o)
-	c.t.Logf("%-12s %-28s healthy after %-8v moves %d  (%d operations so far)", k.name, target, d.Round(time.Millisecond), o.moves, r.ld.ops())
+	c.t.Logf("%-12s %-28s healthy after %-8v moves %d (moved %v, service settled %v)  (%d operations so far)", k.name, target,
+		d.Round(time.Millisecond), o.moves, ph.moved.Round(time.Millisecond), ph.settled.Round(time.Millisecond), r.ld.ops())
 	if !ok {
 		c.t.Errorf("%s of %s: not healthy again: %s", k.name, target, after.why)
 		return
@@ -188,7 +190,7 @@ func runSchedule(t *testing.T, seed uint64, schedule []kind, net *netns) ([]outc
 			t.Logf("process output:\n%s", c.logs())
 		}
 	}()
-	if _, ok, s := c.waitHealthy(time.Now()); !ok {
+	if _, ok, s, _ := c.waitHealthy(time.Now(), nil); !ok {
 		t.Fatalf("not healthy at first: %s", s.why)
 	}
 	ld := newLoad(c, seed, *workers)
@@ -295,6 +297,10 @@ func TestFaultsLong(t *testing.T) {
 	kinds := []kind{kill, kill, pause, double, double, killRestart, leaderKill, leaderPause}
 	if net != nil {
 		kinds = append(kinds, partition)
+	}
+	if *only != "" {
+		names := strings.Split(*only, ",")
+		kinds = slices.DeleteFunc(kinds, func(k kind) bool { return !slices.Contains(names, k.name) })
 	}
 	var all []outcome
 	ops, lost, never := 0, 0, 0
