@@ -1,6 +1,7 @@
 package raftreconfig
 
 import (
+	"slices"
 	"time"
 
 	"github.com/amalgam-store/amalgam/node"
@@ -23,7 +24,7 @@ func (r *Replica) failoverConfig() reconfig.FailoverConfig {
 
 // startFailover gives a new leadership a fresh detector (loop goroutine).
 func (r *Replica) startFailover() {
-	r.fo = nil
+	r.fo, r.suspected = nil, nil
 	if !r.leader {
 		return
 	}
@@ -91,7 +92,26 @@ func (r *Replica) performFailover(e *effects) {
 				e := &effects{}
 				fo.Timer(e, t.t)
 				r.performFailover(e)
+				r.noteSuspected()
 			})
 		})
 	}
 }
+
+// noteSuspected logs the suspected slots when they change and publishes
+// them (Replica.Suspected).
+func (r *Replica) noteSuspected() {
+	sus := r.fo.Suspected()
+	if slices.Equal(sus, r.suspected) {
+		return
+	}
+	r.suspected = sus
+	if len(sus) > 0 && r.fo.LiveSpare() == "" {
+		r.log.Warn("machines suspected, and no live spare to replace them: start one with amalgam-server node --spare", "machines", sus)
+	}
+	r.publish()
+}
+
+// Suspected lists the machine slots the leader suspects (empty at
+// followers): silent hosts not yet moved to a spare.
+func (r *Replica) Suspected() []int { return r.pub.Load().suspected }

@@ -3,6 +3,8 @@ package raftreconfig
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,4 +44,27 @@ func (r *Replica) hasQueued(q msg.Replace) bool {
 	ch := make(chan bool, 1)
 	r.do(func() { ch <- r.sm.svc.Pending(q) })
 	return <-ch
+}
+
+// TestSilentMachinesSuspected runs one replica with a short detector and
+// no machine heartbeating: after the grace and the suspicion rounds every
+// slot is suspected, and with no spare none moves.
+func TestSilentMachinesSuspected(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"}
+	r, err := Start(Options{ID: 1, Peers: map[uint64]string{1: ln.Addr().String()}, Listener: ln, Tick: 10 * time.Millisecond,
+		Initial: Initial{Config: msg.InitialConfig(testLayout), Hosts: hosts}, SuspectAfter: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for len(r.Suspected()) < len(hosts) {
+		time.Sleep(10 * time.Millisecond) // the test's own timeout bounds this
+	}
+	if got := r.Directory().GetHosts(); !slices.Equal(got, hosts) {
+		t.Fatalf("slots moved with no spare: %v", got)
+	}
 }

@@ -95,6 +95,7 @@ type Replica struct {
 	applied1  []uint64           // proposals applied in this Ready: woken after publish
 	fo        *reconfig.Failover // the leader's failure detector; nil at followers
 	foVersion uint64             // the address book version fo last saw
+	suspected []int              // fo's suspected slots, as last logged
 	lastTick  time.Time
 
 	events chan func()
@@ -116,6 +117,7 @@ type published struct {
 	busy       bool
 	postponed  []msg.Replace // queued replacements SLC holds back
 	degraded   []node.Addr   // replaced servers not yet rebuilt
+	suspected  []int         // slots the leader's detector suspects
 	leader     bool
 	leaderAddr string
 	applied    uint64
@@ -611,7 +613,7 @@ func (r *Replica) maybeSnapshot() {
 
 func (r *Replica) publish() {
 	p := &published{dir: proto.Clone(r.sm.dir).(*wire.Directory), history: r.sm.svc.History(), busy: r.sm.svc.Busy(),
-		postponed: r.sm.svc.Postponed(), degraded: r.sm.svc.Degraded(), leader: r.leader, applied: r.applied}
+		postponed: r.sm.svc.Postponed(), degraded: r.sm.svc.Degraded(), suspected: r.suspected, leader: r.leader, applied: r.applied}
 	if r.lead != 0 {
 		p.leaderAddr = r.o.Peers[r.lead]
 	}
