@@ -445,3 +445,8 @@ func appendNew(xs []node.Addr, a node.Addr) []node.Addr {
 	}
 	return append(xs, a)
 }
+
+// Pending reports whether replacement r is in progress or queued.
+func (s *Service) Pending(r msg.Replace) bool {
+	return slices.Contains(s.queue, r) || s.op != nil && s.op.req == r
+}

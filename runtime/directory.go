@@ -188,7 +188,7 @@ func (mc *Machine) heartbeat() {
 		req := &wire.HeartbeatRequest{Host: mc.self, Machine: int32(mc.Slot())}
 		for i := range clients {
 			k := (leader + i) % len(clients)
-			ctx, cancel := context.WithTimeout(context.Background(), every*5)
+			ctx, cancel := context.WithTimeout(context.Background(), every) // a paused replica costs one interval
 			resp, err := clients[k].Heartbeat(ctx, req)
 			cancel()
 			if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc/codes"
@@ -13,6 +12,7 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/reconfig"
 	"github.com/amalgam-store/amalgam/wire"
 )
 
@@ -44,20 +44,7 @@ func (a *api) Heartbeat(_ context.Context, req *wire.HeartbeatRequest) (*wire.He
 	if host == "" {
 		return nil, status.Error(codes.InvalidArgument, "host: empty")
 	}
-	r.do(func() {
-		if !r.leader {
-			return
-		}
-		now := time.Now()
-		r.lastHeard[host] = now
-		dir := r.sm.dir
-		if m < 0 && !slices.Contains(dir.GetHosts(), host) && !slices.Contains(dir.GetSpares(), host) &&
-			now.Sub(r.spareAsk[host]) > r.o.ProposalTimeout {
-			r.spareAsk[host] = now
-			r.log.Info("spare registering", "host", host)
-			r.proposeLocal(&wire.ReconfigEntry{Body: &wire.ReconfigEntry_Spare{Spare: host}})
-		}
-	})
+	r.do(func() { r.toFailover(reconfig.Heartbeat{Host: host, Machine: m}) })
 	p := r.pub.Load()
 	return &wire.HeartbeatResponse{Directory: p.dir, Leader: p.leader, LeaderAddr: p.leaderAddr}, nil
 }
@@ -175,8 +162,8 @@ func (r *Replica) moveToSpare(ctx context.Context, m int, spare string) error {
 			return
 		}
 		to := spare
-		if to == "" {
-			to = r.liveSpare()
+		if to == "" && r.fo != nil {
+			to = r.fo.LiveSpare()
 		}
 		if to == "" {
 			ch <- pick{err: status.Error(codes.FailedPrecondition, "no live spare: start one with amalgam-server node --spare")}
@@ -199,20 +186,6 @@ func (r *Replica) moveToSpare(ctx context.Context, m int, spare string) error {
 		return status.Errorf(codes.Aborted, "machine %d is served by %s, not the spare %s (the spare left?)", m, got, pk.to)
 	}
 	return nil
-}
-
-// liveSpare is a registered spare heard from recently (loop goroutine).
-func (r *Replica) liveSpare() string {
-	window := r.o.SuspectAfter
-	if window <= 0 {
-		window = 3 * time.Second
-	}
-	for _, h := range r.sm.dir.GetSpares() {
-		if time.Since(r.lastHeard[h]) < window {
-			return h
-		}
-	}
-	return ""
 }
 
 // History returns every configuration (amalgam-cli admin config).
@@ -254,48 +227,4 @@ func (c *clientAPI) Status(context.Context, *wire.StatusRequest) (*wire.StatusRe
 
 func (c *clientAPI) Execute(context.Context, *wire.ExecuteRequest) (*wire.ExecuteResponse, error) {
 	return nil, status.Error(codes.FailedPrecondition, "this is the reconfiguration service: send operations to the data server of the block's shard (see Status)")
-}
-
-// suspect replaces the machines that stopped sending heartbeats by live
-// spares (leader only, every tick; Options.SuspectAfter).
-func (r *Replica) suspect() {
-	if !r.leader || r.o.SuspectAfter <= 0 {
-		return
-	}
-	now := time.Now()
-	for m, h := range r.sm.dir.GetHosts() {
-		last := r.lastHeard[h]
-		if last.Before(r.leaderAt) {
-			last = r.leaderAt
-		}
-		if now.Sub(last) < r.o.SuspectAfter || now.Sub(r.moving[m]) < 4*r.o.ProposalTimeout {
-			continue
-		}
-		spare := r.liveSpare()
-		if spare == "" {
-			if r.moving[m].IsZero() || now.Sub(r.moving[m]) > time.Minute {
-				r.log.Warn("machine suspected, but there is no live spare to replace it", "machine", m, "host", h, "silent", now.Sub(last).Round(time.Millisecond))
-				r.moving[m] = now.Add(time.Minute - 4*r.o.ProposalTimeout)
-			}
-			continue
-		}
-		r.moving[m] = now
-		r.log.Warn("machine suspected: replacing it by a spare", "machine", m, "host", h, "silent", now.Sub(last).Round(time.Millisecond), "spare", spare)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 4*r.o.ProposalTimeout)
-			defer cancel()
-			if err := r.moveToSpare(ctx, m, spare); err != nil {
-				r.log.Warn("moving to a spare failed", "machine", m, "err", err)
-				return
-			}
-			l := r.Config().Layout
-			roles := []erasure.Role{erasure.RoleData, erasure.RoleParity}
-			if l.W > 0 {
-				roles = append(roles, erasure.RoleWitness)
-			}
-			if _, err := r.replaceRoles(ctx, m, roles); err != nil {
-				r.log.Warn("asking for the replacements failed", "machine", m, "err", err)
-			}
-		}()
-	}
 }

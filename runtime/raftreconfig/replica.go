@@ -29,6 +29,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/reconfig"
 	"github.com/amalgam-store/amalgam/runtime"
 	"github.com/amalgam-store/amalgam/wire"
 )
@@ -66,7 +67,9 @@ type Options struct {
 	// proposed again (default 3s).
 	ProposalTimeout time.Duration
 	// SuspectAfter is how long a machine may go without a heartbeat before
-	// the leader replaces it by a live spare; 0 turns suspicion off.
+	// the leader replaces it by a live spare; 0 turns suspicion off. The
+	// leader's failure detector (reconfig.Failover) runs rounds of a fifth
+	// of it.
 	SuspectAfter time.Duration
 }
 
@@ -89,10 +92,11 @@ type Replica struct {
 	epoch     uint64 // leaderships of this replica: timers of older ones are dropped
 	armed     map[uint64]bool
 	waiters   map[uint64]chan error
-	lastHeard map[string]time.Time
-	leaderAt  time.Time
-	moving    map[int]time.Time // machine slots being moved to a spare
-	spareAsk  map[string]time.Time
+	applied1  []uint64           // proposals applied in this Ready: woken after publish
+	fo        *reconfig.Failover // the leader's failure detector; nil at followers
+	foVersion uint64             // the address book version fo last saw
+	suspected []int              // fo's suspected slots, as last logged
+	lastTick  time.Time
 
 	events chan func()
 	stop   chan struct{}
@@ -113,6 +117,7 @@ type published struct {
 	busy       bool
 	postponed  []msg.Replace // queued replacements SLC holds back
 	degraded   []node.Addr   // replaced servers not yet rebuilt
+	suspected  []int         // slots the leader's detector suspects
 	leader     bool
 	leaderAddr string
 	applied    uint64
@@ -144,8 +149,7 @@ func Start(o Options) (*Replica, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Replica{o: o, log: o.Logger.With("replica", o.ID), storage: raft.NewMemoryStorage(), armed: map[uint64]bool{},
-		waiters: map[uint64]chan error{}, lastHeard: map[string]time.Time{}, moving: map[int]time.Time{},
-		spareAsk: map[string]time.Time{}, events: make(chan func(), 4096), stop: make(chan struct{}), done: make(chan struct{}),
+		waiters: map[uint64]chan error{}, events: make(chan func(), 4096), stop: make(chan struct{}), done: make(chan struct{}),
 		peers: map[uint64]*peer{}}
 	if err := r.open(); err != nil {
 		if r.disk != nil {
@@ -316,7 +320,7 @@ func (r *Replica) run() {
 			return
 		case <-tick.C:
 			r.rn.Tick()
-			r.suspect()
+			r.noteTick(time.Now())
 		case fn := <-r.events:
 			fn()
 		}
@@ -369,6 +373,15 @@ func (r *Replica) ready() {
 		r.rn.Advance(rd)
 		r.maybeSnapshot()
 		r.publish()
+		// Only now: a proposer that reads the published state sees its entry.
+		for _, id := range r.applied1 {
+			if w, ok := r.waiters[id]; ok {
+				w <- nil
+				delete(r.waiters, id)
+			}
+		}
+		r.applied1 = r.applied1[:0]
+		r.viewFailover()
 	}
 }
 
@@ -411,10 +424,7 @@ func (r *Replica) applyEntry(e pb.Entry) {
 	if r.leader {
 		r.perform(eff)
 	}
-	if w, ok := r.waiters[en.GetId()]; ok {
-		w <- nil
-		delete(r.waiters, en.GetId())
-	}
+	r.applied1 = append(r.applied1, en.GetId())
 }
 
 // perform carries out the node's effects (leader only).
@@ -566,13 +576,11 @@ func (r *Replica) setLeader(leader bool, lead uint64) {
 	}
 	if leader {
 		r.log.Info("leading the reconfiguration service", "term", r.rn.BasicStatus().Term)
-		r.leaderAt = time.Now()
-		clear(r.lastHeard)
-		clear(r.moving)
 		for _, t := range r.sm.timers {
 			r.arm(timerSet{t: t, min: 0, max: r.o.Tick})
 		}
 	}
+	r.startFailover()
 }
 
 func (r *Replica) maybeSnapshot() {
@@ -605,7 +613,7 @@ func (r *Replica) maybeSnapshot() {
 
 func (r *Replica) publish() {
 	p := &published{dir: proto.Clone(r.sm.dir).(*wire.Directory), history: r.sm.svc.History(), busy: r.sm.svc.Busy(),
-		postponed: r.sm.svc.Postponed(), degraded: r.sm.svc.Degraded(), leader: r.leader, applied: r.applied}
+		postponed: r.sm.svc.Postponed(), degraded: r.sm.svc.Degraded(), suspected: r.suspected, leader: r.leader, applied: r.applied}
 	if r.lead != 0 {
 		p.leaderAddr = r.o.Peers[r.lead]
 	}

@@ -105,12 +105,16 @@ func (sm *stateMachine) apply(en *wire.ReconfigEntry) (*effects, error) {
 			sm.dir.Version++
 		}
 	case *wire.ReconfigEntry_Move:
-		mv := b.Move
-		m := int(mv.GetMachine())
-		if m >= 0 && m < len(sm.dir.Hosts) && sm.dir.Hosts[m] == mv.GetFrom() && slices.Contains(sm.dir.Spares, mv.GetTo()) {
-			sm.dir.Hosts[m] = mv.GetTo()
-			sm.dir.Spares = slices.DeleteFunc(sm.dir.Spares, func(h string) bool { return h == mv.GetTo() })
+		// A slot moved to a spare has no servers there: the move asks for
+		// the replacement of each of them in the same entry.
+		mv := reconfig.Move{Machine: int(b.Move.GetMachine()), From: b.Move.GetFrom(), To: b.Move.GetTo()}
+		hosts, spares, reqs, ok := reconfig.ApplyMove(sm.dir.Hosts, sm.dir.Spares, sm.svc.Config(), mv)
+		if ok {
+			sm.dir.Hosts, sm.dir.Spares = hosts, spares
 			sm.dir.Version++
+			for _, q := range reqs {
+				sm.svc.Handle(e, reconfig.FailoverAddr, q)
+			}
 		}
 	}
 	sm.note(e)
