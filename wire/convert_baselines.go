@@ -3,14 +3,14 @@ package wire
 import (
 	"fmt"
 
-	"github.com/amalgam-store/amalgam/bench/rspaxos"
-	"github.com/amalgam-store/amalgam/bench/shardedpaxos"
+	"github.com/amalgam-store/amalgam/baselines/rspaxos"
+	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
 
-// Conversions of the baseline protocols' messages (bench/shardedpaxos and
-// bench/rspaxos, messages.go). MessageToProto and MessageFromProto call
+// Conversions of the baseline protocols' messages (baselines/shardedpaxos and
+// baselines/rspaxos, messages.go). MessageToProto and MessageFromProto call
 // them. Their timers are not messages and have no wire form.
 
 // baselineToProto encodes the baseline messages; ok is false for other

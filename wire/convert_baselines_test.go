@@ -13,14 +13,14 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/amalgam-store/amalgam/bench/rspaxos"
-	"github.com/amalgam-store/amalgam/bench/shardedpaxos"
+	"github.com/amalgam-store/amalgam/baselines/rspaxos"
+	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
 
 // baselineCases are round-trip cases for every message type of
-// bench/shardedpaxos and bench/rspaxos, with the edge cases that matter.
+// baselines/shardedpaxos and baselines/rspaxos, with the edge cases that matter.
 func baselineCases() []node.Message {
 	ops := []msg.Op{
 		{Kind: msg.OpWrite, Block: 3, Offset: 2, Data: []byte{1, 2}},
@@ -96,7 +96,7 @@ func TestBaselineRoundTrip(t *testing.T) {
 		seen[typeName(m)] = true
 	}
 	for _, dir := range []string{"shardedpaxos", "rspaxos"} {
-		for _, name := range exportedHashTypes(t, filepath.Join("..", "bench", dir)) {
+		for _, name := range exportedHashTypes(t, filepath.Join("..", "baselines", dir)) {
 			if !seen[dir+"."+name] {
 				t.Errorf("%s.%s has a Hash method but no wire round-trip test (and maybe no wire form)", dir, name)
 			}

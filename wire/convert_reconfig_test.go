@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amalgam-store/amalgam/bench/rspaxos"
+	"github.com/amalgam-store/amalgam/baselines/rspaxos"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"

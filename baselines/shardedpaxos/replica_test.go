@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/amalgam-store/amalgam/bench/paxos/paxostest"
+	"github.com/amalgam-store/amalgam/baselines/paxos/paxostest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"

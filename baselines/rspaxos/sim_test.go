@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amalgam-store/amalgam/bench/paxos/paxostest"
-	"github.com/amalgam-store/amalgam/bench/rspaxos"
+	"github.com/amalgam-store/amalgam/baselines/paxos/paxostest"
+	"github.com/amalgam-store/amalgam/baselines/rspaxos"
 	"github.com/amalgam-store/amalgam/bench/simcheck"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"

@@ -1,5 +1,5 @@
 // Package paxos holds the parts of Multi-Paxos that the baselines
-// bench/shardedpaxos and bench/rspaxos share and that do not depend on what
+// baselines/shardedpaxos and baselines/rspaxos share and that do not depend on what
 // a log slot holds: ballots, roles and vote sets, timer settings, member
 // placement and addresses, the window of log slots and the client table.
 // Each baseline keeps its own values, messages and handlers.

@@ -3,7 +3,7 @@ package shardedpaxos
 import (
 	"fmt"
 
-	"github.com/amalgam-store/amalgam/bench/paxos"
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )

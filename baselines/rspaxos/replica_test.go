@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/amalgam-store/amalgam/bench/paxos/paxostest"
+	"github.com/amalgam-store/amalgam/baselines/paxos/paxostest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 )

@@ -1,6 +1,6 @@
-package shardedpaxos
+package rspaxos
 
-import "github.com/amalgam-store/amalgam/bench/paxos"
+import "github.com/amalgam-store/amalgam/baselines/paxos"
 
 // Read-only views of a replica's state for tests, the model checker's
 // invariants and status pages.
@@ -21,10 +21,6 @@ func (r *Replica) Group() int { return r.group }
 // Member is the replica's index in its group.
 func (r *Replica) Member() int { return r.me }
 
-// Full reports whether the replica holds the group's data (false for a
-// witness).
-func (r *Replica) Full() bool { return r.full }
-
 // Promised is the highest ballot the acceptor promised.
 func (r *Replica) Promised() Ballot { return r.promised }
 
@@ -35,7 +31,7 @@ func (r *Replica) Leading() (Ballot, bool) { return r.bal, r.role == paxos.Leade
 // Role is "leader", "candidate" or "follower".
 func (r *Replica) Role() string { return r.role.String() }
 
-// Applied is the number of slots the replica executed (0 for witnesses).
+// Applied is the number of slots the replica executed.
 func (r *Replica) Applied() uint64 { return r.applied }
 
 // GC is the slot up to which the replica discarded its log.
@@ -65,20 +61,25 @@ func (r *Replica) Slots() []SlotView {
 	return out
 }
 
-// Block returns the replica's copy of block b (zeros if never written).
-// Callers must not modify it. Witnesses hold no blocks and return nil.
-func (r *Replica) Block(b uint64) []byte {
-	if !r.full {
-		return nil
+// Piece returns the replica's piece of block b, the slot of the PUT that
+// wrote it (0: never written) and whether the replica holds it (false when
+// it learned that PUT without its piece). Callers must not modify it.
+func (r *Replica) Piece(b uint64) (piece []byte, version uint64, ok bool) {
+	st, found := r.store[b]
+	if !found {
+		return make([]byte, r.cfg.PieceSize()), 0, true
 	}
-	return r.blocks.get(b)
+	return st.piece, st.version, !st.missing
 }
 
-// StoredBytes is the number of block bytes the replica stores.
+// StoredBytes is the number of piece bytes the replica stores.
 func (r *Replica) StoredBytes() int {
 	n := 0
-	for _, v := range r.blocks.m {
-		n += len(v)
+	for _, st := range r.store {
+		n += len(st.piece)
 	}
 	return n
 }
+
+// Reads is the number of GETs the leader is decoding.
+func (r *Replica) Reads() int { return len(r.reads) }
