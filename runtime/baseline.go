@@ -19,6 +19,7 @@ import (
 	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/baselines/rspaxos"
 	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
+	_ "github.com/amalgam-store/amalgam/baselines/wirecodec" // the baselines' messages on the wire
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"

@@ -1,4 +1,4 @@
-package wire
+package wirecodec
 
 import (
 	"errors"
@@ -17,6 +17,8 @@ import (
 	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/wire"
+	"github.com/amalgam-store/amalgam/wire/wiretest"
 )
 
 // baselineCases are round-trip cases for every message type of
@@ -96,7 +98,7 @@ func TestBaselineRoundTrip(t *testing.T) {
 		seen[typeName(m)] = true
 	}
 	for _, dir := range []string{"shardedpaxos", "rspaxos"} {
-		for _, name := range exportedHashTypes(t, filepath.Join("..", "baselines", dir)) {
+		for _, name := range exportedHashTypes(t, filepath.Join("..", dir)) {
 			if !seen[dir+"."+name] {
 				t.Errorf("%s.%s has a Hash method but no wire round-trip test (and maybe no wire form)", dir, name)
 			}
@@ -172,7 +174,7 @@ func TestBaselineEveryFieldSurvives(t *testing.T) {
 	for typ := range types {
 		for i := 0; i < 20; i++ {
 			v := reflect.New(typ).Elem()
-			fill(rng, v)
+			wiretest.Fill(rng, v, kinds(rng))
 			m := v.Interface().(node.Message)
 			got := roundTrip(t, m)
 			if !reflect.DeepEqual(got, m) {
@@ -182,63 +184,109 @@ func TestBaselineEveryFieldSurvives(t *testing.T) {
 	}
 }
 
-func sp(b isShardedPaxosMessage_Body) *Message {
-	return &Message{Body: &Message_ShardedPaxos{ShardedPaxos: &ShardedPaxosMessage{Body: b}}}
+// sp wraps a ShardedPaxos body (nil: none) in a Message. The bodies'
+// interface type is unexported, hence reflection.
+// kinds fills an rspaxos.Kind with a kind other than Noop.
+func kinds(rng *rand.Rand) func(reflect.Value) bool {
+	return func(v reflect.Value) bool {
+		if v.Type() != reflect.TypeOf(rspaxos.Kind(0)) {
+			return false
+		}
+		v.SetUint(uint64(1 + rng.IntN(2))) // Get or Put
+		return true
+	}
 }
 
-func rs(b isRSPaxosMessage_Body) *Message {
-	return &Message{Body: &Message_RsPaxos{RsPaxos: &RSPaxosMessage{Body: b}}}
+func sp(body any) *wire.Message {
+	q := &wire.ShardedPaxosMessage{}
+	setBody(q, body)
+	return &wire.Message{Body: &wire.Message_ShardedPaxos{ShardedPaxos: q}}
+}
+
+// rs wraps an RSPaxos body (nil: none) in a Message.
+func rs(body any) *wire.Message {
+	q := &wire.RSPaxosMessage{}
+	setBody(q, body)
+	return &wire.Message{Body: &wire.Message_RsPaxos{RsPaxos: q}}
+}
+
+func setBody(q, body any) {
+	if body != nil {
+		reflect.ValueOf(q).Elem().FieldByName("Body").Set(reflect.ValueOf(body))
+	}
+}
+
+// roundTrip encodes m, marshals it to bytes and back, and decodes it.
+func roundTrip(t *testing.T, m node.Message) node.Message {
+	t.Helper()
+	p, err := wire.MessageToProto(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := proto.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q wire.Message
+	if err := proto.Unmarshal(b, &q); err != nil {
+		t.Fatal(err)
+	}
+	got, err := wire.MessageFromProto(&q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // TestBaselineDecodeErrors: malformed baseline messages are rejected with
-// a FieldError naming the field, not decoded or panicked on.
+// a wire.FieldError naming the field, not decoded or panicked on.
 func TestBaselineDecodeErrors(t *testing.T) {
-	b := &PaxosBallot{Round: 1}
-	badOp := []*Op{{Kind: OpKind_OP_KIND_WRITE, Data: []byte{1}}, {Kind: 99}}
+	b := &wire.PaxosBallot{Round: 1}
+	badOp := []*wire.Op{{Kind: wire.OpKind_OP_KIND_WRITE, Data: []byte{1}}, {Kind: 99}}
 	cases := []struct {
-		m     *Message
+		m     *wire.Message
 		field string
 	}{
-		{&Message{Body: &Message_ShardedPaxos{}}, "sharded_paxos.body"},
+		{&wire.Message{Body: &wire.Message_ShardedPaxos{}}, "sharded_paxos.body"},
 		{sp(nil), "sharded_paxos.body"},
-		{sp(&ShardedPaxosMessage_P1A{}), "sharded_paxos.p1a.ballot"},
-		{sp(&ShardedPaxosMessage_P1A{P1A: &PaxosP1A{Ballot: b, Member: -1}}), "sharded_paxos.p1a.member"},
-		{sp(&ShardedPaxosMessage_P1A{P1A: &PaxosP1A{Ballot: &PaxosBallot{Leader: -2}}}), "sharded_paxos.p1a.ballot.leader"},
-		{sp(&ShardedPaxosMessage_P1B{P1B: &ShardedPaxosP1B{Ballot: b, Entries: []*ShardedPaxosAccepted{nil}}}), "sharded_paxos.p1b.entries[0]"},
-		{sp(&ShardedPaxosMessage_P1B{P1B: &ShardedPaxosP1B{Ballot: b, Entries: []*ShardedPaxosAccepted{
-			{Ballot: b, Val: &ShardedPaxosValue{}}, {Val: &ShardedPaxosValue{}}}}}), "sharded_paxos.p1b.entries[1].ballot"},
-		{sp(&ShardedPaxosMessage_P2A{P2A: &ShardedPaxosP2A{Ballot: b}}), "sharded_paxos.p2a.val"},
-		{sp(&ShardedPaxosMessage_P2A{P2A: &ShardedPaxosP2A{Ballot: b, Val: &ShardedPaxosValue{Ops: badOp}}}), "sharded_paxos.p2a.val.ops[1].kind"},
-		{sp(&ShardedPaxosMessage_P2A{P2A: &ShardedPaxosP2A{Ballot: b, Val: &ShardedPaxosValue{Ops: []*Op{nil}}}}), "sharded_paxos.p2a.val.ops[0]"},
-		{sp(&ShardedPaxosMessage_P2B{P2B: &ShardedPaxosP2B{Ballot: b}}), "sharded_paxos.p2b.val"},
-		{sp(&ShardedPaxosMessage_Nack{Nack: &PaxosNack{Ballot: b}}), "sharded_paxos.nack.promised"},
-		{sp(&ShardedPaxosMessage_Heartbeat{Heartbeat: &PaxosHeartbeat{Ballot: b, Member: -5}}), "sharded_paxos.heartbeat.member"},
-		{sp(&ShardedPaxosMessage_HeartbeatOk{HeartbeatOk: &PaxosHeartbeatOK{Member: 1}}), "sharded_paxos.heartbeat_ok.ballot"},
-		{sp(&ShardedPaxosMessage_Learn{Learn: &ShardedPaxosLearn{Ballot: b, Entries: []*ShardedPaxosChosen{{Slot: 1}}}}), "sharded_paxos.learn.entries[0].val"},
-		{sp(&ShardedPaxosMessage_Redirect{Redirect: &PaxosRedirect{Group: -1}}), "sharded_paxos.redirect.group"},
-		{sp(&ShardedPaxosMessage_Redirect{Redirect: &PaxosRedirect{Leader: -1}}), "sharded_paxos.redirect.leader"},
+		{sp(&wire.ShardedPaxosMessage_P1A{}), "sharded_paxos.p1a.ballot"},
+		{sp(&wire.ShardedPaxosMessage_P1A{P1A: &wire.PaxosP1A{Ballot: b, Member: -1}}), "sharded_paxos.p1a.member"},
+		{sp(&wire.ShardedPaxosMessage_P1A{P1A: &wire.PaxosP1A{Ballot: &wire.PaxosBallot{Leader: -2}}}), "sharded_paxos.p1a.ballot.leader"},
+		{sp(&wire.ShardedPaxosMessage_P1B{P1B: &wire.ShardedPaxosP1B{Ballot: b, Entries: []*wire.ShardedPaxosAccepted{nil}}}), "sharded_paxos.p1b.entries[0]"},
+		{sp(&wire.ShardedPaxosMessage_P1B{P1B: &wire.ShardedPaxosP1B{Ballot: b, Entries: []*wire.ShardedPaxosAccepted{
+			{Ballot: b, Val: &wire.ShardedPaxosValue{}}, {Val: &wire.ShardedPaxosValue{}}}}}), "sharded_paxos.p1b.entries[1].ballot"},
+		{sp(&wire.ShardedPaxosMessage_P2A{P2A: &wire.ShardedPaxosP2A{Ballot: b}}), "sharded_paxos.p2a.val"},
+		{sp(&wire.ShardedPaxosMessage_P2A{P2A: &wire.ShardedPaxosP2A{Ballot: b, Val: &wire.ShardedPaxosValue{Ops: badOp}}}), "sharded_paxos.p2a.val.ops[1].kind"},
+		{sp(&wire.ShardedPaxosMessage_P2A{P2A: &wire.ShardedPaxosP2A{Ballot: b, Val: &wire.ShardedPaxosValue{Ops: []*wire.Op{nil}}}}), "sharded_paxos.p2a.val.ops[0]"},
+		{sp(&wire.ShardedPaxosMessage_P2B{P2B: &wire.ShardedPaxosP2B{Ballot: b}}), "sharded_paxos.p2b.val"},
+		{sp(&wire.ShardedPaxosMessage_Nack{Nack: &wire.PaxosNack{Ballot: b}}), "sharded_paxos.nack.promised"},
+		{sp(&wire.ShardedPaxosMessage_Heartbeat{Heartbeat: &wire.PaxosHeartbeat{Ballot: b, Member: -5}}), "sharded_paxos.heartbeat.member"},
+		{sp(&wire.ShardedPaxosMessage_HeartbeatOk{HeartbeatOk: &wire.PaxosHeartbeatOK{Member: 1}}), "sharded_paxos.heartbeat_ok.ballot"},
+		{sp(&wire.ShardedPaxosMessage_Learn{Learn: &wire.ShardedPaxosLearn{Ballot: b, Entries: []*wire.ShardedPaxosChosen{{Slot: 1}}}}), "sharded_paxos.learn.entries[0].val"},
+		{sp(&wire.ShardedPaxosMessage_Redirect{Redirect: &wire.PaxosRedirect{Group: -1}}), "sharded_paxos.redirect.group"},
+		{sp(&wire.ShardedPaxosMessage_Redirect{Redirect: &wire.PaxosRedirect{Leader: -1}}), "sharded_paxos.redirect.leader"},
 
-		{&Message{Body: &Message_RsPaxos{}}, "rs_paxos.body"},
+		{&wire.Message{Body: &wire.Message_RsPaxos{}}, "rs_paxos.body"},
 		{rs(nil), "rs_paxos.body"},
-		{rs(&RSPaxosMessage_P1A{P1A: &PaxosP1A{Ballot: b, Member: -1}}), "rs_paxos.p1a.member"},
-		{rs(&RSPaxosMessage_P1B{P1B: &RSPaxosP1B{Ballot: b, Entries: []*RSPaxosAccepted{{Ballot: b, Val: &RSPaxosValue{Kind: 3}}}}}), "rs_paxos.p1b.entries[0].val.kind"},
-		{rs(&RSPaxosMessage_P2A{P2A: &RSPaxosP2A{Ballot: b, Val: &RSPaxosValue{Kind: 7}}}), "rs_paxos.p2a.val.kind"},
-		{rs(&RSPaxosMessage_P2A{P2A: &RSPaxosP2A{Ballot: b, Val: &RSPaxosValue{Kind: -1}}}), "rs_paxos.p2a.val.kind"},
-		{rs(&RSPaxosMessage_P2A{P2A: &RSPaxosP2A{Ballot: b}}), "rs_paxos.p2a.val"},
-		{rs(&RSPaxosMessage_P2B{P2B: &RSPaxosP2B{Ballot: b, Val: &RSPaxosID{Kind: 4}}}), "rs_paxos.p2b.val.kind"},
-		{rs(&RSPaxosMessage_P2B{P2B: &RSPaxosP2B{Ballot: b}}), "rs_paxos.p2b.val"},
-		{rs(&RSPaxosMessage_Nack{Nack: &PaxosNack{Ballot: b, Promised: &PaxosBallot{Leader: -1}}}), "rs_paxos.nack.promised.leader"},
-		{rs(&RSPaxosMessage_Heartbeat{}), "rs_paxos.heartbeat.ballot"},
-		{rs(&RSPaxosMessage_HeartbeatOk{HeartbeatOk: &PaxosHeartbeatOK{Ballot: b, Member: -3}}), "rs_paxos.heartbeat_ok.member"},
-		{rs(&RSPaxosMessage_Learn{Learn: &RSPaxosLearn{Ballot: b, Entries: []*RSPaxosChosen{nil}}}), "rs_paxos.learn.entries[0]"},
-		{rs(&RSPaxosMessage_PieceReply{PieceReply: &RSPaxosPieceReply{Member: -1}}), "rs_paxos.piece_reply.member"},
-		{rs(&RSPaxosMessage_Redirect{Redirect: &PaxosRedirect{Leader: -4}}), "rs_paxos.redirect.leader"},
+		{rs(&wire.RSPaxosMessage_P1A{P1A: &wire.PaxosP1A{Ballot: b, Member: -1}}), "rs_paxos.p1a.member"},
+		{rs(&wire.RSPaxosMessage_P1B{P1B: &wire.RSPaxosP1B{Ballot: b, Entries: []*wire.RSPaxosAccepted{{Ballot: b, Val: &wire.RSPaxosValue{Kind: 3}}}}}), "rs_paxos.p1b.entries[0].val.kind"},
+		{rs(&wire.RSPaxosMessage_P2A{P2A: &wire.RSPaxosP2A{Ballot: b, Val: &wire.RSPaxosValue{Kind: 7}}}), "rs_paxos.p2a.val.kind"},
+		{rs(&wire.RSPaxosMessage_P2A{P2A: &wire.RSPaxosP2A{Ballot: b, Val: &wire.RSPaxosValue{Kind: -1}}}), "rs_paxos.p2a.val.kind"},
+		{rs(&wire.RSPaxosMessage_P2A{P2A: &wire.RSPaxosP2A{Ballot: b}}), "rs_paxos.p2a.val"},
+		{rs(&wire.RSPaxosMessage_P2B{P2B: &wire.RSPaxosP2B{Ballot: b, Val: &wire.RSPaxosID{Kind: 4}}}), "rs_paxos.p2b.val.kind"},
+		{rs(&wire.RSPaxosMessage_P2B{P2B: &wire.RSPaxosP2B{Ballot: b}}), "rs_paxos.p2b.val"},
+		{rs(&wire.RSPaxosMessage_Nack{Nack: &wire.PaxosNack{Ballot: b, Promised: &wire.PaxosBallot{Leader: -1}}}), "rs_paxos.nack.promised.leader"},
+		{rs(&wire.RSPaxosMessage_Heartbeat{}), "rs_paxos.heartbeat.ballot"},
+		{rs(&wire.RSPaxosMessage_HeartbeatOk{HeartbeatOk: &wire.PaxosHeartbeatOK{Ballot: b, Member: -3}}), "rs_paxos.heartbeat_ok.member"},
+		{rs(&wire.RSPaxosMessage_Learn{Learn: &wire.RSPaxosLearn{Ballot: b, Entries: []*wire.RSPaxosChosen{nil}}}), "rs_paxos.learn.entries[0]"},
+		{rs(&wire.RSPaxosMessage_PieceReply{PieceReply: &wire.RSPaxosPieceReply{Member: -1}}), "rs_paxos.piece_reply.member"},
+		{rs(&wire.RSPaxosMessage_Redirect{Redirect: &wire.PaxosRedirect{Leader: -4}}), "rs_paxos.redirect.leader"},
 	}
 	for _, tc := range cases {
-		m, err := MessageFromProto(tc.m)
-		var fe *FieldError
+		m, err := wire.MessageFromProto(tc.m)
+		var fe *wire.FieldError
 		if !errors.As(err, &fe) || fe.Field != tc.field {
-			t.Errorf("decoding %v: got %#v, err %v, want a FieldError on %s", tc.m, m, err, tc.field)
+			t.Errorf("decoding %v: got %#v, err %v, want a wire.FieldError on %s", tc.m, m, err, tc.field)
 		}
 		if err != nil && m != nil {
 			t.Errorf("decoding %v: error %v but also a message %#v", tc.m, err, m)
@@ -247,12 +295,12 @@ func TestBaselineDecodeErrors(t *testing.T) {
 }
 
 // FuzzBaselineFromProto feeds arbitrary bytes to the baseline messages'
-// decoder. It must not panic; whatever it rejects must be a FieldError,
+// decoder. It must not panic; whatever it rejects must be a wire.FieldError,
 // and whatever it accepts must survive another round trip unchanged.
 // Seeds: the round-trip cases.
 func FuzzBaselineFromProto(f *testing.F) {
 	for _, m := range baselineCases() {
-		p, err := MessageToProto(m)
+		p, err := wire.MessageToProto(m)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -263,20 +311,20 @@ func FuzzBaselineFromProto(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var p Message
+		var p wire.Message
 		if proto.Unmarshal(b, &p) != nil {
 			return
 		}
 		switch p.GetBody().(type) {
-		case *Message_ShardedPaxos, *Message_RsPaxos:
+		case *wire.Message_ShardedPaxos, *wire.Message_RsPaxos:
 		default:
 			return
 		}
-		m, err := MessageFromProto(&p)
+		m, err := wire.MessageFromProto(&p)
 		if err != nil {
-			var fe *FieldError
+			var fe *wire.FieldError
 			if !errors.As(err, &fe) || fe.Field == "" {
-				t.Fatalf("rejection %v is not a FieldError naming a field", err)
+				t.Fatalf("rejection %v is not a wire.FieldError naming a field", err)
 			}
 			return
 		}
