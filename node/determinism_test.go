@@ -26,11 +26,11 @@ import (
 
 // protocolDirs are the module-relative directories holding protocol code.
 // Each is checked together with its subdirectories.
-var protocolDirs = []string{"data", "parity", "witness", "reconfig", "recovery", "msg", "erasure", "workload",
+var protocolDirs = []string{"data", "parity", "witness", "backup", "reconfig", "recovery", "msg", "erasure", "workload",
 	"baselines/paxos", "baselines/shardedpaxos", "baselines/rspaxos"}
 
 // requiredDirs must exist and hold Go code; the others are skipped until they do.
-var requiredDirs = []string{"data", "parity", "witness", "msg", "erasure",
+var requiredDirs = []string{"data", "parity", "witness", "backup", "msg", "erasure",
 	"baselines/paxos", "baselines/shardedpaxos", "baselines/rspaxos"}
 
 // forbiddenImports maps an import path to the reason it is banned. A key

@@ -1,4 +1,9 @@
-package parity
+// Package backup holds what Amalgam's two kinds of backup, parity servers
+// (package parity) and witnesses (package witness), share: the set of held
+// PREPAREs and its durable form, the acceptance rule for a PREPARE, and
+// the stream messages held back until the receiver knows the sender's
+// configuration. Like its users, it is deterministic.
+package backup
 
 import (
 	"slices"
