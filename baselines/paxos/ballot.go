@@ -1,8 +1,11 @@
-// Package paxos holds the parts of Multi-Paxos that the baselines
-// baselines/shardedpaxos and baselines/rspaxos share and that do not depend on what
-// a log slot holds: ballots, roles and vote sets, timer settings, member
-// placement and addresses, the window of log slots and the client table.
-// Each baseline keeps its own values, messages and handlers.
+// Package paxos is the Multi-Paxos replica core that the baselines
+// baselines/shardedpaxos and baselines/rspaxos share: ballots, phases 1
+// and 2, heartbeats and retransmissions, catch-up (Learn), garbage
+// collection, the client table, member placement and the messages. A
+// baseline instantiates the core with its own value type (a whole
+// transaction, or one erasure-coded piece of a block) and gives it an App
+// for what differs: its requests, its state machine and how a new leader
+// recovers a slot from the phase 1 reports.
 //
 // Like the baselines, the package is deterministic: no I/O, clock or
 // concurrency.

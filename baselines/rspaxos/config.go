@@ -60,6 +60,12 @@ func (c Config) PieceSize() int {
 // Groups is the number of Paxos groups, one per shard.
 func (c Config) Groups() int { return c.Layout.N }
 
+// params is what the paxos core needs of the configuration: every member
+// is a full replica.
+func (c Config) params() paxos.Params {
+	return paxos.Params{Members: c.Members(), Full: c.Members(), Quorum: c.Quorum(), Timing: c.Timing, Addr: c.Addr}
+}
+
 // Validate reports the first problem with the configuration.
 func (c Config) Validate() error {
 	if err := c.Layout.Validate(); err != nil {

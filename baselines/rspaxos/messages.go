@@ -52,11 +52,33 @@ type ID struct {
 // ID returns the value's identity.
 func (v Value) ID() ID { return ID{Kind: v.Kind, Client: v.Client, Seq: v.Seq} }
 
-// withPiece returns v carrying piece p.
-func (v Value) withPiece(p []byte) Value {
+// WithPiece returns v carrying piece p.
+func (v Value) WithPiece(p []byte) Value {
 	v.Piece = p
 	return v
 }
+
+// PieceMissing reports whether v carries no piece.
+func (v Value) PieceMissing() bool { return v.Piece == nil }
+
+// Tags is the first of RSPaxos's hash type tags (201 to 231).
+func (Value) Tags() uint64 { return 200 }
+
+// The messages of the paxos core.
+type (
+	Accepted    = paxos.Accepted[Value]
+	Chosen      = paxos.Chosen[Value]
+	P1a         = paxos.P1a[Value, ID]
+	P1b         = paxos.P1b[Value, ID]
+	P2a         = paxos.P2a[Value, ID]
+	P2b         = paxos.P2b[Value, ID]
+	Nack        = paxos.Nack[Value, ID]
+	Heartbeat   = paxos.Heartbeat[Value, ID]
+	HeartbeatOK = paxos.HeartbeatOK[Value, ID]
+	Learn       = paxos.Learn[Value, ID]
+	Redirect    = paxos.Redirect[Value, ID]
+	SlotView    = paxos.SlotView[ID]
+)
 
 func (id ID) String() string {
 	if id.Kind == Noop {
@@ -65,97 +87,20 @@ func (id ID) String() string {
 	return fmt.Sprintf("%s:c%d#%d", id.Kind, id.Client, id.Seq)
 }
 
-func (id ID) hash(h *node.Hasher) {
+// Hash writes the ID into h.
+func (id ID) Hash(h *node.Hasher) {
 	h.Uint64(uint64(id.Kind))
 	h.Uint64(id.Client)
 	h.Uint64(id.Seq)
 }
 
-func (v Value) hash(h *node.Hasher) {
-	v.ID().hash(h)
+// Hash writes the value into h.
+func (v Value) Hash(h *node.Hasher) {
+	v.ID().Hash(h)
 	h.String(string(v.From))
 	h.Uint64(v.Block)
 	h.Bool(v.Piece != nil)
 	h.Bytes(v.Piece)
-}
-
-// Accepted is one accepted slot reported in phase 1.
-type Accepted struct {
-	Slot   uint64
-	Ballot Ballot
-	Val    Value
-}
-
-// Chosen is one chosen slot sent to a lagging replica.
-type Chosen struct {
-	Slot uint64
-	Val  Value
-}
-
-// P1a is phase 1's prepare: the candidate asks for promises not to accept
-// smaller ballots and for the values accepted in slots after From.
-type P1a struct {
-	Ballot Ballot
-	Member int
-	From   uint64
-}
-
-// P1b promises Ballot and reports the accepted slots after the P1a's From.
-type P1b struct {
-	Ballot  Ballot
-	Member  int
-	Entries []Accepted
-}
-
-// P2a is phase 2's accept request for one slot. Commit tells followers
-// that every slot up to it is chosen, GC that every full replica applied
-// every slot up to it.
-type P2a struct {
-	Ballot Ballot
-	Member int
-	Slot   uint64
-	Val    Value
-	Commit uint64
-	GC     uint64
-}
-
-// P2b acknowledges a P2a: the acceptor accepted Slot at Ballot.
-type P2b struct {
-	Ballot Ballot
-	Member int
-	Slot   uint64
-	Val    ID
-}
-
-// Nack rejects a P1a, P2a or Heartbeat whose ballot is smaller than the
-// acceptor's promise, and tells the sender that promise.
-type Nack struct {
-	Ballot   Ballot // the sender's rejected ballot
-	Member   int
-	Promised Ballot
-}
-
-// Heartbeat is the leader's periodic message to every member.
-type Heartbeat struct {
-	Ballot Ballot
-	Member int
-	Commit uint64
-	GC     uint64
-}
-
-// HeartbeatOK answers a heartbeat; Applied is the slot a full replica has
-// executed up to (0 from witnesses).
-type HeartbeatOK struct {
-	Ballot  Ballot
-	Member  int
-	Applied uint64
-}
-
-// Learn gives a lagging full replica chosen slots it is missing.
-type Learn struct {
-	Ballot  Ballot
-	Member  int
-	Entries []Chosen
 }
 
 // PieceReply is a replica's piece of Block as of executing the GET in
@@ -172,92 +117,6 @@ type PieceReply struct {
 	Missing bool
 }
 
-// Redirect tells a client that the member it asked is not the leader, and
-// which member it believes leads.
-type Redirect struct {
-	Seq    uint64
-	Group  int
-	Leader int
-}
-
-// Hash implements node.Message.
-func (m P1a) Hash(h *node.Hasher) {
-	h.Uint64(201)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
-	h.Uint64(m.From)
-}
-
-// Hash implements node.Message.
-func (m P1b) Hash(h *node.Hasher) {
-	h.Uint64(202)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
-	h.Int(len(m.Entries))
-	for _, e := range m.Entries {
-		h.Uint64(e.Slot)
-		e.Ballot.Hash(h)
-		e.Val.hash(h)
-	}
-}
-
-// Hash implements node.Message.
-func (m P2a) Hash(h *node.Hasher) {
-	h.Uint64(203)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
-	h.Uint64(m.Slot)
-	m.Val.hash(h)
-	h.Uint64(m.Commit)
-	h.Uint64(m.GC)
-}
-
-// Hash implements node.Message.
-func (m P2b) Hash(h *node.Hasher) {
-	h.Uint64(204)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
-	h.Uint64(m.Slot)
-	m.Val.hash(h)
-}
-
-// Hash implements node.Message.
-func (m Nack) Hash(h *node.Hasher) {
-	h.Uint64(205)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
-	m.Promised.Hash(h)
-}
-
-// Hash implements node.Message.
-func (m Heartbeat) Hash(h *node.Hasher) {
-	h.Uint64(206)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
-	h.Uint64(m.Commit)
-	h.Uint64(m.GC)
-}
-
-// Hash implements node.Message.
-func (m HeartbeatOK) Hash(h *node.Hasher) {
-	h.Uint64(207)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
-	h.Uint64(m.Applied)
-}
-
-// Hash implements node.Message.
-func (m Learn) Hash(h *node.Hasher) {
-	h.Uint64(208)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
-	h.Int(len(m.Entries))
-	for _, e := range m.Entries {
-		h.Uint64(e.Slot)
-		e.Val.hash(h)
-	}
-}
-
 // Hash implements node.Message.
 func (m PieceReply) Hash(h *node.Hasher) {
 	h.Uint64(210)
@@ -268,24 +127,3 @@ func (m PieceReply) Hash(h *node.Hasher) {
 	h.Bytes(m.Piece)
 	h.Bool(m.Missing)
 }
-
-// Hash implements node.Message.
-func (m Redirect) Hash(h *node.Hasher) {
-	h.Uint64(209)
-	h.Uint64(m.Seq)
-	h.Int(m.Group)
-	h.Int(m.Leader)
-}
-
-// electionTimer drives a full replica's failure detection and, while it
-// runs for leader, its phase 1 retransmissions. One is always pending.
-type electionTimer struct{}
-
-// heartbeatTimer drives a leader's heartbeats for one ballot.
-type heartbeatTimer struct{ Ballot Ballot }
-
-// Hash implements node.Timer.
-func (electionTimer) Hash(h *node.Hasher) { h.Uint64(221) }
-
-// Hash implements node.Timer.
-func (t heartbeatTimer) Hash(h *node.Hasher) { h.Uint64(222); t.Ballot.Hash(h) }

@@ -2,11 +2,18 @@ package rspaxos
 
 import (
 	"bytes"
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"testing"
 
 	"github.com/amalgam-store/amalgam/baselines/paxos/paxostest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
+)
+
+// The core's timers, as this package instantiates them.
+type (
+	electionTimer  = paxos.ElectionTimer[Value, ID]
+	heartbeatTimer = paxos.HeartbeatTimer[Value, ID]
 )
 
 // cfg1 is f=1: groups of 4, quorums of 3, blocks of 16 bytes in 2 pieces
@@ -37,7 +44,7 @@ func put(r *Replica, client, seq uint64, v byte, member int) Value {
 func TestDuplicatePutRunsOnce(t *testing.T) {
 	r, ctx := newAt(t, cfg1, 0, 1)
 	a, b := put(r, 1, 1, 7, 1), put(r, 2, 1, 9, 1)
-	r.Handle(ctx, cfg1.Addr(0, 0), Learn{Entries: []Chosen{{1, a}, {2, b}, {3, a}}})
+	r.Handle(ctx, cfg1.Addr(0, 0), Learn{Entries: []Chosen{{Slot: 1, Val: a}, {Slot: 2, Val: b}, {Slot: 3, Val: a}}})
 	p, version, ok := r.Piece(0)
 	if r.Applied() != 3 || version != 2 || !ok || !bytes.Equal(p, b.Piece) {
 		t.Fatalf("applied %d, block 0 at version %d (held %v); want 3 and version 2, client 2's piece", r.Applied(), version, ok)
@@ -59,9 +66,9 @@ func TestPhase1RebuildsPut(t *testing.T) {
 	// Slot 1: the PUT at members 2 and 3 (f+1=2 pieces). Slot 2: only at
 	// member 2 (one piece), with an older value at member 3.
 	r.Handle(ctx, cfg1.Addr(0, 2), P1b{Ballot: bal, Member: 2, Entries: []Accepted{
-		{Slot: 1, Ballot: old, Val: v.withPiece(full[2])}, {Slot: 2, Ballot: Ballot{Round: 0, Leader: 1}, Val: v.withPiece(full[2])}}})
+		{Slot: 1, Ballot: old, Val: v.WithPiece(full[2])}, {Slot: 2, Ballot: Ballot{Round: 0, Leader: 1}, Val: v.WithPiece(full[2])}}})
 	r.Handle(ctx, cfg1.Addr(0, 3), P1b{Ballot: bal, Member: 3, Entries: []Accepted{
-		{Slot: 1, Ballot: old, Val: v.withPiece(full[3])}, {Slot: 2, Ballot: old, Val: other.withPiece(r.encode(block(6))[3])}}})
+		{Slot: 1, Ballot: old, Val: v.WithPiece(full[3])}, {Slot: 2, Ballot: old, Val: other.WithPiece(r.encode(block(6))[3])}}})
 	if r.Role() != "leader" {
 		t.Fatalf("role %s after 3 of 4 promises", r.Role())
 	}

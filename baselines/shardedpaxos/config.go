@@ -53,6 +53,11 @@ func (c Config) Groups() int { return c.Layout.N }
 // IsFull reports whether member i is a full replica (not a witness).
 func (c Config) IsFull(i int) bool { return i <= c.Layout.F }
 
+// params is what the paxos core needs of the configuration.
+func (c Config) params() paxos.Params {
+	return paxos.Params{Members: c.Members(), Full: c.Full(), Quorum: c.Quorum(), Timing: c.Timing, Addr: c.Addr}
+}
+
 // Validate reports the first problem with the configuration.
 func (c Config) Validate() error {
 	if err := c.Layout.Validate(); err != nil {

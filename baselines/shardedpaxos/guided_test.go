@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
 	"github.com/amalgam-store/amalgam/bench/simcheck"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -175,7 +176,7 @@ func thesisPlan(depth int, maxTime time.Duration) []mc.Phase {
 // would need a quorum without blue, which a correct leader's phase 2
 // (counting replies to its own ballot only) leaves no room for.
 func TestThesisPlanCorrect(t *testing.T) {
-	if shardedpaxos.Mutant != "" {
+	if paxos.Mutant != "" {
 		t.Skip("mutant build")
 	}
 	r := mc.RunGuided(thesisInit(), thesisPlan(9, 10*time.Second), mc.Options{Workers: 2})

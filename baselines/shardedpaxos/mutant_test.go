@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/mc"
 )
 
@@ -16,8 +16,8 @@ import (
 // and checks that the guided search finds two values chosen for one slot
 // within 60 s (DSLabs reports 18 s for its guided test).
 func TestThesisBugFound(t *testing.T) {
-	shardedpaxos.Mutant = shardedpaxos.MutantP2bValueOnly
-	defer func() { shardedpaxos.Mutant = "" }()
+	paxos.Mutant = paxos.MutantP2bValueOnly
+	defer func() { paxos.Mutant = "" }()
 	start := time.Now()
 	r := mc.RunGuided(thesisInit(), thesisPlan(9, 60*time.Second), mc.Options{Workers: 2, MaxTime: 60 * time.Second})
 	took := time.Since(start)

@@ -2,12 +2,19 @@ package shardedpaxos
 
 import (
 	"encoding/binary"
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"testing"
 
 	"github.com/amalgam-store/amalgam/baselines/paxos/paxostest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+)
+
+// The core's timers, as this package instantiates them.
+type (
+	electionTimer  = paxos.ElectionTimer[Value, ID]
+	heartbeatTimer = paxos.HeartbeatTimer[Value, ID]
 )
 
 func cfgF(f int) Config {
@@ -64,7 +71,7 @@ func TestDuplicateSlotsExecuteOnce(t *testing.T) {
 	r, ctx := newAt(cfg, 0, 1)
 	v := Value{Client: 7, Seq: 1, From: "client/6", Ops: addOp(0, 3)}
 	w := Value{Client: 7, Seq: 2, From: "client/6", Ops: addOp(0, 10)}
-	r.Handle(ctx, cfg.Addr(0, 0), Learn{Entries: []Chosen{{1, v}, {2, v}, {3, w}, {4, v}, {5, Value{Noop: true}}}})
+	r.Handle(ctx, cfg.Addr(0, 0), Learn{Entries: []Chosen{{Slot: 1, Val: v}, {Slot: 2, Val: v}, {Slot: 3, Val: w}, {Slot: 4, Val: v}, {Slot: 5, Val: Value{Noop: true}}}})
 	if r.Applied() != 5 || counter(r, 0) != 13 {
 		t.Fatalf("applied %d, counter %d; want 5 and 13 (3 once, then 10)", r.Applied(), counter(r, 0))
 	}

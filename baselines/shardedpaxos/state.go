@@ -57,16 +57,6 @@ func (b blockMap) clone() blockMap {
 	return c
 }
 
-// own makes the replica's blocks and client table its own before it
-// changes them (copy on write: most events change neither).
-func (r *Replica) own() {
-	if r.shared {
-		r.blocks = r.blocks.clone()
-		r.clients = r.clients.Clone()
-		r.shared = false
-	}
-}
-
 // Clone implements node.Node. Values and block contents are immutable and
 // shared; blocks and the client table are shared until one side changes
 // them; everything else is copied. Clone marks the original as shared
@@ -74,55 +64,14 @@ func (r *Replica) own() {
 func (r *Replica) Clone() node.Node {
 	r.shared = true
 	c := *r
-	c.log = r.log.Clone()
-	c.p1 = r.p1.Clone()
-	c.peerApplied = append([]uint64(nil), r.peerApplied...)
+	c.Replica = r.Replica.Clone((*app)(&c))
 	return &c
-}
-
-func (e *entry) hash(h *node.Hasher) {
-	h.Bool(e.accepted)
-	if e.accepted {
-		e.bal.Hash(h)
-		e.acc.hash(h)
-	}
-	h.Bool(e.chosen)
-	if e.chosen {
-		e.val.hash(h)
-	}
-	h.Uint64(uint64(e.votes))
 }
 
 // Hash implements node.Node: a canonical hash of the whole state.
 func (r *Replica) Hash() uint64 {
 	h := node.NewHasher()
-	h.Int(r.group)
-	h.Int(r.me)
-	r.promised.Hash(h)
-	h.Uint64(r.log.Base)
-	h.Int(len(r.log.Entries))
-	for i := range r.log.Entries {
-		r.log.Entries[i].hash(h)
-	}
-	h.Uint64(r.applied)
+	r.HashTo(h)
 	h.Uint64(r.blocks.acc)
-	h.Uint64(r.clients.Sum())
-	h.Int(int(r.role))
-	r.bal.Hash(h)
-	h.Uint64(r.next)
-	h.Uint64(uint64(r.promises))
-	h.Uint64(r.p1.Base)
-	h.Int(len(r.p1.Entries))
-	for i := range r.p1.Entries {
-		r.p1.Entries[i].hash(h)
-	}
-	h.Int(len(r.peerApplied))
-	for _, a := range r.peerApplied {
-		h.Uint64(a)
-	}
-	h.Uint64(r.hbCommit)
-	h.Uint64(r.hbNext)
-	h.Bool(r.heard)
-	h.Int(r.misses)
 	return h.Sum()
 }

@@ -1,5 +1,5 @@
-// Package paxostest holds test helpers the baselines (baselines/shardedpaxos,
-// baselines/rspaxos) share.
+// Package paxostest holds test helpers the baselines
+// (baselines/shardedpaxos, baselines/rspaxos) share.
 package paxostest
 
 import (

@@ -1,6 +1,6 @@
 //go:build !mutants
 
-package shardedpaxos
+package paxos
 
 // Mutant names the bug injected for the model checker's mutation tests.
 // Outside the mutants build tag it is the empty constant, so every mutant

@@ -1,4 +1,4 @@
-package shardedpaxos
+package paxos
 
 // The mutants (see Mutant).
 const (

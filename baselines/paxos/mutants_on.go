@@ -1,6 +1,6 @@
 //go:build mutants
 
-package shardedpaxos
+package paxos
 
 // Mutant names the bug injected for the model checker's mutation tests;
 // only the mutants build tag (tests) has it settable. Empty: no bug.
