@@ -2,13 +2,8 @@ package wire
 
 import (
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/amalgam-store/amalgam/erasure"
@@ -87,29 +82,13 @@ var reconfigTypes = []node.Message{
 // method (a node.Message) in its source, and checks that the tests here
 // cover it: a message added to msg without a wire form fails here.
 func TestEveryMessageTypeListed(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("../msg/*.go")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no msg sources: %v", err)
+	names, err := wiretest.HashTypes("../msg")
+	if err != nil {
+		t.Fatal(err)
 	}
 	found := map[string]bool{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range af.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Name.Name != "Hash" || fd.Recv == nil || len(fd.Recv.List) != 1 {
-				continue
-			}
-			if id, ok := fd.Recv.List[0].Type.(*ast.Ident); ok {
-				found[id.Name] = true
-			}
-		}
+	for _, n := range names {
+		found[n] = true
 	}
 	listed := map[string]bool{}
 	for _, m := range allMessages() {

@@ -10,11 +10,8 @@ import (
 	"github.com/amalgam-store/amalgam/msg"
 )
 
-// The core's timers, as this package instantiates them.
-type (
-	electionTimer  = paxos.ElectionTimer[Value, ID]
-	heartbeatTimer = paxos.HeartbeatTimer[Value, ID]
-)
+// The core's election timer, as this package instantiates it.
+type electionTimer = paxos.ElectionTimer[Value, ID]
 
 // cfg1 is f=1: groups of 4, quorums of 3, blocks of 16 bytes in 2 pieces
 // of 8 plus 2 parity pieces.

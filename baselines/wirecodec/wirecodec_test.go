@@ -2,9 +2,6 @@ package wirecodec
 
 import (
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"math/rand/v2"
 	"path"
 	"path/filepath"
@@ -137,42 +134,13 @@ func typeName(m node.Message) string {
 	return path.Base(arg[:strings.LastIndex(arg, ".")]) + "." + name
 }
 
-// exportedHashTypes lists the exported types of the package in dir (tests
-// excluded) with a Hash(*node.Hasher) method: the package's messages and
-// the types in notMessages. Replica and Client have Hash() uint64 on a
-// pointer receiver.
+// exportedHashTypes is wiretest.HashTypes: the messages of the package in
+// dir and the types in notMessages.
 func exportedHashTypes(t *testing.T, dir string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no sources in %s: %v", dir, err)
-	}
-	fset := token.NewFileSet()
-	var names []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range af.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Name.Name != "Hash" || fd.Recv == nil || len(fd.Recv.List) != 1 || fd.Type.Params.NumFields() != 1 {
-				continue
-			}
-			recv := fd.Recv.List[0].Type
-			if g, ok := recv.(*ast.IndexListExpr); ok { // a generic type
-				recv = g.X
-			}
-			if id, ok := recv.(*ast.Ident); ok && id.IsExported() {
-				names = append(names, id.Name)
-			}
-		}
-	}
-	if len(names) == 0 {
-		t.Fatalf("found no message types in %s", dir)
+	names, err := wiretest.HashTypes(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return names
 }
