@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -23,12 +24,8 @@ import (
 // Requests go to the member believed to lead the block's group, following
 // Redirects; after a retry timeout the client tries the next member.
 type Client struct {
-	id      uint64
-	cfg     Config
-	script  [][]msg.Op
-	next    int // index of the transaction in flight (done when == len)
-	replies []msg.Reply
-	leader  []int // the member believed to lead each group
+	paxos.ClientScript
+	cfg Config
 
 	// Progress of the transaction in flight.
 	seq    uint64   // sequence number of the last GET or PUT sent
@@ -47,19 +44,13 @@ func (t retry) Hash(h *node.Hasher) { h.Uint64(231); h.Uint64(t.Seq) }
 
 // NewClient returns client id (ids start at 1) running script.
 func NewClient(id uint64, cfg Config, script [][]msg.Op) *Client {
-	return &Client{id: id, cfg: cfg, script: script, leader: make([]int, cfg.Groups())}
+	return &Client{ClientScript: paxos.NewClientScript(id, script, cfg.Groups()), cfg: cfg}
 }
 
 // StartAt makes the client number its GETs and PUTs from seq (before
 // Init), so that one-transaction clients the runtime runs for an outside
 // client never reuse the sequence numbers of earlier ones.
 func (c *Client) StartAt(seq uint64) { c.seq = seq - 1 }
-
-// Leaders is the member the client believes leads each group.
-func (c *Client) Leaders() []int { return append([]int(nil), c.leader...) }
-
-// SetLeaderGuess makes the client first try member i of group g.
-func (c *Client) SetLeaderGuess(g, i int) { c.leader[g] = i }
 
 // Init implements node.Node.
 func (c *Client) Init(ctx node.Context) { c.begin(ctx) }
@@ -69,7 +60,7 @@ func (c *Client) Init(ctx node.Context) { c.begin(ctx) }
 func (c *Client) begin(ctx node.Context) {
 	l := c.cfg.Layout
 	for !c.Done() {
-		ops := c.script[c.next]
+		_, ops := c.Current()
 		shard := -1
 		if len(ops) > 0 && ops[0].Block < l.NumBlocks() {
 			shard = l.Shard(ops[0].Block)
@@ -96,18 +87,18 @@ func (c *Client) begin(ctx node.Context) {
 }
 
 func (c *Client) finish(r msg.Reply) {
-	r.Seq = uint64(c.next + 1)
-	c.replies = append(c.replies, r)
-	c.next++
+	i, _ := c.Current()
+	r.Seq = uint64(i + 1)
+	c.Finish(r)
 }
 
 // request is the GET or PUT the client is waiting for.
 func (c *Client) request() msg.Request {
 	if c.step < len(c.gets) {
-		return msg.Request{Client: c.id, Seq: c.seq, Ops: []msg.Op{{Kind: msg.OpRead, Block: c.gets[c.step]}}}
+		return msg.Request{Client: c.ID(), Seq: c.seq, Ops: []msg.Op{{Kind: msg.OpRead, Block: c.gets[c.step]}}}
 	}
 	i := c.step - len(c.gets)
-	return msg.Request{Client: c.id, Seq: c.seq, Ops: []msg.Op{{Kind: msg.OpWrite, Block: c.puts[i], Data: c.data[i]}}}
+	return msg.Request{Client: c.ID(), Seq: c.seq, Ops: []msg.Op{{Kind: msg.OpWrite, Block: c.puts[i], Data: c.data[i]}}}
 }
 
 func (c *Client) group() int { return c.cfg.Layout.Shard(c.request().Ops[0].Block) }
@@ -121,7 +112,7 @@ func (c *Client) send(ctx node.Context, fresh bool) {
 		ctx.SetTimer(retry{Seq: c.seq}, lo, hi)
 	}
 	g := c.group()
-	ctx.Send(c.cfg.Addr(g, c.leader[g]), c.request())
+	ctx.Send(c.cfg.Addr(g, c.Leader(g)), c.request())
 }
 
 // Handle implements node.Node.
@@ -158,18 +149,15 @@ func (c *Client) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 		}
 		c.send(ctx, true)
 	case Redirect:
-		g := c.group()
-		if m.Seq != c.seq || m.Group != g || m.Leader < 0 || m.Leader >= c.cfg.Members() || m.Leader == c.leader[g] {
-			return
+		if g := c.group(); m.Seq == c.seq && m.Group == g && c.Follow(g, m.Leader, c.cfg.Members()) {
+			c.send(ctx, false)
 		}
-		c.leader[g] = m.Leader
-		c.send(ctx, false)
 	}
 }
 
 // compute runs the transaction on the blocks read and lists the PUTs.
 func (c *Client) compute() {
-	ops := c.script[c.next]
+	_, ops := c.Current()
 	out, written := msg.Execute(ops, func(b uint64) []byte { return c.got[slices.Index(c.gets, b)] })
 	c.result = out
 	for _, b := range c.gets {
@@ -186,31 +174,17 @@ func (c *Client) Timer(ctx node.Context, t node.Timer) {
 	if !ok || c.Done() || r.Seq != c.seq {
 		return
 	}
-	g := c.group()
-	c.leader[g] = (c.leader[g] + 1) % c.cfg.Members()
+	c.TryNext(c.group(), c.cfg.Members())
 	c.send(ctx, false)
 	lo, hi := c.cfg.Timing.WithDefaults().RetryTimeout()
 	ctx.SetTimer(r, lo, hi)
 }
 
-// Done reports whether every transaction has its reply.
-func (c *Client) Done() bool { return c.next >= len(c.script) }
-
-// ID is the client id used in requests.
-func (c *Client) ID() uint64 { return c.id }
-
-// Script is the transactions the client runs, in order.
-func (c *Client) Script() [][]msg.Op { return c.script }
-
-// Replies holds the result of each finished transaction, in order.
-func (c *Client) Replies() []msg.Reply { return c.replies }
-
 // Clone implements node.Node. Slices are never modified in place once
-// shared, except leader, which is copied.
+// shared, except the leaders, which ClientScript.Copy copies.
 func (c *Client) Clone() node.Node {
 	cp := *c
-	cp.replies = c.replies[:len(c.replies):len(c.replies)]
-	cp.leader = append([]int(nil), c.leader...)
+	cp.ClientScript = c.Copy()
 	cp.got = c.got[:len(c.got):len(c.got)]
 	cp.puts = c.puts[:len(c.puts):len(c.puts)]
 	cp.data = c.data[:len(c.data):len(c.data)]
@@ -220,14 +194,7 @@ func (c *Client) Clone() node.Node {
 // Hash implements node.Node.
 func (c *Client) Hash() uint64 {
 	h := node.NewHasher()
-	h.Uint64(c.id)
-	h.Int(c.next)
-	for _, r := range c.replies {
-		r.Hash(h)
-	}
-	for _, g := range c.leader {
-		h.Int(g)
-	}
+	c.HashTo(h)
 	h.Uint64(c.seq)
 	h.Int(c.step)
 	h.Int(len(c.gets))
