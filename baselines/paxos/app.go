@@ -1,6 +1,8 @@
 package paxos
 
 import (
+	"fmt"
+
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -61,4 +63,30 @@ type App[V Value[V, I], I ID, P any] interface {
 	Recover(p *P, learned *V) (V, [][]byte)
 	// HashP1 writes p into h.
 	HashP1(h *node.Hasher, p *P)
+}
+
+// Check reports whether groups of p.Members members fit Votes; name
+// prefixes the error.
+func (p Params) Check(name string) error {
+	if p.Members > MaxMembers {
+		return fmt.Errorf("%s: at most %d members per group (votes are a 64-bit mask), got %d", name, MaxMembers, p.Members)
+	}
+	return nil
+}
+
+// Nodes builds every member of the listed groups (all n groups when
+// groups is nil) with replica, keyed by address.
+func Nodes(p Params, n int, groups []int, replica func(g, i int) node.Node) map[node.Addr]node.Node {
+	if groups == nil {
+		for g := 0; g < n; g++ {
+			groups = append(groups, g)
+		}
+	}
+	out := map[node.Addr]node.Node{}
+	for _, g := range groups {
+		for i := 0; i < p.Members; i++ {
+			out[p.Addr(g, i)] = replica(g, i)
+		}
+	}
+	return out
 }

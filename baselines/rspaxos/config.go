@@ -71,10 +71,7 @@ func (c Config) Validate() error {
 	if err := c.Layout.Validate(); err != nil {
 		return err
 	}
-	if c.Members() > paxos.MaxMembers {
-		return fmt.Errorf("rspaxos: at most %d members per group (votes are a 64-bit mask), got %d", paxos.MaxMembers, c.Members())
-	}
-	return nil
+	return c.params().Check("rspaxos")
 }
 
 // NewCode builds the group code: f+1 data pieces and 2f parity pieces.
@@ -107,16 +104,5 @@ func Nodes(cfg Config, groups []int) (map[node.Addr]node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if groups == nil {
-		for g := 0; g < cfg.Groups(); g++ {
-			groups = append(groups, g)
-		}
-	}
-	out := map[node.Addr]node.Node{}
-	for _, g := range groups {
-		for i := 0; i < cfg.Members(); i++ {
-			out[cfg.Addr(g, i)] = NewReplica(cfg, code, g, i)
-		}
-	}
-	return out, nil
+	return paxos.Nodes(cfg.params(), cfg.Groups(), groups, func(g, i int) node.Node { return NewReplica(cfg, code, g, i) }), nil
 }

@@ -63,10 +63,7 @@ func (c Config) Validate() error {
 	if err := c.Layout.Validate(); err != nil {
 		return err
 	}
-	if c.Members() > paxos.MaxMembers {
-		return fmt.Errorf("shardedpaxos: at most %d members per group (votes are a 64-bit mask), got %d", paxos.MaxMembers, c.Members())
-	}
-	return nil
+	return c.params().Check("shardedpaxos")
 }
 
 // Machines is the number of machines a deployment uses (paxos.Machines).
@@ -90,16 +87,5 @@ func ParseAddr(a node.Addr) (g, i int, err error) {
 // Nodes builds every replica of the listed groups (all groups when groups
 // is nil), keyed by address.
 func Nodes(cfg Config, groups []int) map[node.Addr]node.Node {
-	if groups == nil {
-		for g := 0; g < cfg.Groups(); g++ {
-			groups = append(groups, g)
-		}
-	}
-	out := map[node.Addr]node.Node{}
-	for _, g := range groups {
-		for i := 0; i < cfg.Members(); i++ {
-			out[cfg.Addr(g, i)] = NewReplica(cfg, g, i)
-		}
-	}
-	return out
+	return paxos.Nodes(cfg.params(), cfg.Groups(), groups, func(g, i int) node.Node { return NewReplica(cfg, g, i) })
 }
