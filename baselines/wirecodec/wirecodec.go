@@ -8,6 +8,7 @@ package wirecodec
 import (
 	"fmt"
 
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/baselines/rspaxos"
 	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
 	"github.com/amalgam-store/amalgam/msg"
@@ -46,15 +47,56 @@ func (codec) FromProto(p *wire.Message) (m node.Message, ok bool, err error) {
 	return nil, false, nil
 }
 
-func ballotToProto(round uint64, leader int) *wire.PaxosBallot {
-	return &wire.PaxosBallot{Round: round, Leader: int32(leader)}
+func ballotToProto(b paxos.Ballot) *wire.PaxosBallot {
+	return &wire.PaxosBallot{Round: b.Round, Leader: int32(b.Leader)}
+}
+
+// The messages whose wire form the baselines share.
+
+func p1aToProto[V paxos.Value[V, I], I paxos.ID](m paxos.P1a[V, I]) *wire.PaxosP1A {
+	return &wire.PaxosP1A{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), From: m.From}
+}
+
+func nackToProto[V paxos.Value[V, I], I paxos.ID](m paxos.Nack[V, I]) *wire.PaxosNack {
+	return &wire.PaxosNack{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Promised: ballotToProto(m.Promised)}
+}
+
+func heartbeatToProto[V paxos.Value[V, I], I paxos.ID](m paxos.Heartbeat[V, I]) *wire.PaxosHeartbeat {
+	return &wire.PaxosHeartbeat{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Commit: m.Commit, Gc: m.GC}
+}
+
+func heartbeatOKToProto[V paxos.Value[V, I], I paxos.ID](m paxos.HeartbeatOK[V, I]) *wire.PaxosHeartbeatOK {
+	return &wire.PaxosHeartbeatOK{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Applied: m.Applied}
+}
+
+func redirectToProto[V paxos.Value[V, I], I paxos.ID](m paxos.Redirect[V, I]) *wire.PaxosRedirect {
+	return &wire.PaxosRedirect{Seq: m.Seq, Group: int32(m.Group), Leader: int32(m.Leader)}
+}
+
+func p1aFromProto[V paxos.Value[V, I], I paxos.ID](d *decoder, r *wire.PaxosP1A, f string) paxos.P1a[V, I] {
+	return paxos.P1a[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), From: r.GetFrom()}
+}
+
+func nackFromProto[V paxos.Value[V, I], I paxos.ID](d *decoder, r *wire.PaxosNack, f string) paxos.Nack[V, I] {
+	return paxos.Nack[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
+		Promised: d.ballot(r.GetPromised(), f+".promised")}
+}
+
+func heartbeatFromProto[V paxos.Value[V, I], I paxos.ID](d *decoder, r *wire.PaxosHeartbeat, f string) paxos.Heartbeat[V, I] {
+	return paxos.Heartbeat[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
+		Commit: r.GetCommit(), GC: r.GetGc()}
+}
+
+func heartbeatOKFromProto[V paxos.Value[V, I], I paxos.ID](d *decoder, r *wire.PaxosHeartbeatOK, f string) paxos.HeartbeatOK[V, I] {
+	return paxos.HeartbeatOK[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
+		Applied: r.GetApplied()}
+}
+
+func redirectFromProto[V paxos.Value[V, I], I paxos.ID](d *decoder, r *wire.PaxosRedirect, f string) paxos.Redirect[V, I] {
+	return paxos.Redirect[V, I]{Seq: r.GetSeq(), Group: d.index(r.GetGroup(), f+".group"), Leader: d.index(r.GetLeader(), f+".leader")}
 }
 
 // --- ShardedPaxos ---
-
-func spBallotToProto(b shardedpaxos.Ballot) *wire.PaxosBallot {
-	return ballotToProto(b.Round, b.Leader)
-}
 
 func spValueToProto(v shardedpaxos.Value) *wire.ShardedPaxosValue {
 	return &wire.ShardedPaxosValue{Noop: v.Noop, Client: v.Client, Seq: v.Seq, From: string(v.From), Ops: wire.OpsToProto(v.Ops)}
@@ -64,36 +106,33 @@ func shardedPaxosToProto(m node.Message) *wire.ShardedPaxosMessage {
 	q := &wire.ShardedPaxosMessage{}
 	switch m := m.(type) {
 	case shardedpaxos.P1a:
-		q.Body = &wire.ShardedPaxosMessage_P1A{P1A: &wire.PaxosP1A{Ballot: spBallotToProto(m.Ballot), Member: int32(m.Member), From: m.From}}
+		q.Body = &wire.ShardedPaxosMessage_P1A{P1A: p1aToProto(m)}
 	case shardedpaxos.P1b:
-		p := &wire.ShardedPaxosP1B{Ballot: spBallotToProto(m.Ballot), Member: int32(m.Member)}
+		p := &wire.ShardedPaxosP1B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member)}
 		for _, e := range m.Entries {
-			p.Entries = append(p.Entries, &wire.ShardedPaxosAccepted{Slot: e.Slot, Ballot: spBallotToProto(e.Ballot), Val: spValueToProto(e.Val)})
+			p.Entries = append(p.Entries, &wire.ShardedPaxosAccepted{Slot: e.Slot, Ballot: ballotToProto(e.Ballot), Val: spValueToProto(e.Val)})
 		}
 		q.Body = &wire.ShardedPaxosMessage_P1B{P1B: p}
 	case shardedpaxos.P2a:
-		q.Body = &wire.ShardedPaxosMessage_P2A{P2A: &wire.ShardedPaxosP2A{Ballot: spBallotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
+		q.Body = &wire.ShardedPaxosMessage_P2A{P2A: &wire.ShardedPaxosP2A{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
 			Val: spValueToProto(m.Val), Commit: m.Commit, Gc: m.GC}}
 	case shardedpaxos.P2b:
-		q.Body = &wire.ShardedPaxosMessage_P2B{P2B: &wire.ShardedPaxosP2B{Ballot: spBallotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
+		q.Body = &wire.ShardedPaxosMessage_P2B{P2B: &wire.ShardedPaxosP2B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
 			Val: &wire.ShardedPaxosID{Noop: m.Val.Noop, Client: m.Val.Client, Seq: m.Val.Seq}}}
 	case shardedpaxos.Nack:
-		q.Body = &wire.ShardedPaxosMessage_Nack{Nack: &wire.PaxosNack{Ballot: spBallotToProto(m.Ballot), Member: int32(m.Member),
-			Promised: spBallotToProto(m.Promised)}}
+		q.Body = &wire.ShardedPaxosMessage_Nack{Nack: nackToProto(m)}
 	case shardedpaxos.Heartbeat:
-		q.Body = &wire.ShardedPaxosMessage_Heartbeat{Heartbeat: &wire.PaxosHeartbeat{Ballot: spBallotToProto(m.Ballot), Member: int32(m.Member),
-			Commit: m.Commit, Gc: m.GC}}
+		q.Body = &wire.ShardedPaxosMessage_Heartbeat{Heartbeat: heartbeatToProto(m)}
 	case shardedpaxos.HeartbeatOK:
-		q.Body = &wire.ShardedPaxosMessage_HeartbeatOk{HeartbeatOk: &wire.PaxosHeartbeatOK{Ballot: spBallotToProto(m.Ballot), Member: int32(m.Member),
-			Applied: m.Applied}}
+		q.Body = &wire.ShardedPaxosMessage_HeartbeatOk{HeartbeatOk: heartbeatOKToProto(m)}
 	case shardedpaxos.Learn:
-		p := &wire.ShardedPaxosLearn{Ballot: spBallotToProto(m.Ballot), Member: int32(m.Member)}
+		p := &wire.ShardedPaxosLearn{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member)}
 		for _, e := range m.Entries {
 			p.Entries = append(p.Entries, &wire.ShardedPaxosChosen{Slot: e.Slot, Val: spValueToProto(e.Val)})
 		}
 		q.Body = &wire.ShardedPaxosMessage_Learn{Learn: p}
 	case shardedpaxos.Redirect:
-		q.Body = &wire.ShardedPaxosMessage_Redirect{Redirect: &wire.PaxosRedirect{Seq: m.Seq, Group: int32(m.Group), Leader: int32(m.Leader)}}
+		q.Body = &wire.ShardedPaxosMessage_Redirect{Redirect: redirectToProto(m)}
 	default:
 		return nil
 	}
@@ -105,24 +144,23 @@ func shardedPaxosFromProto(q *wire.ShardedPaxosMessage) (node.Message, error) {
 	var m node.Message
 	switch b := q.GetBody().(type) {
 	case *wire.ShardedPaxosMessage_P1A:
-		r, f := b.P1A, "sharded_paxos.p1a"
-		m = shardedpaxos.P1a{Ballot: d.spBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), From: r.GetFrom()}
+		m = p1aFromProto[shardedpaxos.Value, shardedpaxos.ID](&d, b.P1A, "sharded_paxos.p1a")
 	case *wire.ShardedPaxosMessage_P1B:
 		r, f := b.P1B, "sharded_paxos.p1b"
-		p := shardedpaxos.P1b{Ballot: d.spBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
+		p := shardedpaxos.P1b{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
 		for i, e := range r.GetEntries() {
 			ef := fmt.Sprintf("%s.entries[%d]", f, i)
 			if e == nil {
 				d.fail(fieldErr(ef, "missing"))
 				break
 			}
-			p.Entries = append(p.Entries, shardedpaxos.Accepted{Slot: e.GetSlot(), Ballot: d.spBallot(e.GetBallot(), ef+".ballot"),
+			p.Entries = append(p.Entries, shardedpaxos.Accepted{Slot: e.GetSlot(), Ballot: d.ballot(e.GetBallot(), ef+".ballot"),
 				Val: d.spValue(e.GetVal(), ef+".val")})
 		}
 		m = p
 	case *wire.ShardedPaxosMessage_P2A:
 		r, f := b.P2A, "sharded_paxos.p2a"
-		m = shardedpaxos.P2a{Ballot: d.spBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
+		m = shardedpaxos.P2a{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
 			Val: d.spValue(r.GetVal(), f+".val"), Commit: r.GetCommit(), GC: r.GetGc()}
 	case *wire.ShardedPaxosMessage_P2B:
 		r, f := b.P2B, "sharded_paxos.p2b"
@@ -130,23 +168,17 @@ func shardedPaxosFromProto(q *wire.ShardedPaxosMessage) (node.Message, error) {
 			d.fail(fieldErr(f+".val", "missing"))
 		}
 		id := r.GetVal()
-		m = shardedpaxos.P2b{Ballot: d.spBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
+		m = shardedpaxos.P2b{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
 			Val: shardedpaxos.ID{Noop: id.GetNoop(), Client: id.GetClient(), Seq: id.GetSeq()}}
 	case *wire.ShardedPaxosMessage_Nack:
-		r, f := b.Nack, "sharded_paxos.nack"
-		m = shardedpaxos.Nack{Ballot: d.spBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
-			Promised: d.spBallot(r.GetPromised(), f+".promised")}
+		m = nackFromProto[shardedpaxos.Value, shardedpaxos.ID](&d, b.Nack, "sharded_paxos.nack")
 	case *wire.ShardedPaxosMessage_Heartbeat:
-		r, f := b.Heartbeat, "sharded_paxos.heartbeat"
-		m = shardedpaxos.Heartbeat{Ballot: d.spBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
-			Commit: r.GetCommit(), GC: r.GetGc()}
+		m = heartbeatFromProto[shardedpaxos.Value, shardedpaxos.ID](&d, b.Heartbeat, "sharded_paxos.heartbeat")
 	case *wire.ShardedPaxosMessage_HeartbeatOk:
-		r, f := b.HeartbeatOk, "sharded_paxos.heartbeat_ok"
-		m = shardedpaxos.HeartbeatOK{Ballot: d.spBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
-			Applied: r.GetApplied()}
+		m = heartbeatOKFromProto[shardedpaxos.Value, shardedpaxos.ID](&d, b.HeartbeatOk, "sharded_paxos.heartbeat_ok")
 	case *wire.ShardedPaxosMessage_Learn:
 		r, f := b.Learn, "sharded_paxos.learn"
-		p := shardedpaxos.Learn{Ballot: d.spBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
+		p := shardedpaxos.Learn{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
 		for i, e := range r.GetEntries() {
 			ef := fmt.Sprintf("%s.entries[%d]", f, i)
 			if e == nil {
@@ -157,8 +189,7 @@ func shardedPaxosFromProto(q *wire.ShardedPaxosMessage) (node.Message, error) {
 		}
 		m = p
 	case *wire.ShardedPaxosMessage_Redirect:
-		r, f := b.Redirect, "sharded_paxos.redirect"
-		m = shardedpaxos.Redirect{Seq: r.GetSeq(), Group: d.index(r.GetGroup(), f+".group"), Leader: d.index(r.GetLeader(), f+".leader")}
+		m = redirectFromProto[shardedpaxos.Value, shardedpaxos.ID](&d, b.Redirect, "sharded_paxos.redirect")
 	default:
 		return nil, fieldErr("sharded_paxos.body", "missing or unknown message type")
 	}
@@ -170,8 +201,6 @@ func shardedPaxosFromProto(q *wire.ShardedPaxosMessage) (node.Message, error) {
 
 // --- RSPaxos ---
 
-func rsBallotToProto(b rspaxos.Ballot) *wire.PaxosBallot { return ballotToProto(b.Round, b.Leader) }
-
 func rsValueToProto(v rspaxos.Value) *wire.RSPaxosValue {
 	return &wire.RSPaxosValue{Kind: wire.RSPaxosKind(v.Kind), Client: v.Client, Seq: v.Seq, From: string(v.From), Block: v.Block,
 		Piece: v.Piece, HasPiece: v.Piece != nil}
@@ -181,30 +210,27 @@ func rsPaxosToProto(m node.Message) *wire.RSPaxosMessage {
 	q := &wire.RSPaxosMessage{}
 	switch m := m.(type) {
 	case rspaxos.P1a:
-		q.Body = &wire.RSPaxosMessage_P1A{P1A: &wire.PaxosP1A{Ballot: rsBallotToProto(m.Ballot), Member: int32(m.Member), From: m.From}}
+		q.Body = &wire.RSPaxosMessage_P1A{P1A: p1aToProto(m)}
 	case rspaxos.P1b:
-		p := &wire.RSPaxosP1B{Ballot: rsBallotToProto(m.Ballot), Member: int32(m.Member)}
+		p := &wire.RSPaxosP1B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member)}
 		for _, e := range m.Entries {
-			p.Entries = append(p.Entries, &wire.RSPaxosAccepted{Slot: e.Slot, Ballot: rsBallotToProto(e.Ballot), Val: rsValueToProto(e.Val)})
+			p.Entries = append(p.Entries, &wire.RSPaxosAccepted{Slot: e.Slot, Ballot: ballotToProto(e.Ballot), Val: rsValueToProto(e.Val)})
 		}
 		q.Body = &wire.RSPaxosMessage_P1B{P1B: p}
 	case rspaxos.P2a:
-		q.Body = &wire.RSPaxosMessage_P2A{P2A: &wire.RSPaxosP2A{Ballot: rsBallotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
+		q.Body = &wire.RSPaxosMessage_P2A{P2A: &wire.RSPaxosP2A{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
 			Val: rsValueToProto(m.Val), Commit: m.Commit, Gc: m.GC}}
 	case rspaxos.P2b:
-		q.Body = &wire.RSPaxosMessage_P2B{P2B: &wire.RSPaxosP2B{Ballot: rsBallotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
+		q.Body = &wire.RSPaxosMessage_P2B{P2B: &wire.RSPaxosP2B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
 			Val: &wire.RSPaxosID{Kind: wire.RSPaxosKind(m.Val.Kind), Client: m.Val.Client, Seq: m.Val.Seq}}}
 	case rspaxos.Nack:
-		q.Body = &wire.RSPaxosMessage_Nack{Nack: &wire.PaxosNack{Ballot: rsBallotToProto(m.Ballot), Member: int32(m.Member),
-			Promised: rsBallotToProto(m.Promised)}}
+		q.Body = &wire.RSPaxosMessage_Nack{Nack: nackToProto(m)}
 	case rspaxos.Heartbeat:
-		q.Body = &wire.RSPaxosMessage_Heartbeat{Heartbeat: &wire.PaxosHeartbeat{Ballot: rsBallotToProto(m.Ballot), Member: int32(m.Member),
-			Commit: m.Commit, Gc: m.GC}}
+		q.Body = &wire.RSPaxosMessage_Heartbeat{Heartbeat: heartbeatToProto(m)}
 	case rspaxos.HeartbeatOK:
-		q.Body = &wire.RSPaxosMessage_HeartbeatOk{HeartbeatOk: &wire.PaxosHeartbeatOK{Ballot: rsBallotToProto(m.Ballot), Member: int32(m.Member),
-			Applied: m.Applied}}
+		q.Body = &wire.RSPaxosMessage_HeartbeatOk{HeartbeatOk: heartbeatOKToProto(m)}
 	case rspaxos.Learn:
-		p := &wire.RSPaxosLearn{Ballot: rsBallotToProto(m.Ballot), Member: int32(m.Member)}
+		p := &wire.RSPaxosLearn{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member)}
 		for _, e := range m.Entries {
 			p.Entries = append(p.Entries, &wire.RSPaxosChosen{Slot: e.Slot, Val: rsValueToProto(e.Val)})
 		}
@@ -213,7 +239,7 @@ func rsPaxosToProto(m node.Message) *wire.RSPaxosMessage {
 		q.Body = &wire.RSPaxosMessage_PieceReply{PieceReply: &wire.RSPaxosPieceReply{Member: int32(m.Member), Slot: m.Slot, Block: m.Block,
 			Version: m.Version, Piece: m.Piece, HasPiece: m.Piece != nil, Missing: m.Missing}}
 	case rspaxos.Redirect:
-		q.Body = &wire.RSPaxosMessage_Redirect{Redirect: &wire.PaxosRedirect{Seq: m.Seq, Group: int32(m.Group), Leader: int32(m.Leader)}}
+		q.Body = &wire.RSPaxosMessage_Redirect{Redirect: redirectToProto(m)}
 	default:
 		return nil
 	}
@@ -225,24 +251,23 @@ func rsPaxosFromProto(q *wire.RSPaxosMessage) (node.Message, error) {
 	var m node.Message
 	switch b := q.GetBody().(type) {
 	case *wire.RSPaxosMessage_P1A:
-		r, f := b.P1A, "rs_paxos.p1a"
-		m = rspaxos.P1a{Ballot: d.rsBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), From: r.GetFrom()}
+		m = p1aFromProto[rspaxos.Value, rspaxos.ID](&d, b.P1A, "rs_paxos.p1a")
 	case *wire.RSPaxosMessage_P1B:
 		r, f := b.P1B, "rs_paxos.p1b"
-		p := rspaxos.P1b{Ballot: d.rsBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
+		p := rspaxos.P1b{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
 		for i, e := range r.GetEntries() {
 			ef := fmt.Sprintf("%s.entries[%d]", f, i)
 			if e == nil {
 				d.fail(fieldErr(ef, "missing"))
 				break
 			}
-			p.Entries = append(p.Entries, rspaxos.Accepted{Slot: e.GetSlot(), Ballot: d.rsBallot(e.GetBallot(), ef+".ballot"),
+			p.Entries = append(p.Entries, rspaxos.Accepted{Slot: e.GetSlot(), Ballot: d.ballot(e.GetBallot(), ef+".ballot"),
 				Val: d.rsValue(e.GetVal(), ef+".val")})
 		}
 		m = p
 	case *wire.RSPaxosMessage_P2A:
 		r, f := b.P2A, "rs_paxos.p2a"
-		m = rspaxos.P2a{Ballot: d.rsBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
+		m = rspaxos.P2a{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
 			Val: d.rsValue(r.GetVal(), f+".val"), Commit: r.GetCommit(), GC: r.GetGc()}
 	case *wire.RSPaxosMessage_P2B:
 		r, f := b.P2B, "rs_paxos.p2b"
@@ -250,23 +275,17 @@ func rsPaxosFromProto(q *wire.RSPaxosMessage) (node.Message, error) {
 			d.fail(fieldErr(f+".val", "missing"))
 		}
 		id := r.GetVal()
-		m = rspaxos.P2b{Ballot: d.rsBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
+		m = rspaxos.P2b{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
 			Val: rspaxos.ID{Kind: d.rsKind(id.GetKind(), f+".val.kind"), Client: id.GetClient(), Seq: id.GetSeq()}}
 	case *wire.RSPaxosMessage_Nack:
-		r, f := b.Nack, "rs_paxos.nack"
-		m = rspaxos.Nack{Ballot: d.rsBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
-			Promised: d.rsBallot(r.GetPromised(), f+".promised")}
+		m = nackFromProto[rspaxos.Value, rspaxos.ID](&d, b.Nack, "rs_paxos.nack")
 	case *wire.RSPaxosMessage_Heartbeat:
-		r, f := b.Heartbeat, "rs_paxos.heartbeat"
-		m = rspaxos.Heartbeat{Ballot: d.rsBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
-			Commit: r.GetCommit(), GC: r.GetGc()}
+		m = heartbeatFromProto[rspaxos.Value, rspaxos.ID](&d, b.Heartbeat, "rs_paxos.heartbeat")
 	case *wire.RSPaxosMessage_HeartbeatOk:
-		r, f := b.HeartbeatOk, "rs_paxos.heartbeat_ok"
-		m = rspaxos.HeartbeatOK{Ballot: d.rsBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
-			Applied: r.GetApplied()}
+		m = heartbeatOKFromProto[rspaxos.Value, rspaxos.ID](&d, b.HeartbeatOk, "rs_paxos.heartbeat_ok")
 	case *wire.RSPaxosMessage_Learn:
 		r, f := b.Learn, "rs_paxos.learn"
-		p := rspaxos.Learn{Ballot: d.rsBallot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
+		p := rspaxos.Learn{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
 		for i, e := range r.GetEntries() {
 			ef := fmt.Sprintf("%s.entries[%d]", f, i)
 			if e == nil {
@@ -281,8 +300,7 @@ func rsPaxosFromProto(q *wire.RSPaxosMessage) (node.Message, error) {
 		m = rspaxos.PieceReply{Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(), Block: r.GetBlock(), Version: r.GetVersion(),
 			Piece: wire.OptBytes(r.GetPiece(), r.GetHasPiece()), Missing: r.GetMissing()}
 	case *wire.RSPaxosMessage_Redirect:
-		r, f := b.Redirect, "rs_paxos.redirect"
-		m = rspaxos.Redirect{Seq: r.GetSeq(), Group: d.index(r.GetGroup(), f+".group"), Leader: d.index(r.GetLeader(), f+".leader")}
+		m = redirectFromProto[rspaxos.Value, rspaxos.ID](&d, b.Redirect, "rs_paxos.redirect")
 	default:
 		return nil, fieldErr("rs_paxos.body", "missing or unknown message type")
 	}
@@ -317,22 +335,12 @@ func (d *decoder) index(x int32, field string) int {
 	return int(x)
 }
 
-func (d *decoder) ballot(q *wire.PaxosBallot, field string) (round uint64, leader int) {
+func (d *decoder) ballot(q *wire.PaxosBallot, field string) paxos.Ballot {
 	if q == nil {
 		d.fail(fieldErr(field, "missing"))
-		return 0, 0
+		return paxos.Ballot{}
 	}
-	return q.GetRound(), d.index(q.GetLeader(), field+".leader")
-}
-
-func (d *decoder) spBallot(q *wire.PaxosBallot, field string) shardedpaxos.Ballot {
-	r, l := d.ballot(q, field)
-	return shardedpaxos.Ballot{Round: r, Leader: l}
-}
-
-func (d *decoder) rsBallot(q *wire.PaxosBallot, field string) rspaxos.Ballot {
-	r, l := d.ballot(q, field)
-	return rspaxos.Ballot{Round: r, Leader: l}
+	return paxos.Ballot{Round: q.GetRound(), Leader: d.index(q.GetLeader(), field+".leader")}
 }
 
 func (d *decoder) spValue(q *wire.ShardedPaxosValue, field string) shardedpaxos.Value {
