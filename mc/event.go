@@ -69,8 +69,11 @@ func (e Event) String() string {
 }
 
 func describeMsg(m node.Message) string {
-	s := fmt.Sprintf("%T%+v", m, m)
-	s = strings.TrimPrefix(s, "msg.")
+	t := fmt.Sprintf("%T", m)
+	if i := strings.IndexByte(t, '['); i >= 0 {
+		t = t[:i] // a generic message: drop the type arguments' long paths
+	}
+	s := strings.TrimPrefix(fmt.Sprintf("%s%+v", t, m), "msg.")
 	if len(s) > 160 {
 		s = s[:157] + "..."
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/amalgam-store/amalgam/backup"
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/parity"
@@ -389,7 +390,7 @@ func DescribeNode(n node.Node) string {
 	return fmt.Sprintf("%T", n)
 }
 
-func describeHeld(hs []parity.Held) string {
+func describeHeld(hs []backup.Held) string {
 	var out []string
 	for _, h := range hs {
 		a := ""

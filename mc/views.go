@@ -1,6 +1,7 @@
 package mc
 
 import (
+	"github.com/amalgam-store/amalgam/backup"
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
@@ -13,7 +14,7 @@ import (
 // node), so checking a state allocates nothing for nodes seen before.
 type serverView struct {
 	ops  []data.OpView // a data server's pending_ops
-	held []parity.Held // a parity server's or witness's PREPAREs, in key order
+	held []backup.Held // a parity server's or witness's PREPAREs, in key order
 }
 
 // view returns node i's view.

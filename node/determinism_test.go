@@ -26,14 +26,12 @@ import (
 
 // protocolDirs are the module-relative directories holding protocol code.
 // Each is checked together with its subdirectories.
-var protocolDirs = []string{"data", "parity", "witness", "reconfig", "recovery", "msg", "erasure", "workload"}
+var protocolDirs = []string{"data", "parity", "witness", "backup", "reconfig", "recovery", "msg", "erasure", "workload",
+	"baselines/paxos", "baselines/shardedpaxos", "baselines/rspaxos"}
 
 // requiredDirs must exist and hold Go code; the others are skipped until they do.
-var requiredDirs = []string{"data", "parity", "witness", "msg", "erasure"}
-
-// benchProtocolNames are directory names under bench/ that hold baseline
-// protocols, which obey the same rule.
-var benchProtocolNames = []string{"shardedpaxos", "rspaxos", "paxos"}
+var requiredDirs = []string{"data", "parity", "witness", "backup", "msg", "erasure",
+	"baselines/paxos", "baselines/shardedpaxos", "baselines/rspaxos"}
 
 // forbiddenImports maps an import path to the reason it is banned. A key
 // ending in "/..." also bans every path below it.
@@ -200,41 +198,11 @@ func moduleRoot(t *testing.T) string {
 	}
 }
 
-// benchProtocolDirs finds the module-relative directories under bench/ whose
-// name is one of benchProtocolNames.
-func benchProtocolDirs(t *testing.T, root string) []string {
-	t.Helper()
-	var out []string
-	bench := filepath.Join(root, "bench")
-	if _, err := os.Stat(bench); err != nil {
-		return nil
-	}
-	err := filepath.WalkDir(bench, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && slices.Contains(benchProtocolNames, d.Name()) {
-			rel, err := filepath.Rel(root, path)
-			if err != nil {
-				return err
-			}
-			out = append(out, rel)
-			return filepath.SkipDir // checkDir covers its subtree
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestProtocolDeterminism(t *testing.T) {
 	root := moduleRoot(t)
-	dirs := append(slices.Clone(protocolDirs), benchProtocolDirs(t, root)...)
 
 	var all []violation
-	for _, rel := range dirs {
+	for _, rel := range protocolDirs {
 		dir := filepath.Join(root, filepath.FromSlash(rel))
 		if _, err := os.Stat(dir); err != nil {
 			if slices.Contains(requiredDirs, rel) {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/amalgam-store/amalgam/backup"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -38,7 +39,7 @@ type parityRC struct {
 	Clients  []clientRec
 	Degraded []bool
 	Snaps    []snapRec
-	Early    []EarlyRecord
+	Early    []backup.EarlyRecord
 	Nonce    uint64
 	Kept     []msg.Prepare
 	Versions []versionRec
@@ -79,7 +80,7 @@ func (s *Server) TrackChanges() {
 // Persist implements node.Persistent.
 func (s *Server) Persist(w node.Writer) {
 	s.blocks.TakeChanged(func(id uint64, v []byte) { w.Put(fmt.Sprintf("b/%016x", id), v) })
-	PersistPrepares(&s.prepares, w)
+	backup.PersistPrepares(&s.prepares, w)
 	if s.saved.cfg != s.cfgHash {
 		w.Put("cfg", node.GobBytes(s.cfg))
 		s.saved.cfg = s.cfgHash
@@ -87,7 +88,7 @@ func (s *Server) Persist(w node.Writer) {
 	h := node.NewHasher()
 	s.rc.hash(h)
 	if rh := h.Sum(); s.saved.rc != rh {
-		rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Early: EarlyToRecords(s.rc.early),
+		rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Early: backup.EarlyToRecords(s.rc.early),
 			Nonce: s.rc.nonce, Kept: s.rc.kept, Report: s.rc.report}
 		for _, v := range s.rc.versions {
 			rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Prims: v.prims, OpNums: v.opNums})
@@ -133,7 +134,7 @@ func (s *Server) Restore(r node.Reader) error {
 	if err != nil {
 		return err
 	}
-	if err := RestorePrepares(&s.prepares, r); err != nil {
+	if err := backup.RestorePrepares(&s.prepares, r); err != nil {
 		return fmt.Errorf("parity/%d: %w", s.me, err)
 	}
 	s.blocks.TakeChanged(func(uint64, []byte) {})
@@ -178,95 +179,9 @@ func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
 		}
 		s.rc.snaps = append(s.rc.snaps, x)
 	}
-	if s.rc.early, err = EarlyFromRecords(rc.Early); err != nil {
+	if s.rc.early, err = backup.EarlyFromRecords(rc.Early); err != nil {
 		return fmt.Errorf("parity/%d: rc: %w", s.me, err)
 	}
-	return nil
-}
-
-// EarlyRecord is a held stream message (Early) as gob stores it.
-type EarlyRecord struct {
-	From    node.Addr
-	Kind    int // 1 Prepare, 2 Commit, 3 PrepareDrop, 4 SnapshotMarker
-	Prepare msg.Prepare
-	Ref     msg.Commit // Commit and PrepareDrop have the same fields
-	Marker  msg.SnapshotMarker
-}
-
-// EarlyToRecords converts held stream messages for storage.
-func EarlyToRecords(e Early) []EarlyRecord {
-	var out []EarlyRecord
-	for _, x := range e {
-		r := EarlyRecord{From: x.From}
-		switch m := x.Msg.(type) {
-		case msg.Prepare:
-			r.Kind, r.Prepare = 1, m
-		case msg.Commit:
-			r.Kind, r.Ref = 2, m
-		case msg.PrepareDrop:
-			r.Kind, r.Ref = 3, msg.Commit(m)
-		case msg.SnapshotMarker:
-			r.Kind, r.Marker = 4, m
-		default:
-			panic(fmt.Sprintf("parity: cannot store an early %T", x.Msg)) // Ahead admits no other type
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// EarlyFromRecords converts stored held messages back.
-func EarlyFromRecords(rs []EarlyRecord) (Early, error) {
-	var out Early
-	for _, r := range rs {
-		var m node.Message
-		switch r.Kind {
-		case 1:
-			m = r.Prepare
-		case 2:
-			m = r.Ref
-		case 3:
-			m = msg.PrepareDrop(r.Ref)
-		case 4:
-			m = r.Marker
-		default:
-			return nil, fmt.Errorf("early message of kind %d", r.Kind)
-		}
-		out = append(out, Envelope{From: r.From, Msg: m})
-	}
-	return out, nil
-}
-
-func prepKey(k msg.PrepKey) string {
-	return fmt.Sprintf("p/%08x/%016x/%08x", uint32(k.Shard), k.OpNum, uint32(k.Stripe))
-}
-
-// PersistPrepares writes the PREPAREs added, changed or removed since the
-// last call (for parity servers and witnesses).
-func PersistPrepares(s *PrepareSet, w node.Writer) {
-	s.TakeChanged(func(k msg.PrepKey, e Held, ok bool) {
-		if ok {
-			w.Put(prepKey(k), node.GobBytes(e))
-		} else {
-			w.Delete(prepKey(k))
-		}
-	})
-}
-
-// RestorePrepares reads back what PersistPrepares wrote.
-func RestorePrepares(s *PrepareSet, r node.Reader) error {
-	err := r.Scan("p/", func(k string, v []byte) error {
-		var e Held
-		if err := node.GobDecode(v, &e); err != nil {
-			return fmt.Errorf("bad prepare record %q: %v", k, err)
-		}
-		s.put(e.P.Key(), e)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	s.TakeChanged(func(msg.PrepKey, Held, bool) {})
 	return nil
 }
 

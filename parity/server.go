@@ -7,6 +7,7 @@ package parity
 import (
 	"slices"
 
+	"github.com/amalgam-store/amalgam/backup"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
@@ -17,7 +18,7 @@ type Server struct {
 	cfg      msg.Config
 	me       int
 	code     *erasure.Code // immutable, shared by clones
-	prepares PrepareSet
+	prepares backup.PrepareSet
 	opNums   []uint64        // per shard: the highest op number applied
 	blocks   *erasure.Blocks // parity blocks by stripe number
 	cfgHash  uint64
@@ -29,7 +30,7 @@ type Server struct {
 // New returns the parity server of machine me. The code must match the
 // layout's g and f.
 func New(cfg msg.Config, me int, code *erasure.Code) *Server {
-	s := &Server{cfg: cfg, me: me, code: code, prepares: NewPrepareSet(),
+	s := &Server{cfg: cfg, me: me, code: code, prepares: backup.NewPrepareSet(),
 		opNums: make([]uint64, cfg.Layout.N), blocks: erasure.NewBlocks(cfg.Layout.BlockSize),
 		rc: newReconfState(cfg, me)}
 	s.cfgHash = node.HashOf(cfg)
@@ -48,13 +49,13 @@ func (s *Server) Init(ctx node.Context) {
 
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
-	if Ahead(s.cfg, m) || s.rc.early.Holds(from) {
+	if backup.Ahead(s.cfg, m) || s.rc.early.Holds(from) {
 		s.rc.early.Hold(ctx, s.cfg.Num, from, m)
 		return
 	}
 	switch m := m.(type) {
 	case msg.Prepare:
-		if !Acceptable(s.cfg, s.me, erasure.RoleParity, m) || s.rc.stopped[m.Shard] {
+		if !backup.Acceptable(s.cfg, s.me, erasure.RoleParity, m) || s.rc.stopped[m.Shard] {
 			return
 		}
 		// A copy of a PREPARE this server holds (re-sent by a data server
@@ -127,7 +128,7 @@ func (s *Server) OpNum(shard int) uint64 { return s.opNums[shard] }
 
 // Prepares lists the held PREPAREs in key order, with whether each has
 // been applied.
-func (s *Server) Prepares() []Held { return s.prepares.List() }
+func (s *Server) Prepares() []backup.Held { return s.prepares.List() }
 
 // HoldsOn reports whether a held PREPARE is for stripe st.
 func (s *Server) HoldsOn(st int) bool { return s.prepares.HoldsOn(st) }

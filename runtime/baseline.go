@@ -16,9 +16,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/amalgam-store/amalgam/bench/paxos"
-	"github.com/amalgam-store/amalgam/bench/rspaxos"
-	"github.com/amalgam-store/amalgam/bench/shardedpaxos"
+	"github.com/amalgam-store/amalgam/baselines/paxos"
+	"github.com/amalgam-store/amalgam/baselines/rspaxos"
+	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
+	_ "github.com/amalgam-store/amalgam/baselines/wirecodec" // the baselines' messages on the wire
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"

@@ -142,8 +142,10 @@ func MessageToProto(m node.Message) (*Message, error) {
 	if p, ok := reconfigToProto(m); ok {
 		return p, nil
 	}
-	if p, ok := baselineToProto(m); ok {
-		return p, nil
+	for _, c := range codecs {
+		if p, ok := c.ToProto(m); ok {
+			return p, nil
+		}
 	}
 	return nil, fmt.Errorf("wire: no encoding for message type %T", m)
 }
@@ -217,8 +219,10 @@ func MessageFromProto(p *Message) (node.Message, error) {
 	if m, ok, err := reconfigFromProto(p); ok {
 		return m, err
 	}
-	if m, ok, err := baselineFromProto(p); ok {
-		return m, err
+	for _, c := range codecs {
+		if m, ok, err := c.FromProto(p); ok {
+			return m, err
+		}
 	}
 	return nil, fieldErr("msg.body", "missing or unknown message type")
 }

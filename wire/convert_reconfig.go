@@ -126,17 +126,18 @@ func reconfigFromProto(p *Message) (m node.Message, ok bool, err error) {
 	case *Message_SnapshotData:
 		q := b.SnapshotData
 		return msg.SnapshotData{Num: q.GetNum(), Stripe: int(q.GetStripe()), Nonce: q.GetNonce(), Shard: int(q.GetShard()),
-			Block: optBytes(q.GetBlock(), q.GetHasBlock()), OpNum: q.GetOpNum(), Primary: q.GetPrimary()}, true, nil
+			Block: OptBytes(q.GetBlock(), q.GetHasBlock()), OpNum: q.GetOpNum(), Primary: q.GetPrimary()}, true, nil
 	case *Message_SnapshotParity:
 		q := b.SnapshotParity
 		return msg.SnapshotParity{Num: q.GetNum(), Stripe: int(q.GetStripe()), Nonce: q.GetNonce(), Index: int(q.GetIndex()),
-			Block: optBytes(q.GetBlock(), q.GetHasBlock())}, true, nil
+			Block: OptBytes(q.GetBlock(), q.GetHasBlock())}, true, nil
 	}
 	return nil, false, nil
 }
 
-// optBytes keeps nil (absent) apart from empty (present, no bytes).
-func optBytes(b []byte, has bool) []byte {
+// OptBytes keeps nil (absent) apart from empty (present, no bytes): the
+// decoded value of a bytes field that has a has_ flag beside it.
+func OptBytes(b []byte, has bool) []byte {
 	if !has {
 		return nil
 	}

@@ -2,30 +2,19 @@ package wire
 
 import (
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
-	"github.com/amalgam-store/amalgam/bench/rspaxos"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/wire/wiretest"
 )
 
-var testLayout = erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 8, BlockSize: 16}
+var testLayout = wiretest.Layout
 
-func testConfig() msg.Config {
-	c := msg.InitialConfig(testLayout)
-	c.Num = 7
-	c.Data[2], c.Parity[4], c.Witness[5] = 3, 2, 9
-	c.Changed = msg.DataAddr(2)
-	return c
-}
+func testConfig() msg.Config { return wiretest.Config() }
 
 func TestReconfigRoundTrip(t *testing.T) {
 	reply := msg.Reply{Seq: 9, Outcome: msg.Outcome{Results: []msg.Result{{Value: 3}, {Data: []byte{7}, OK: true}}}}
@@ -93,29 +82,13 @@ var reconfigTypes = []node.Message{
 // method (a node.Message) in its source, and checks that the tests here
 // cover it: a message added to msg without a wire form fails here.
 func TestEveryMessageTypeListed(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("../msg/*.go")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no msg sources: %v", err)
+	names, err := wiretest.HashTypes("../msg")
+	if err != nil {
+		t.Fatal(err)
 	}
 	found := map[string]bool{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range af.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Name.Name != "Hash" || fd.Recv == nil || len(fd.Recv.List) != 1 {
-				continue
-			}
-			if id, ok := fd.Recv.List[0].Type.(*ast.Ident); ok {
-				found[id.Name] = true
-			}
-		}
+	for _, n := range names {
+		found[n] = true
 	}
 	listed := map[string]bool{}
 	for _, m := range allMessages() {
@@ -141,66 +114,13 @@ func TestEveryFieldSurvives(t *testing.T) {
 	for _, proto := range allMessages() {
 		for i := 0; i < 20; i++ {
 			v := reflect.New(reflect.TypeOf(proto)).Elem()
-			fill(rng, v)
+			wiretest.Fill(rng, v, nil)
 			m := v.Interface().(node.Message)
 			got := roundTrip(t, m)
 			if !reflect.DeepEqual(got, m) {
 				t.Fatalf("round trip changed %T:\n got %#v\nwant %#v", m, got, m)
 			}
 		}
-	}
-}
-
-func fill(rng *rand.Rand, v reflect.Value) {
-	switch v.Type() {
-	case reflect.TypeOf(msg.Config{}):
-		c := testConfig()
-		c.Num = rng.Uint64()
-		v.Set(reflect.ValueOf(c))
-		return
-	case reflect.TypeOf(erasure.Role(0)):
-		v.SetInt(int64(1 + rng.IntN(3)))
-		return
-	case reflect.TypeOf(rspaxos.Kind(0)):
-		v.SetUint(uint64(1 + rng.IntN(2))) // Get or Put
-		return
-	case reflect.TypeOf(node.Addr("")):
-		v.SetString(string(msg.ParityAddr(rng.IntN(6))))
-		return
-	case reflect.TypeOf(msg.Op{}):
-		op := msg.Op{Kind: msg.OpCas, Block: rng.Uint64(), Offset: rng.IntN(100), Length: rng.IntN(100),
-			Data: []byte{byte(rng.Uint32()), 1}, Expect: []byte{2}, Delta: rng.Uint64()}
-		v.Set(reflect.ValueOf(op))
-		return
-	}
-	switch v.Kind() {
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			fill(rng, v.Field(i))
-		}
-	case reflect.Int:
-		v.SetInt(int64(1 + rng.IntN(1<<20)))
-	case reflect.Uint64:
-		v.SetUint(1 + rng.Uint64N(1<<63))
-	case reflect.Uint8:
-		v.SetUint(uint64(rng.UintN(256)))
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.String:
-		v.SetString("s")
-	case reflect.Slice:
-		n := 1 + rng.IntN(3)
-		s := reflect.MakeSlice(v.Type(), n, n)
-		for i := 0; i < n; i++ {
-			fill(rng, s.Index(i))
-		}
-		v.Set(s)
-	case reflect.Pointer:
-		p := reflect.New(v.Type().Elem())
-		fill(rng, p.Elem())
-		v.Set(p)
-	default:
-		panic("fill: unhandled kind " + v.Kind().String() + " in " + v.Type().String())
 	}
 }
 

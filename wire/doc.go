@@ -1,7 +1,7 @@
 // Package wire holds Amalgam's gRPC definitions (amalgam.proto, package
-// amalgam.v1), the generated Go code, and the conversions between protocol
-// messages (package msg, and the baselines' bench/shardedpaxos and
-// bench/rspaxos) and their wire form.
+// amalgam.v1), the generated Go code, and the conversions between
+// Amalgam's protocol messages (package msg) and their wire form. Other
+// protocols' conversions register themselves (Register).
 package wire
 
 //go:generate ./generate.sh

@@ -3,9 +3,9 @@ package witness
 import (
 	"fmt"
 
+	"github.com/amalgam-store/amalgam/backup"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
-	"github.com/amalgam-store/amalgam/parity"
 )
 
 // Durable state of a witness (node.Persistent), under the keys
@@ -13,7 +13,7 @@ import (
 //	meta                          gob of witnessMeta: configuration hash
 //	cfg                           gob of the configuration the witness is in
 //	rc                            gob of witnessRC: incarnation, fences, early stream messages
-//	p/<shard>/<op_num>/<stripe>   held PREPAREs, as a parity server stores them
+//	p/<shard>/<op_num>/<stripe>   held PREPAREs (backup.PersistPrepares)
 //
 // PREPAREs are written when they change, cfg and rc when their hash
 // changes.
@@ -22,7 +22,7 @@ type witnessMeta struct{ CfgHash uint64 }
 type witnessRC struct {
 	Inc     uint64
 	Stopped []bool
-	Early   []parity.EarlyRecord
+	Early   []backup.EarlyRecord
 }
 
 var _ node.Persistent = (*Server)(nil)
@@ -48,13 +48,13 @@ func (s *Server) rcHash() uint64 {
 
 // Persist implements node.Persistent.
 func (s *Server) Persist(w node.Writer) {
-	parity.PersistPrepares(&s.prepares, w)
+	backup.PersistPrepares(&s.prepares, w)
 	if s.saved.cfg != s.cfgHash {
 		w.Put("cfg", node.GobBytes(s.cfg))
 		s.saved.cfg = s.cfgHash
 	}
 	if rh := s.rcHash(); s.saved.rc != rh {
-		w.Put("rc", node.GobBytes(witnessRC{Inc: s.inc, Stopped: s.stopped, Early: parity.EarlyToRecords(s.early)}))
+		w.Put("rc", node.GobBytes(witnessRC{Inc: s.inc, Stopped: s.stopped, Early: backup.EarlyToRecords(s.early)}))
 		s.saved.rc = rh
 	}
 	w.Put("meta", node.GobBytes(witnessMeta{CfgHash: s.cfgHash}))
@@ -73,7 +73,7 @@ func (s *Server) Restore(r node.Reader) error {
 	if err := s.restoreConfig(r, m.CfgHash); err != nil {
 		return err
 	}
-	if err := parity.RestorePrepares(&s.prepares, r); err != nil {
+	if err := backup.RestorePrepares(&s.prepares, r); err != nil {
 		return fmt.Errorf("witness/%d: %w", s.me, err)
 	}
 	return nil
@@ -97,7 +97,7 @@ func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
 		return fmt.Errorf("witness/%d: rc: %d fences for %d shards", s.me, len(rc.Stopped), len(s.stopped))
 	}
 	s.inc, s.stopped = rc.Inc, rc.Stopped
-	if s.early, err = parity.EarlyFromRecords(rc.Early); err != nil {
+	if s.early, err = backup.EarlyFromRecords(rc.Early); err != nil {
 		return fmt.Errorf("witness/%d: rc: %w", s.me, err)
 	}
 	return nil

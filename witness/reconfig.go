@@ -1,15 +1,15 @@
 package witness
 
 import (
+	"github.com/amalgam-store/amalgam/backup"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
-	"github.com/amalgam-store/amalgam/parity"
 )
 
 // accepts reports whether messages from primary for shard count: it is the
 // shard's current data server and no replacement has fenced it.
 func (s *Server) accepts(shard int, primary uint64) bool {
-	return parity.FromPrimary(s.cfg, shard, primary) && !s.stopped[shard]
+	return backup.FromPrimary(s.cfg, shard, primary) && !s.stopped[shard]
 }
 
 // onStopShard fences the shard's data server and reports the shard's held

@@ -7,27 +7,27 @@ package witness
 import (
 	"slices"
 
+	"github.com/amalgam-store/amalgam/backup"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
-	"github.com/amalgam-store/amalgam/parity"
 )
 
 // Server is one witness. It is a node.Node.
 type Server struct {
 	cfg      msg.Config
 	me       int
-	prepares parity.PrepareSet
+	prepares backup.PrepareSet
 	cfgHash  uint64
 	inc      uint64 // this incarnation
 	stopped  []bool // per shard: fenced by StopShard until the next configuration
-	early    parity.Early
+	early    backup.Early
 	saved    persistMemo // what Persist last wrote (persist.go); not state
 }
 
 // New returns the witness of machine me.
 func New(cfg msg.Config, me int) *Server {
-	return &Server{cfg: cfg, me: me, prepares: parity.NewPrepareSet(), cfgHash: node.HashOf(cfg),
+	return &Server{cfg: cfg, me: me, prepares: backup.NewPrepareSet(), cfgHash: node.HashOf(cfg),
 		inc: cfg.Witness[me], stopped: make([]bool, cfg.Layout.N)}
 }
 
@@ -39,13 +39,13 @@ func (s *Server) Timer(node.Context, node.Timer) {}
 
 // Handle implements node.Node.
 func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
-	if parity.Ahead(s.cfg, m) || s.early.Holds(from) {
+	if backup.Ahead(s.cfg, m) || s.early.Holds(from) {
 		s.early.Hold(ctx, s.cfg.Num, from, m)
 		return
 	}
 	switch m := m.(type) {
 	case msg.Prepare:
-		if !parity.Acceptable(s.cfg, s.me, erasure.RoleWitness, m) || s.stopped[m.Shard] {
+		if !backup.Acceptable(s.cfg, s.me, erasure.RoleWitness, m) || s.stopped[m.Shard] {
 			return
 		}
 		if Mutant != "witness-ack-without-holding" {
@@ -67,7 +67,7 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 func (s *Server) Machine() int { return s.me }
 
 // Prepares lists the held PREPAREs in key order.
-func (s *Server) Prepares() []parity.Held { return s.prepares.List() }
+func (s *Server) Prepares() []backup.Held { return s.prepares.List() }
 
 // HoldsOn reports whether a held PREPARE is for stripe st.
 func (s *Server) HoldsOn(st int) bool { return s.prepares.HoldsOn(st) }

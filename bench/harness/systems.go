@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/amalgam-store/amalgam/bench/paxos"
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/amalgam-store/amalgam/bench/rspaxos"
-	"github.com/amalgam-store/amalgam/bench/shardedpaxos"
+	"github.com/amalgam-store/amalgam/baselines/rspaxos"
+	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"

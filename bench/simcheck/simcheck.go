@@ -1,5 +1,5 @@
-// Package simcheck holds the test oracles the baselines (bench/shardedpaxos,
-// bench/rspaxos) share when they run in the simulator and the model
+// Package simcheck holds the test oracles the baselines (baselines/shardedpaxos,
+// baselines/rspaxos) share when they run in the simulator and the model
 // checker of mc/: the clients' history rebuilt from a state, a
 // linearizability predicate that accepts pending operations, and the Paxos
 // invariant "one value per log slot".

@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/amalgam-store/amalgam/bench/rspaxos"
-	"github.com/amalgam-store/amalgam/bench/shardedpaxos"
+	"github.com/amalgam-store/amalgam/baselines/rspaxos"
+	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/workload"

@@ -1,0 +1,203 @@
+package paxos
+
+import "github.com/amalgam-store/amalgam/node"
+
+// The messages of the core. Each baseline instantiates them with its own
+// value and ID types (shardedpaxos.P2a is P2a[shardedpaxos.Value,
+// shardedpaxos.ID]), so the two baselines' messages are distinct types
+// with distinct hash tags (Value.Tags).
+
+// Accepted is one accepted slot reported in phase 1.
+type Accepted[V any] struct {
+	Slot   uint64
+	Ballot Ballot
+	Val    V
+}
+
+// Chosen is one chosen slot sent to a lagging replica.
+type Chosen[V any] struct {
+	Slot uint64
+	Val  V
+}
+
+// P1a is phase 1's prepare: the candidate asks for promises not to accept
+// smaller ballots and for the values accepted in slots after From.
+type P1a[V Value[V, I], I ID] struct {
+	Ballot Ballot
+	Member int
+	From   uint64
+}
+
+// P1b promises Ballot and reports the accepted slots after the P1a's From.
+type P1b[V Value[V, I], I ID] struct {
+	Ballot  Ballot
+	Member  int
+	Entries []Accepted[V]
+}
+
+// P2a is phase 2's accept request for one slot. Commit tells followers
+// that every slot up to it is chosen, GC that every full replica applied
+// every slot up to it.
+type P2a[V Value[V, I], I ID] struct {
+	Ballot Ballot
+	Member int
+	Slot   uint64
+	Val    V
+	Commit uint64
+	GC     uint64
+}
+
+// P2b acknowledges a P2a: the acceptor accepted Slot at Ballot. (The
+// thesis 4.2 mutant leaves Ballot zero and reports only the value.)
+type P2b[V Value[V, I], I ID] struct {
+	Ballot Ballot
+	Member int
+	Slot   uint64
+	Val    I
+}
+
+// Nack rejects a P1a, P2a or Heartbeat whose ballot is smaller than the
+// acceptor's promise, and tells the sender that promise.
+type Nack[V Value[V, I], I ID] struct {
+	Ballot   Ballot // the sender's rejected ballot
+	Member   int
+	Promised Ballot
+}
+
+// Heartbeat is the leader's periodic message to every member.
+type Heartbeat[V Value[V, I], I ID] struct {
+	Ballot Ballot
+	Member int
+	Commit uint64
+	GC     uint64
+}
+
+// HeartbeatOK answers a heartbeat; Applied is the slot a full replica has
+// executed up to (0 from witnesses).
+type HeartbeatOK[V Value[V, I], I ID] struct {
+	Ballot  Ballot
+	Member  int
+	Applied uint64
+}
+
+// Learn gives a lagging full replica chosen slots it is missing.
+type Learn[V Value[V, I], I ID] struct {
+	Ballot  Ballot
+	Member  int
+	Entries []Chosen[V]
+}
+
+// Redirect tells a client that the member it asked is not the leader, and
+// which member it believes leads.
+type Redirect[V Value[V, I], I ID] struct {
+	Seq    uint64
+	Group  int
+	Leader int
+}
+
+// tag writes the hash type tag of the protocol's message or timer number
+// k into h.
+func tag[V Value[V, I], I ID](h *node.Hasher, k uint64) {
+	var v V
+	h.Uint64(v.Tags() + k)
+}
+
+// Hash implements node.Message.
+func (m P1a[V, I]) Hash(h *node.Hasher) {
+	tag[V, I](h, 1)
+	m.Ballot.Hash(h)
+	h.Int(m.Member)
+	h.Uint64(m.From)
+}
+
+// Hash implements node.Message.
+func (m P1b[V, I]) Hash(h *node.Hasher) {
+	tag[V, I](h, 2)
+	m.Ballot.Hash(h)
+	h.Int(m.Member)
+	h.Int(len(m.Entries))
+	for _, e := range m.Entries {
+		h.Uint64(e.Slot)
+		e.Ballot.Hash(h)
+		e.Val.Hash(h)
+	}
+}
+
+// Hash implements node.Message.
+func (m P2a[V, I]) Hash(h *node.Hasher) {
+	tag[V, I](h, 3)
+	m.Ballot.Hash(h)
+	h.Int(m.Member)
+	h.Uint64(m.Slot)
+	m.Val.Hash(h)
+	h.Uint64(m.Commit)
+	h.Uint64(m.GC)
+}
+
+// Hash implements node.Message.
+func (m P2b[V, I]) Hash(h *node.Hasher) {
+	tag[V, I](h, 4)
+	m.Ballot.Hash(h)
+	h.Int(m.Member)
+	h.Uint64(m.Slot)
+	m.Val.Hash(h)
+}
+
+// Hash implements node.Message.
+func (m Nack[V, I]) Hash(h *node.Hasher) {
+	tag[V, I](h, 5)
+	m.Ballot.Hash(h)
+	h.Int(m.Member)
+	m.Promised.Hash(h)
+}
+
+// Hash implements node.Message.
+func (m Heartbeat[V, I]) Hash(h *node.Hasher) {
+	tag[V, I](h, 6)
+	m.Ballot.Hash(h)
+	h.Int(m.Member)
+	h.Uint64(m.Commit)
+	h.Uint64(m.GC)
+}
+
+// Hash implements node.Message.
+func (m HeartbeatOK[V, I]) Hash(h *node.Hasher) {
+	tag[V, I](h, 7)
+	m.Ballot.Hash(h)
+	h.Int(m.Member)
+	h.Uint64(m.Applied)
+}
+
+// Hash implements node.Message.
+func (m Learn[V, I]) Hash(h *node.Hasher) {
+	tag[V, I](h, 8)
+	m.Ballot.Hash(h)
+	h.Int(m.Member)
+	h.Int(len(m.Entries))
+	for _, e := range m.Entries {
+		h.Uint64(e.Slot)
+		e.Val.Hash(h)
+	}
+}
+
+// Hash implements node.Message.
+func (m Redirect[V, I]) Hash(h *node.Hasher) {
+	tag[V, I](h, 9)
+	h.Uint64(m.Seq)
+	h.Int(m.Group)
+	h.Int(m.Leader)
+}
+
+// ElectionTimer drives a full replica's failure detection and, while it
+// runs for leader, its phase 1 retransmissions. One is always pending.
+// (The timers are exported for the baselines' tests.)
+type ElectionTimer[V Value[V, I], I ID] struct{}
+
+// HeartbeatTimer drives a leader's heartbeats for one ballot.
+type HeartbeatTimer[V Value[V, I], I ID] struct{ Ballot Ballot }
+
+// Hash implements node.Timer.
+func (ElectionTimer[V, I]) Hash(h *node.Hasher) { tag[V, I](h, 21) }
+
+// Hash implements node.Timer.
+func (t HeartbeatTimer[V, I]) Hash(h *node.Hasher) { tag[V, I](h, 22); t.Ballot.Hash(h) }

@@ -1,0 +1,10 @@
+package paxos
+
+// The mutants (see Mutant).
+const (
+	// MutantP2bValueOnly is the bug of thesis 4.2: phase 2 replies carry
+	// only the accepted value, not the ballot, and the leader counts every
+	// reply carrying the value it proposed, so a delayed reply to an older
+	// ballot can complete a quorum that never accepted at one ballot.
+	MutantP2bValueOnly = "p2b-value-only"
+)

@@ -1,0 +1,91 @@
+// Package shardedpaxos is the ShardedPaxos baseline of the Amalgam
+// evaluation (thesis 2.1, 2.2, 3.6): one Multi-Paxos group per shard, with a
+// stable leader, f+1 full replicas and f acceptor-only replication witnesses
+// per group (the heterogeneous deployment of thesis 2.2). Client
+// transactions (msg.Request) are committed to the group's log as stored
+// procedures and every full replica executes them in slot order with
+// msg.Execute, so the baseline offers exactly Amalgam's operations.
+//
+// Shards and block numbering are Amalgam's: a block belongs to group
+// Layout.Shard(block), so the same scripts and the same linearizability
+// model (workload.Model) apply. The nodes are deterministic state machines
+// on the node API, like Amalgam's servers.
+package shardedpaxos
+
+import (
+	"fmt"
+
+	"github.com/amalgam-store/amalgam/baselines/paxos"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Config describes a ShardedPaxos deployment.
+type Config struct {
+	// Layout numbers blocks and shards exactly as Amalgam does: group g
+	// serves the blocks of Layout.ShardBlocks(g), and Layout.N is the
+	// number of groups. Layout.F is f, the number of failures each group
+	// tolerates. Layout.G and Layout.W only affect block numbering.
+	Layout erasure.Layout
+	Timing Timing
+}
+
+// Timing holds the protocol's timer settings; zero fields take
+// paxos.DefaultTiming's.
+type Timing = paxos.Timing
+
+// F is the number of failures a group tolerates.
+func (c Config) F() int { return c.Layout.F }
+
+// Full is the number of full replicas per group: f+1.
+func (c Config) Full() int { return c.Layout.F + 1 }
+
+// Members is the number of acceptors per group: f+1 full replicas and f
+// witnesses, 2f+1 in all. Members 0..f are full replicas, f+1..2f witnesses.
+func (c Config) Members() int { return 2*c.Layout.F + 1 }
+
+// Quorum is the phase 1 and phase 2 quorum size: f+1 of the 2f+1 members.
+func (c Config) Quorum() int { return c.Layout.F + 1 }
+
+// Groups is the number of Paxos groups, one per shard.
+func (c Config) Groups() int { return c.Layout.N }
+
+// IsFull reports whether member i is a full replica (not a witness).
+func (c Config) IsFull(i int) bool { return i <= c.Layout.F }
+
+// params is what the paxos core needs of the configuration.
+func (c Config) params() paxos.Params {
+	return paxos.Params{Members: c.Members(), Full: c.Full(), Quorum: c.Quorum(), Timing: c.Timing, Addr: c.Addr}
+}
+
+// Validate reports the first problem with the configuration.
+func (c Config) Validate() error {
+	if err := c.Layout.Validate(); err != nil {
+		return err
+	}
+	return c.params().Check("shardedpaxos")
+}
+
+// Machines is the number of machines a deployment uses (paxos.Machines).
+func (c Config) Machines() int { return paxos.Machines(c.Layout.N, c.Members()) }
+
+// Machine is the machine hosting member i of group g (paxos.Machine):
+// member 0 of group g is on machine g.
+func (c Config) Machine(g, i int) int { return paxos.Machine(g, i, c.Machines()) }
+
+// Addr is the address of member i of group g: "sp<g>.<i>/<machine>".
+func (c Config) Addr(g, i int) node.Addr { return paxos.Addr("sp", g, i, c.Machine(g, i)) }
+
+// ParseAddr returns the group and member of a replica address.
+func ParseAddr(a node.Addr) (g, i int, err error) {
+	if g, i, ok := paxos.ParseAddr("sp", a); ok {
+		return g, i, nil
+	}
+	return 0, 0, fmt.Errorf("shardedpaxos: bad replica address %q", a)
+}
+
+// Nodes builds every replica of the listed groups (all groups when groups
+// is nil), keyed by address.
+func Nodes(cfg Config, groups []int) map[node.Addr]node.Node {
+	return paxos.Nodes(cfg.params(), cfg.Groups(), groups, func(g, i int) node.Node { return NewReplica(cfg, g, i) })
+}

@@ -1,0 +1,82 @@
+package shardedpaxos
+
+import (
+	"fmt"
+
+	"github.com/amalgam-store/amalgam/baselines/paxos"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Ballot is a proposal number (paxos.Ballot).
+type Ballot = paxos.Ballot
+
+// Value is what a log slot holds: a client transaction, run as a stored
+// procedure by every full replica, or a no-op that fills a hole after a
+// leader change. Values are immutable once built.
+type Value struct {
+	Noop   bool
+	Client uint64
+	Seq    uint64
+	From   node.Addr // the client's address, for the reply
+	Ops    []msg.Op
+}
+
+// ID identifies a value: the client's request (a retried request is the
+// same value) or a no-op.
+type ID struct {
+	Noop        bool
+	Client, Seq uint64
+}
+
+// ID returns the value's identity.
+func (v Value) ID() ID { return ID{Noop: v.Noop, Client: v.Client, Seq: v.Seq} }
+
+func (id ID) String() string {
+	if id.Noop {
+		return "noop"
+	}
+	return fmt.Sprintf("c%d#%d", id.Client, id.Seq)
+}
+
+// Hash writes the ID into h.
+func (id ID) Hash(h *node.Hasher) {
+	h.Bool(id.Noop)
+	h.Uint64(id.Client)
+	h.Uint64(id.Seq)
+}
+
+// Hash writes the value into h.
+func (v Value) Hash(h *node.Hasher) {
+	v.ID().Hash(h)
+	h.String(string(v.From))
+	h.Int(len(v.Ops))
+	for _, op := range v.Ops {
+		op.Hash(h)
+	}
+}
+
+// WithPiece returns v: values are not erasure-coded.
+func (v Value) WithPiece([]byte) Value { return v }
+
+// PieceMissing is false: values are not erasure-coded.
+func (Value) PieceMissing() bool { return false }
+
+// Tags is the first of ShardedPaxos's hash type tags (101 to 131).
+func (Value) Tags() uint64 { return 100 }
+
+// The messages (see package paxos).
+type (
+	Accepted    = paxos.Accepted[Value]
+	Chosen      = paxos.Chosen[Value]
+	P1a         = paxos.P1a[Value, ID]
+	P1b         = paxos.P1b[Value, ID]
+	P2a         = paxos.P2a[Value, ID]
+	P2b         = paxos.P2b[Value, ID]
+	Nack        = paxos.Nack[Value, ID]
+	Heartbeat   = paxos.Heartbeat[Value, ID]
+	HeartbeatOK = paxos.HeartbeatOK[Value, ID]
+	Learn       = paxos.Learn[Value, ID]
+	Redirect    = paxos.Redirect[Value, ID]
+	SlotView    = paxos.SlotView[ID]
+)
