@@ -84,6 +84,18 @@ func newCA(t *testing.T, dir, name string) *testCA {
 // both ends, since servers also dial each other.
 func (ca *testCA) issue(t *testing.T, dir, name string, server bool) (certFile, keyFile string) {
 	t.Helper()
+	return ca.issueWith(t, dir, name, func(c *x509.Certificate) {
+		if server {
+			c.ExtKeyUsage = append(c.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
+			c.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+			c.DNSNames = []string{"localhost"}
+		}
+	})
+}
+
+// issueWith is issue for a client certificate that mod changes first.
+func (ca *testCA) issueWith(t *testing.T, dir, name string, mod func(*x509.Certificate)) (certFile, keyFile string) {
+	t.Helper()
 	serial++
 	key := newKey(t)
 	tmpl := &x509.Certificate{
@@ -94,11 +106,7 @@ func (ca *testCA) issue(t *testing.T, dir, name string, server bool) (certFile, 
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	if server {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		tmpl.DNSNames = []string{"localhost"}
-	}
+	mod(tmpl)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +168,7 @@ func TestTLS(t *testing.T) {
 		{"no TLS", nil, ""},
 		{"TLS without a client certificate", []string{"--tls-ca", ca.file}, ""},
 		{"a certificate from another CA", []string{"--tls-cert", rogueCert, "--tls-key", rogueKey, "--tls-ca", ca.file}, ""},
-		{"a valid certificate, distrusting the servers", []string{"--tls-cert", cliCert, "--tls-key", cliKey, "--tls-ca", other.file}, "signed by unknown authority"},
+		{"a valid certificate, distrusting the servers", []string{"--tls-cert", cliCert, "--tls-key", cliKey, "--tls-ca", other.file}, "TLS: the server's certificate is signed by an authority not in --tls-ca"},
 	}
 	var wg sync.WaitGroup
 	for _, tc := range refused {
