@@ -120,7 +120,7 @@ func runOps(cmd *cobra.Command, gl *globalFlags, ops []msg.Op) error {
 	defer done()
 	out, err := c.Txn(ctx, ops)
 	if err != nil {
-		return err
+		return explainStuck(cmd, gl, c, ops, err)
 	}
 	return printTxn(cmd, gl, ops, out)
 }

@@ -15,11 +15,24 @@ type errorJSON struct {
 	Error string `json:"error"`
 }
 
-// exitError carries an exit status other than 1 (for example 2 for an
-// unhealthy cluster) with the line to print.
+// exitError carries an exit status other than 1 (2 for an unhealthy
+// cluster) with the line to print; documented means stdout already holds
+// the command's document, so no JSON error follows it.
 type exitError struct {
-	code int
-	err  error
+	code       int
+	err        error
+	documented bool
+}
+
+// exitUnhealthy is the status of status and health on an unhealthy cluster.
+const exitUnhealthy = 2
+
+func unhealthy(problems []string) error {
+	why := strings.Join(problems, "; ")
+	if why == "" {
+		why = "see status"
+	}
+	return &exitError{code: exitUnhealthy, err: fmt.Errorf("cluster not healthy: %s", why), documented: true}
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -36,6 +49,10 @@ func exitCode(err error) int {
 func reportError(root *cobra.Command, err error) {
 	line := oneLine(err).Error()
 	fmt.Fprintf(os.Stderr, "amalgam-cli: %s\n", line)
+	var ee *exitError
+	if errors.As(err, &ee) && ee.documented {
+		return
+	}
 	if f := root.PersistentFlags().Lookup("output"); f != nil && f.Value.String() == "json" {
 		_ = writeJSON(root.OutOrStdout(), errorJSON{Error: line})
 	}

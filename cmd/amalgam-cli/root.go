@@ -42,7 +42,7 @@ gRPC server, or which TLS check failed.
 For a cluster running mutual TLS, give --tls-cert, --tls-key and --tls-ca
 (or AMALGAM_TLS_CERT, AMALGAM_TLS_KEY and AMALGAM_TLS_CA).
 
-Talking to a cluster: status, read, write, rmw, txn, admin. Offline: layout, mc,
+Talking to a cluster: status, health, locate, read, write, rmw, txn, admin. Offline: layout, mc,
 version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -79,7 +79,7 @@ version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 	pf.StringVar(&gl.tlsCA, "tls-ca", os.Getenv("AMALGAM_TLS_CA"), "PEM CA bundle the servers' certificates chain to; turns TLS on (env AMALGAM_TLS_CA)")
 
 	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl), newMCCmd(gl),
-		newStatusCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl), newAdminCmd(gl),
+		newStatusCmd(gl), newHealthCmd(gl), newLocateCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl), newAdminCmd(gl),
 		newBenchCmd(gl))
 	return root
 }

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/amalgam-store/amalgam/erasure"
+)
+
+// exitCode is the exit status of a finished amalgam-cli run (0 on success).
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	t.Fatalf("amalgam-cli did not run: %v", err)
+	return -1
+}
+
+// TestHealthAndLocate runs a cluster of separate node processes with no
+// spare: health and status exit 0 while every machine is up and 2 once
+// one is killed, naming it; an operation on its shard fails saying so;
+// locate places a block where the layout does.
+func TestHealthAndLocate(t *testing.T) {
+	l := erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: 10, BlockSize: 64}
+	c := startCluster(t, l, "memory")
+
+	var h struct {
+		Healthy  bool     `json:"healthy"`
+		Problems []string `json:"problems"`
+	}
+	out, errOut, err := cliRaw(c.entry, "health")
+	if code := exitCode(t, err); code != 0 || json.Unmarshal([]byte(out), &h) != nil || !h.Healthy {
+		t.Fatalf("health of a healthy cluster: exit %d, %s%s", code, out, errOut)
+	}
+
+	var loc struct {
+		Shard, Stripe, Position int
+		Data                    struct{ Server, Addr string }
+		Parity                  []struct{ Server string }
+		Witnesses               []struct{ Server string }
+	}
+	cli(t, c.entry, &loc, "locate", "7")
+	s, pos := l.Locate(7)
+	if loc.Shard != l.Shard(7) || loc.Stripe != s || loc.Position != pos || loc.Data.Server != "data/4" ||
+		len(loc.Parity) != 2 || loc.Parity[0].Server != "parity/1" || loc.Parity[1].Server != "parity/2" || len(loc.Witnesses) != 0 {
+		t.Fatalf("locate 7: %+v", loc)
+	}
+	text, _, err := cliText(c.entry, "locate", "7")
+	if err != nil || !strings.Contains(text, "block 7: shard 4, stripe 2 position 1") || !strings.Contains(text, "parity/1 at 127.0.0.1:") {
+		t.Fatalf("locate 7 (text): %v\n%s", err, text)
+	}
+
+	const victim = 2
+	c.nodes[victim].kill()
+	out, errOut, err = cliRaw(c.entry, "health")
+	if code := exitCode(t, err); code != 2 || json.Unmarshal([]byte(out), &h) != nil || h.Healthy ||
+		len(h.Problems) == 0 || !strings.Contains(h.Problems[0], "machine 2 ") || !strings.Contains(h.Problems[0], "down") {
+		t.Fatalf("health with machine %d down: exit %d, %s%s", victim, code, out, errOut)
+	}
+	if !strings.Contains(errOut, "cluster not healthy: machine 2 ") {
+		t.Errorf("health's stderr does not name the machine: %q", errOut)
+	}
+	var st struct {
+		Machines []struct{ State string } `json:"machines"`
+	}
+	out, _, err = cliRaw(c.entry, "status")
+	if code := exitCode(t, err); code != 2 || json.Unmarshal([]byte(out), &st) != nil || st.Machines[victim].State != "down" || st.Machines[0].State != "up" {
+		t.Fatalf("status with machine %d down: exit %d, %s", victim, code, out)
+	}
+	if _, _, err := cliRaw(c.entry, "status", "--exit-zero"); err != nil {
+		t.Errorf("status --exit-zero: %v", err)
+	}
+	text, _, err = cliText(c.entry, "status")
+	if exitCode(t, err) != 2 || !strings.Contains(text, "no spare is registered") {
+		t.Errorf("status text with machine %d down:\n%s", victim, text)
+	}
+	t.Logf("status with machine %d down:\n%s", victim, text)
+
+	// Block 2 is on shard 2; its write cannot commit.
+	_, errOut, err = cliRaw(c.entry, "--timeout", "2s", "write", "2", "--data", "x")
+	if exitCode(t, err) != 1 || !strings.Contains(errOut, "shard 2's data server (machine 2 at") || !strings.Contains(errOut, "no spare is registered") {
+		t.Fatalf("write on the down machine's shard: %q", errOut)
+	}
+	t.Logf("write on shard 2: %s", errOut)
+}
+
+// cliText is cliRaw with text output.
+func cliText(cluster string, args ...string) (string, string, error) {
+	return cliRaw(cluster, append([]string{"--output", "text"}, args...)...)
+}
