@@ -53,6 +53,7 @@ type serverEnv struct {
 	metrics     *promMetrics
 	metricsAddr string
 	closers     []func()
+	ready       *readiness
 }
 
 func (e *serverEnv) close() {
@@ -69,9 +70,10 @@ func (c *commonFlags) setup(cmd *cobra.Command, blockSize int) (*serverEnv, erro
 	env := &serverEnv{log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))}
 	env.metrics = newPromMetrics()
 	env.serverOpts = append(env.serverOpts, grpc.ChainUnaryInterceptor(env.metrics.interceptor))
+	env.ready = &readiness{}
 	env.register = func(s *grpc.Server) {
 		hs := health.NewServer()
-		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		env.ready.add(hs)
 		healthpb.RegisterHealthServer(s, hs)
 		reflection.Register(s)
 	}

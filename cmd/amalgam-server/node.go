@@ -154,6 +154,7 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 		return err
 	}
 	env.metrics.nodes.watch(mc)
+	env.ready.track(ctx, time.Second, mc)
 	if env.metricsAddr != "" {
 		fmt.Fprintf(cmd.OutOrStdout(), "metrics at http://%s/metrics\n", env.metricsAddr)
 	}
