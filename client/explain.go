@@ -56,7 +56,7 @@ func Cause(err error) string {
 	}
 	msg := err.Error()
 	if s, ok := status.FromError(err); ok {
-		if s.Code() != codes.Unavailable {
+		if s.Code() != codes.Unavailable && s.Code() != codes.DeadlineExceeded {
 			return ""
 		}
 		msg = s.Message()
