@@ -52,10 +52,6 @@ spare stops (restart it with --spare and an empty --data-dir to rejoin).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
-			case dataDir == "":
-				return cmdError(cmd, fmt.Errorf("--data-dir is required: each node keeps its blocks in its own directory"))
-			case joinTimeout <= 0:
-				return cmdError(cmd, fmt.Errorf("--join-timeout must be positive, got %v", joinTimeout))
 			case addr == "":
 				return cmdError(cmd, fmt.Errorf("--addr must not be empty"))
 			case reconfig == "":
@@ -66,6 +62,10 @@ spare stops (restart it with --spare and an empty --data-dir to rejoin).`,
 				return cmdError(cmd, fmt.Errorf("--spare and --machine %d: a spare has no machine index until it is given one", machine))
 			case heartbeat <= 0:
 				return cmdError(cmd, fmt.Errorf("--heartbeat must be positive, got %v", heartbeat))
+			case joinTimeout <= 0:
+				return cmdError(cmd, fmt.Errorf("--join-timeout must be positive, got %v", joinTimeout))
+			case dataDir == "":
+				return cmdError(cmd, fmt.Errorf("--data-dir is required: each node keeps its blocks in its own directory"))
 			}
 			if spare {
 				machine = -1
