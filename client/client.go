@@ -158,7 +158,9 @@ func (c *Client) Refresh(ctx context.Context) error {
 			c.cmu.Unlock()
 			break
 		}
-		lastErr[i] = err
+		if !(connFailure(lastErr[i]) && status.Code(err) == codes.DeadlineExceeded && Cause(err) == "") {
+			lastErr[i] = err // keep a named connection failure over a bare timeout
+		}
 		if ctx.Err() != nil || len(entries) == 1 && !retryable(err) || allFailed(lastErr, dialBy) {
 			break
 		}
@@ -276,6 +278,8 @@ func (c *Client) Txn(ctx context.Context, ops []msg.Op) (msg.Outcome, error) {
 		switch status.Code(err) {
 		case codes.InvalidArgument:
 			return msg.Outcome{}, fmt.Errorf("%w: %s", ErrInvalid, status.Convert(err).Message())
+		case codes.PermissionDenied, codes.Unauthenticated:
+			return msg.Outcome{}, errors.New(status.Convert(err).Message())
 		case codes.FailedPrecondition:
 			// Stale configuration or wrong shard: refetch and retry.
 			if rerr := c.Refresh(ctx); rerr != nil {

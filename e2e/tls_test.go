@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,15 +81,20 @@ func newCA(t *testing.T, dir, name string) *testCA {
 }
 
 // issue writes name.pem and name-key.pem signed by the CA and returns
-// their paths. A server certificate is valid for 127.0.0.1 and serves
-// both ends, since servers also dial each other.
-func (ca *testCA) issue(t *testing.T, dir, name string, server bool) (certFile, keyFile string) {
+// their paths. A server certificate is valid for 127.0.0.1, has the peer
+// role and serves both ends, since servers also dial each other; any other
+// certificate has the roles given (none: a client).
+func (ca *testCA) issue(t *testing.T, dir, name string, server bool, roles ...string) (certFile, keyFile string) {
 	t.Helper()
 	return ca.issueWith(t, dir, name, func(c *x509.Certificate) {
 		if server {
 			c.ExtKeyUsage = append(c.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
 			c.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
 			c.DNSNames = []string{"localhost"}
+			roles = append(roles, "peer")
+		}
+		for _, r := range roles {
+			c.URIs = append(c.URIs, &url.URL{Scheme: "amalgam", Host: "role", Path: "/" + r})
 		}
 	})
 }

@@ -99,7 +99,8 @@ func (c *commonFlags) setup(cmd *cobra.Command, blockSize int) (*serverEnv, erro
 		if err != nil {
 			return nil, err
 		}
-		env.serverOpts = append(env.serverOpts, grpc.Creds(srv))
+		env.serverOpts = append(env.serverOpts, grpc.Creds(srv),
+			grpc.ChainUnaryInterceptor(authzUnary), grpc.ChainStreamInterceptor(authzStream))
 		env.dialOpts = append(env.dialOpts, grpc.WithTransportCredentials(cli))
 	}
 	if c.metricsAddr != "" {
