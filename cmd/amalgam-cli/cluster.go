@@ -243,6 +243,11 @@ func newRMWCmd(gl *globalFlags) *cobra.Command {
 				if !fl.Changed("delta") {
 					return errors.New("--op add needs --delta")
 				}
+				for _, name := range []string{"data", "hex", "file"} {
+					if fl.Changed(name) {
+						return fmt.Errorf("--%s does not go with --op add (it adds --delta)", name)
+					}
+				}
 				o.Delta = uint64(delta)
 			case "cas":
 				o.Kind = msg.OpCas
