@@ -3,9 +3,12 @@ package e2e
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amalgam-store/amalgam/erasure"
 )
@@ -58,6 +61,8 @@ func TestHealthAndLocate(t *testing.T) {
 		t.Fatalf("locate 7 (text): %v\n%s", err, text)
 	}
 
+	watchUntilInterrupted(t, c.entry)
+
 	const victim = 2
 	c.nodes[victim].kill()
 	out, errOut, err = cliRaw(c.entry, "health")
@@ -95,4 +100,30 @@ func TestHealthAndLocate(t *testing.T) {
 // cliText is cliRaw with text output.
 func cliText(cluster string, args ...string) (string, string, error) {
 	return cliRaw(cluster, append([]string{"--output", "text"}, args...)...)
+}
+
+// watchUntilInterrupted: status --watch on a healthy cluster keeps
+// sampling (it is still running after many intervals) and exits 0 on
+// Ctrl-C, having said the cluster is healthy.
+func watchUntilInterrupted(t *testing.T, cluster string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "amalgam-cli"), "--cluster", cluster, "status", "--watch", "--interval", "50ms")
+	out := &syncBuf{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	waitFor(t, out, "healthy")
+	// Twenty intervals at least: it must still be watching.
+	select {
+	case err := <-done:
+		t.Fatalf("status --watch exited on its own (%v):\n%s", err, out)
+	case <-time.After(20 * 50 * time.Millisecond):
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	if err := <-done; err != nil {
+		t.Fatalf("status --watch after Ctrl-C: %v\n%s", err, out)
+	}
 }
