@@ -63,6 +63,26 @@ func TestHealthAndLocate(t *testing.T) {
 
 	watchUntilInterrupted(t, c.entry)
 
+	// Bytes stored are reported for Amalgam servers: block 7 is data on
+	// machine 4.
+	var r txn
+	cli(t, c.entry, &r, "write", "7", "--data", "x")
+	var sb struct {
+		Machines []struct {
+			BytesStored int64 `json:"bytes_stored"`
+		} `json:"machines"`
+		Nodes []struct {
+			Addr        string
+			BytesStored int64 `json:"bytes_stored"`
+		} `json:"nodes"`
+	}
+	cli(t, c.entry, &sb, "status")
+	for _, n := range sb.Nodes {
+		if n.Addr == "data/4" && n.BytesStored != int64(l.BlockSize) || sb.Machines[4].BytesStored < int64(l.BlockSize) {
+			t.Fatalf("bytes stored after writing block 7: %+v", sb)
+		}
+	}
+
 	const victim = 2
 	c.nodes[victim].kill()
 	out, errOut, err = cliRaw(c.entry, "health")
