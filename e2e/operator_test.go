@@ -115,6 +115,13 @@ func TestHealthAndLocate(t *testing.T) {
 		t.Fatalf("write on the down machine's shard: %q", errOut)
 	}
 	t.Logf("write on shard 2: %s", errOut)
+	// Block 3 is on shard 4, in stripe 1, whose parity is on machines 2
+	// and 3: with w=0 the stripe has no quorum.
+	_, errOut, err = cliRaw(c.entry, "--timeout", "2s", "write", "3", "--data", "x")
+	if exitCode(t, err) != 1 || !strings.Contains(errOut, "stripe 1 has no quorum") || !strings.Contains(errOut, "machine 2 down") {
+		t.Fatalf("write on a stripe without quorum: %q", errOut)
+	}
+	t.Logf("write on stripe 1: %s", errOut)
 }
 
 // cliText is cliRaw with text output.
