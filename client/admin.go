@@ -60,7 +60,7 @@ func (c *Client) admin(ctx context.Context, call func(context.Context, wire.Reco
 		last = err
 		st, _ := status.FromError(err)
 		switch st.Code() {
-		case codes.InvalidArgument, codes.Aborted:
+		case codes.InvalidArgument, codes.Aborted, codes.PermissionDenied, codes.Unauthenticated:
 			return fmt.Errorf("%s", st.Message())
 		case codes.FailedPrecondition:
 			if _, leader, ok := strings.Cut(st.Message(), "the leader is at "); ok {

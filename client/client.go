@@ -35,6 +35,10 @@ type Options struct {
 	// AttemptTimeout bounds one attempt before the client retries
 	// (default 2s). The context passed to each call bounds the whole call.
 	AttemptTimeout time.Duration
+	// DialTimeout bounds how long the client keeps trying to connect to
+	// the entry addresses before it gives up and names the cause
+	// (default 2s); a TLS failure gives up at once.
+	DialTimeout time.Duration
 }
 
 // Client talks to one cluster. It is safe for concurrent use, but runs one
@@ -63,6 +67,9 @@ func Dial(ctx context.Context, entry string, opts Options) (*Client, error) {
 	}
 	if c.opts.AttemptTimeout <= 0 {
 		c.opts.AttemptTimeout = 2 * time.Second
+	}
+	if c.opts.DialTimeout <= 0 {
+		c.opts.DialTimeout = 2 * time.Second
 	}
 	if err := c.Refresh(ctx); err != nil {
 		c.Close()
@@ -118,34 +125,46 @@ func (c *Client) conn(addr string, blockSize int) (*grpc.ClientConn, error) {
 
 // Refresh fetches the cluster's configuration from the entry address. The
 // entry may list several addresses, comma-separated (the replicas of the
-// reconfiguration service): they are tried in turn.
+// reconfiguration service): they are tried in turn. When no entry can be
+// connected to within the dial timeout (or one refuses us for good, as a
+// TLS failure does), it gives up and names the cause.
 func (c *Client) Refresh(ctx context.Context) error {
 	entries := strings.Split(c.entry, ",")
+	for i := range entries {
+		entries[i] = strings.TrimSpace(entries[i])
+		if err := checkAddr(entries[i]); err != nil {
+			return fmt.Errorf("cluster %s: %w", c.entry, err)
+		}
+	}
+	dialBy := time.Now().Add(c.opts.DialTimeout)
+	lastErr := make([]error, len(entries)) // per entry
 	var st *wire.StatusResponse
 	var err error
 	c.cmu.Lock()
 	start := c.nextEntry
 	c.cmu.Unlock()
 	for try := 0; ; try++ {
-		e := strings.TrimSpace(entries[(start+try)%len(entries)])
+		i := (start + try) % len(entries)
 		var cc *grpc.ClientConn
-		if cc, err = c.conn(e, 0); err != nil {
+		if cc, err = c.conn(entries[i], 0); err != nil {
 			return err
 		}
 		actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
-		// With one entry, wait for it to come up; with several, move on.
-		st, err = wire.NewClientClient(cc).Status(actx, &wire.StatusRequest{}, grpc.WaitForReady(len(entries) == 1))
+		st, err = wire.NewClientClient(cc).Status(actx, &wire.StatusRequest{})
 		cancel()
 		if err == nil {
 			c.cmu.Lock()
-			c.nextEntry = (start + try) % len(entries)
+			c.nextEntry = i
 			c.cmu.Unlock()
 			break
 		}
-		if ctx.Err() != nil || len(entries) == 1 && status.Code(err) != codes.DeadlineExceeded {
+		if !(connFailure(lastErr[i]) && status.Code(err) == codes.DeadlineExceeded && Cause(err) == "") {
+			lastErr[i] = err // keep a named connection failure over a bare timeout
+		}
+		if ctx.Err() != nil || len(entries) == 1 && !retryable(err) || allFailed(lastErr, dialBy) {
 			break
 		}
-		if len(entries) > 1 && (try+1)%len(entries) == 0 {
+		if (try+1)%len(entries) == 0 {
 			select { // every entry failed: pause before the next round
 			case <-time.After(100 * time.Millisecond):
 			case <-ctx.Done():
@@ -153,6 +172,9 @@ func (c *Client) Refresh(ctx context.Context) error {
 		}
 	}
 	if err != nil {
+		if why := unreachable(entries, lastErr); why != "" {
+			return fmt.Errorf("%w: %s", ErrUnreachable, why)
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("cluster %s unreachable: %w (last error: %s)", c.entry, ctx.Err(), describe(err))
 		}
@@ -256,6 +278,8 @@ func (c *Client) Txn(ctx context.Context, ops []msg.Op) (msg.Outcome, error) {
 		switch status.Code(err) {
 		case codes.InvalidArgument:
 			return msg.Outcome{}, fmt.Errorf("%w: %s", ErrInvalid, status.Convert(err).Message())
+		case codes.PermissionDenied, codes.Unauthenticated:
+			return msg.Outcome{}, errors.New(status.Convert(err).Message())
 		case codes.FailedPrecondition:
 			// Stale configuration or wrong shard: refetch and retry.
 			if rerr := c.Refresh(ctx); rerr != nil {
@@ -282,6 +306,9 @@ func (c *Client) Txn(ctx context.Context, ops []msg.Op) (msg.Outcome, error) {
 }
 
 func describe(err error) string {
+	if c := Cause(err); c != "" {
+		return c
+	}
 	if s, ok := status.FromError(err); ok {
 		return s.Code().String() + ": " + s.Message()
 	}

@@ -323,8 +323,27 @@ func TestKillNode(t *testing.T) {
 	down := min(dur/10, 2*time.Second)
 	type window struct{ kill, restart, rejoined int64 }
 	var windows []window
+	// Progress gates each kill and the end of the run: the schedule waits
+	// for completed transactions, not for a time window to hold enough.
+	const minOps = 100
+	waitCompleted := func(n int) {
+		guard := time.Now().Add(3 * time.Minute) // a hang guard only
+		for {
+			mu.Lock()
+			done := len(history) - pending
+			mu.Unlock()
+			if done >= n || t.Failed() {
+				return
+			}
+			if time.Now().After(guard) {
+				t.Fatalf("only %d of %d transactions completed; the cluster stopped making progress", done, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	for k := 1; k <= 3; k++ {
 		time.Sleep(time.Until(start.Add(dur * time.Duration(k) / 5)))
+		waitCompleted(minOps * k / 4)
 		if t.Failed() {
 			break
 		}
@@ -359,6 +378,7 @@ func TestKillNode(t *testing.T) {
 			time.Duration(win.restart).Round(time.Millisecond), time.Duration(win.rejoined-win.restart).Round(time.Millisecond))
 	}
 	time.Sleep(time.Until(start.Add(dur)))
+	waitCompleted(minOps)
 	close(stop)
 	wg.Wait() // in-flight transactions finish (or time out) first
 	for m, n := range c.nodes {
@@ -428,8 +448,8 @@ func TestKillNode(t *testing.T) {
 	}
 	t.Logf("%d transactions: %d completed (%d acknowledged writing ones), %d pending (timed out), %d in flight at a kill; node %d killed and restarted %d times, down %v each",
 		len(history), len(history)-pending, acked, pending, interrupted, victim, len(windows), down)
-	if len(history) < 100 {
-		t.Fatalf("only %d transactions ran; the test exercised too little", len(history))
+	if len(history)-pending < minOps {
+		t.Fatalf("only %d transactions completed; the test exercised too little", len(history)-pending)
 	}
 	checkStart := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(workload.Model(l), history, 3*time.Minute)

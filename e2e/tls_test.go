@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,9 +81,26 @@ func newCA(t *testing.T, dir, name string) *testCA {
 }
 
 // issue writes name.pem and name-key.pem signed by the CA and returns
-// their paths. A server certificate is valid for 127.0.0.1 and serves
-// both ends, since servers also dial each other.
-func (ca *testCA) issue(t *testing.T, dir, name string, server bool) (certFile, keyFile string) {
+// their paths. A server certificate is valid for 127.0.0.1, has the peer
+// role and serves both ends, since servers also dial each other; any other
+// certificate has the roles given (none: a client).
+func (ca *testCA) issue(t *testing.T, dir, name string, server bool, roles ...string) (certFile, keyFile string) {
+	t.Helper()
+	return ca.issueWith(t, dir, name, func(c *x509.Certificate) {
+		if server {
+			c.ExtKeyUsage = append(c.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
+			c.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+			c.DNSNames = []string{"localhost"}
+			roles = append(roles, "peer")
+		}
+		for _, r := range roles {
+			c.URIs = append(c.URIs, &url.URL{Scheme: "amalgam", Host: "role", Path: "/" + r})
+		}
+	})
+}
+
+// issueWith is issue for a client certificate that mod changes first.
+func (ca *testCA) issueWith(t *testing.T, dir, name string, mod func(*x509.Certificate)) (certFile, keyFile string) {
 	t.Helper()
 	serial++
 	key := newKey(t)
@@ -94,11 +112,7 @@ func (ca *testCA) issue(t *testing.T, dir, name string, server bool) (certFile, 
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	if server {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		tmpl.DNSNames = []string{"localhost"}
-	}
+	mod(tmpl)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +174,7 @@ func TestTLS(t *testing.T) {
 		{"no TLS", nil, ""},
 		{"TLS without a client certificate", []string{"--tls-ca", ca.file}, ""},
 		{"a certificate from another CA", []string{"--tls-cert", rogueCert, "--tls-key", rogueKey, "--tls-ca", ca.file}, ""},
-		{"a valid certificate, distrusting the servers", []string{"--tls-cert", cliCert, "--tls-key", cliKey, "--tls-ca", other.file}, "signed by unknown authority"},
+		{"a valid certificate, distrusting the servers", []string{"--tls-cert", cliCert, "--tls-key", cliKey, "--tls-ca", other.file}, "TLS: the server's certificate is signed by an authority not in --tls-ca"},
 	}
 	var wg sync.WaitGroup
 	for _, tc := range refused {

@@ -143,10 +143,13 @@ func startProxied(t *testing.T, l erasure.Layout, durability string, minLife, ma
 // up equal to the encoding of its data.
 func TestStreamsSurviveResets(t *testing.T) {
 	l := erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: 5, BlockSize: 32}
-	minLife, maxLife, dur := 20*time.Millisecond, 150*time.Millisecond, 3*time.Second
+	// The test runs until target operations have completed and streams
+	// have reconnected at least once; hangGuard only stops a hung run.
+	minLife, maxLife, target := 20*time.Millisecond, 150*time.Millisecond, int64(200)
 	if testing.Short() { // CI runs -short under the race detector, about 10x slower
-		minLife, maxLife, dur = 100*time.Millisecond, 400*time.Millisecond, 2*time.Second
+		minLife, maxLife, target = 100*time.Millisecond, 400*time.Millisecond, 60
 	}
+	const hangGuard = 5 * time.Minute
 	lc, proxies, met := startProxied(t, l, "memory", minLife, maxLife)
 	defer func() {
 		lc.Close()
@@ -157,14 +160,16 @@ func TestStreamsSurviveResets(t *testing.T) {
 	const clients = 4
 	var mu sync.Mutex
 	var history []porcupine.Operation
+	var completed atomic.Int64
+	enough := func() bool { return completed.Load() >= target && met.reconnects.Load() > 0 }
 	var wg sync.WaitGroup
 	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
 	for i := 0; i < clients; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
 			c, err := client.Dial(ctx, lc.EntryAddr, client.Options{AttemptTimeout: 300 * time.Millisecond})
 			if err != nil {
 				t.Error(err)
@@ -175,23 +180,27 @@ func TestStreamsSurviveResets(t *testing.T) {
 			// Few blocks, so clients contend.
 			script := workload.Generate(rnd.Uint64, l, 6, 100000, workload.DefaultMix)
 			for _, ops := range script {
-				if time.Since(start) > dur {
+				if enough() {
 					return
 				}
 				call := time.Since(start).Nanoseconds()
 				out, err := c.Txn(ctx, ops)
 				ret := time.Since(start).Nanoseconds()
 				if err != nil {
-					t.Errorf("client %d: %v", i, err)
+					t.Errorf("client %d after %d operations in all: %v", i, completed.Load(), err)
 					return
 				}
 				mu.Lock()
 				history = append(history, porcupine.Operation{ClientId: i, Input: ops, Call: call, Output: msg.Reply{Outcome: out}, Return: ret})
 				mu.Unlock()
+				completed.Add(1)
 			}
 		}(i)
 	}
 	wg.Wait()
+	if t.Failed() {
+		return
+	}
 	var resets int64
 	for _, p := range proxies {
 		resets += p.resets.Load()
@@ -200,8 +209,8 @@ func TestStreamsSurviveResets(t *testing.T) {
 	if resets == 0 || met.reconnects.Load() == 0 {
 		t.Fatalf("the proxies reset %d connections and streams reconnected %d times; the test exercised nothing", resets, met.reconnects.Load())
 	}
-	if len(history) < 20 {
-		t.Fatalf("only %d operations completed", len(history))
+	if int64(len(history)) < target {
+		t.Fatalf("only %d of %d operations completed", len(history), target)
 	}
 	res, _ := porcupine.CheckOperationsVerbose(workload.Model(l), history, 60*time.Second)
 	if res != porcupine.Ok {

@@ -254,7 +254,7 @@ func (mc *Machine) Status(ctx context.Context, _ *wire.StatusRequest) (*wire.Sta
 	for _, s := range mc.NodeStats(ctx) {
 		r.Nodes = append(r.Nodes, &wire.NodeStatus{Addr: string(s.Addr), NextOpNum: s.NextOpNum,
 			PendingOps: int64(s.PendingOps), BlocksStored: int64(s.BlocksStored),
-			Incarnation: s.Incarnation, ConfigNum: s.ConfigNum, DegradedBlocks: int64(s.DegradedBlocks)})
+			Incarnation: s.Incarnation, ConfigNum: s.ConfigNum, DegradedBlocks: int64(s.DegradedBlocks), BytesStored: s.BytesStored})
 	}
 	return r, nil
 }

@@ -50,7 +50,7 @@ type Ratio struct {
 	Stored     float64 `json:"stored_bytes,omitempty"`
 }
 
-// Target is one of issue 6's targets, as measured.
+// Target is one of the evaluation's targets, as measured.
 type Target struct {
 	Name     string  `json:"name"`
 	Want     string  `json:"want"`
@@ -169,7 +169,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, e := range r.Experiments {
 		fmt.Fprintf(w, "\n== %s: %s (thesis %s)\n", e.Name, e.Title, e.Figures)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "system\tseries\t%s\tclients\tops/s\tMB/s\tp50 ms\tp99 ms\tp99.9 ms\tcpu us/op\tnet B/op\tstored/logical\t\n", e.XName)
+		// The x column is the clients column when clients vary.
+		clientsCol := "\tclients"
+		if e.XName == "clients" {
+			clientsCol = ""
+		}
+		fmt.Fprintf(tw, "system\tseries\t%s%s\tops/s\tMB/s\tp50 ms\tp99 ms\tp99.9 ms\tcpu us/op\tnet B/op\tstored/logical\t\n", e.XName, clientsCol)
 		for _, p := range r.Points {
 			if p.Experiment != e.Name {
 				continue
@@ -178,7 +183,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			if p.Transport == TransportSim {
 				net = fmt.Sprintf("%.0f", p.NetBytesPerOp)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%g\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%s\t%.3f\t\n", p.System, p.Series, p.X, p.Clients,
+			clients := ""
+			if clientsCol != "" {
+				clients = fmt.Sprintf("\t%d", p.Clients)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s%s\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%s\t%.3f\t\n", p.System, p.Series, plain(p.X), clients,
 				p.OpsPerSec, p.MBPerSec, p.P50ms, p.P99ms, p.P999ms, p.CPUus, net, p.StoredPerLogical)
 		}
 		if err := tw.Flush(); err != nil {
@@ -186,12 +195,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		for _, ra := range r.Ratios {
 			if ra.Experiment == e.Name {
-				fmt.Fprintf(w, "  amalgam/%s %s %s=%g: throughput %.2fx, p50 %.2fx, p99 %.2fx\n", ra.Baseline, ra.Series, e.XName, ra.X, ra.Throughput, ra.P50, ra.P99)
+				fmt.Fprintf(w, "  amalgam/%s %s %s=%s: throughput %.2fx, p50 %.2fx, p99 %.2fx\n", ra.Baseline, ra.Series, e.XName, plain(ra.X), ra.Throughput, ra.P50, ra.P99)
 			}
 		}
 	}
 	if len(r.Targets) > 0 {
-		fmt.Fprintf(w, "\n== targets (issue 6)\n")
+		fmt.Fprintf(w, "\n== targets\n")
 		for _, t := range r.Targets {
 			met := "MET"
 			if !t.Met {
@@ -202,3 +211,6 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	return nil
 }
+
+// plain prints x without an exponent: 1048576, not 1.048576e+06.
+func plain(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }

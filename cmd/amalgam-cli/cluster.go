@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +19,7 @@ import (
 // is sent, so bad input applies nothing.
 
 func connect(cmd *cobra.Command, gl *globalFlags) (context.Context, context.CancelFunc, *client.Client, error) {
-	var opts client.Options
+	opts := client.Options{DialTimeout: gl.dialTimeout}
 	if gl.tlsCert != "" || gl.tlsKey != "" || gl.tlsCA != "" {
 		tlsOpt, err := client.TLS(gl.tlsCert, gl.tlsKey, gl.tlsCA)
 		if err != nil {
@@ -35,14 +34,6 @@ func connect(cmd *cobra.Command, gl *globalFlags) (context.Context, context.Canc
 		return nil, nil, nil, err
 	}
 	return ctx, func() { c.Close(); cancel() }, c, nil
-}
-
-// oneLine keeps errors on one line, as scripts expect.
-func oneLine(err error) error {
-	if err == nil {
-		return nil
-	}
-	return errors.New(strings.Join(strings.Fields(err.Error()), " "))
 }
 
 func parseBlock(s string) (uint64, error) {
@@ -129,7 +120,7 @@ func runOps(cmd *cobra.Command, gl *globalFlags, ops []msg.Op) error {
 	defer done()
 	out, err := c.Txn(ctx, ops)
 	if err != nil {
-		return err
+		return explainStuck(cmd, gl, c, ops, err)
 	}
 	return printTxn(cmd, gl, ops, out)
 }
@@ -251,6 +242,11 @@ func newRMWCmd(gl *globalFlags) *cobra.Command {
 				o.Kind = msg.OpAdd
 				if !fl.Changed("delta") {
 					return errors.New("--op add needs --delta")
+				}
+				for _, name := range []string{"data", "hex", "file"} {
+					if fl.Changed(name) {
+						return fmt.Errorf("--%s does not go with --op add (it adds --delta)", name)
+					}
 				}
 				o.Delta = uint64(delta)
 			case "cas":

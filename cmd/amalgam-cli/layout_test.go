@@ -28,11 +28,32 @@ func TestLayoutText(t *testing.T) {
 	if len(lines) != 5 {
 		t.Fatalf("got %d lines, want 5:\n%s", len(lines), out)
 	}
-	if got := strings.Fields(lines[1]); strings.Join(got, " ") != "stripe m0 m1 m2 m3 m4 m5" {
+	if got := strings.Fields(lines[1]); strings.Join(got, " ") != "stripe blocks m0 m1 m2 m3 m4 m5" {
 		t.Errorf("header = %q", lines[1])
 	}
-	if got := strings.Join(strings.Fields(lines[3]), " "); got != "1 d1 d2 p0 p1 w0 d0" {
+	if got := strings.Join(strings.Fields(lines[3]), " "); got != "1 3-5 d1=4 d2=5 p0 p1 w0 d0=3" {
 		t.Errorf("stripe 1 row = %q", got)
+	}
+}
+
+// TestLayoutSummary: past one rotation, text shows n stripes and how to
+// find the rest; --all shows every stripe.
+func TestLayoutSummary(t *testing.T) {
+	out, err := run(t, "layout", "--machines", "5", "--blocks", "1024")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1+1+5+2 || !strings.HasPrefix(lines[7], "stripes 5-341 repeat this pattern") {
+		t.Fatalf("want summary, header, 5 stripes and a 2-line note:\n%s", out)
+	}
+	out, err = run(t, "layout", "--machines", "5", "--blocks", "1024", "--all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if got := strings.Join(strings.Fields(lines[len(lines)-1]), " "); len(lines) != 2+342 || got != "341 1023-1025 d1=1024 d2=1025 p0 p1 d0=1023" {
+		t.Fatalf("--all: %d lines, last %q", len(lines), got)
 	}
 }
 
@@ -47,6 +68,9 @@ func TestLayoutJSON(t *testing.T) {
 	}
 	if doc.Stripes != 5 || len(doc.Rows) != 5 || doc.Blocks != 15 {
 		t.Fatalf("got %d stripes, %d rows, %d blocks; want 5, 5, 15", doc.Stripes, len(doc.Rows), doc.Blocks)
+	}
+	if r := doc.Rows[4]; len(r.Blocks) != 3 || r.Blocks[0] != 12 || r.Roles[1] != "d0=12" {
+		t.Errorf("stripe 4: %+v", r)
 	}
 	// Every machine plays every role exactly once over n consecutive stripes.
 	for m := 0; m < doc.Machines; m++ {

@@ -2,13 +2,13 @@
 package main
 
 import (
-	"fmt"
 	"os"
 )
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintf(os.Stderr, "amalgam-cli: %v\n", oneLine(err))
-		os.Exit(1)
+	root := newRootCmd()
+	if err := root.Execute(); err != nil {
+		reportError(root, err)
+		os.Exit(exitCode(err))
 	}
 }

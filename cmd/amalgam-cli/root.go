@@ -19,6 +19,8 @@ type globalFlags struct {
 	cluster string
 	output  string
 	timeout time.Duration
+	// dialTimeout bounds connecting to the cluster, separately.
+	dialTimeout time.Duration
 	// Mutual TLS: the client's certificate and key, and the CA bundle
 	// the servers' certificates chain to.
 	tlsCert, tlsKey, tlsCA string
@@ -33,11 +35,14 @@ func newRootCmd() *cobra.Command {
 
 It finds the cluster through --cluster (default ` + defaultCluster + `, or the
 AMALGAM_CLUSTER environment variable), prints text by default and JSON with
---output json, and exits with status 1 and a one-line reason on any error.
+--output json, and exits with status 1 and a one-line reason on any error
+(under --output json also {"error": "..."} on stdout). Connecting gives up
+after --dial-timeout (default 2s) and says why: nothing listening, not a
+gRPC server, or which TLS check failed.
 For a cluster running mutual TLS, give --tls-cert, --tls-key and --tls-ca
 (or AMALGAM_TLS_CERT, AMALGAM_TLS_KEY and AMALGAM_TLS_CA).
 
-Talking to a cluster: status, read, write, rmw, txn, admin. Offline: layout, mc,
+Talking to a cluster: status, health, locate, read, write, rmw, txn, admin. Offline: layout, mc,
 version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -49,6 +54,9 @@ version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 			}
 			if gl.timeout <= 0 {
 				return fmt.Errorf("--timeout must be positive, got %v", gl.timeout)
+			}
+			if gl.dialTimeout <= 0 {
+				return fmt.Errorf("--dial-timeout must be positive, got %v", gl.dialTimeout)
 			}
 			if gl.cluster == "" {
 				return fmt.Errorf("--cluster must not be empty")
@@ -65,12 +73,13 @@ version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 	pf.StringVar(&gl.cluster, "cluster", cluster, "cluster entry address; several (the reconfiguration replicas) comma-separated (env AMALGAM_CLUSTER)")
 	pf.StringVar(&gl.output, "output", "text", "output format: text or json")
 	pf.DurationVar(&gl.timeout, "timeout", 10*time.Second, "give up on a request after this long")
+	pf.DurationVar(&gl.dialTimeout, "dial-timeout", 2*time.Second, "give up connecting to the cluster after this long, naming the cause")
 	pf.StringVar(&gl.tlsCert, "tls-cert", os.Getenv("AMALGAM_TLS_CERT"), "PEM client certificate for mutual TLS (env AMALGAM_TLS_CERT)")
 	pf.StringVar(&gl.tlsKey, "tls-key", os.Getenv("AMALGAM_TLS_KEY"), "PEM private key of --tls-cert (env AMALGAM_TLS_KEY)")
 	pf.StringVar(&gl.tlsCA, "tls-ca", os.Getenv("AMALGAM_TLS_CA"), "PEM CA bundle the servers' certificates chain to; turns TLS on (env AMALGAM_TLS_CA)")
 
 	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl), newMCCmd(gl),
-		newStatusCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl), newAdminCmd(gl),
+		newStatusCmd(gl), newHealthCmd(gl), newLocateCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl), newAdminCmd(gl),
 		newBenchCmd(gl))
 	return root
 }

@@ -27,11 +27,6 @@ import (
 // first sample of the current rebuild to the latest). The protocol servers
 // only count; all timing is here.
 
-type statusMachineJSON struct {
-	Index int    `json:"index"`
-	Addr  string `json:"addr"`
-}
-
 type statusNodeJSON struct {
 	Addr           string `json:"addr"`
 	NextOpNum      uint64 `json:"next_op_num,omitempty"`
@@ -66,6 +61,7 @@ type statusDoc struct {
 	// Healthy: every server answers, is in the newest configuration and
 	// has rebuilt all its blocks.
 	Healthy bool `json:"healthy"`
+	assessment
 
 	layout  erasure.Layout
 	servers int
@@ -82,16 +78,13 @@ func fetchStatus(ctx context.Context, c *client.Client, cluster string) (*status
 	doc := &statusDoc{Cluster: cluster, ConfigNum: st.GetConfigNum(), Durability: st.GetDurability(), Layout: layoutJSON(l),
 		Spares: append([]string{}, st.GetSpares()...), layout: l, at: time.Now()}
 	doc.Layout.Rows = nil
-	for _, m := range st.GetMachines() {
-		doc.Machines = append(doc.Machines, statusMachineJSON{int(m.GetIndex()), m.GetAddr()})
-	}
 	doc.Protocol = st.GetProtocol()
 	if doc.Protocol == "" {
 		doc.Protocol = runtime.Amalgam
 	}
-	doc.servers = 2 * len(doc.Machines)
+	doc.servers = 2 * len(st.GetMachines())
 	if l.W > 0 {
-		doc.servers += len(doc.Machines)
+		doc.servers += len(st.GetMachines())
 	}
 	if doc.Protocol != runtime.Amalgam {
 		b, err := runtime.NewBaseline(doc.Protocol, l, paxos.Timing{})
@@ -112,6 +105,24 @@ func fetchStatus(ctx context.Context, c *client.Client, cluster string) (*status
 		}
 		doc.Nodes = append(doc.Nodes, nj)
 		doc.Healthy = doc.Healthy && nj.ConfigNum == doc.ConfigNum && nj.DegradedBlocks == 0
+	}
+	if doc.Protocol != runtime.Amalgam {
+		for _, m := range st.GetMachines() {
+			doc.Machines = append(doc.Machines, statusMachineJSON{Index: int(m.GetIndex()), Addr: m.GetAddr()})
+		}
+		doc.Problems = []string{}
+		if !doc.Healthy {
+			doc.Problems = append(doc.Problems, fmt.Sprintf("%d of %d replicas answered", len(doc.Nodes), doc.servers))
+		}
+		return doc, nil
+	}
+	doc.Machines = machineViews(l, doc.ConfigNum, st.GetMachines(), doc.Nodes)
+	doc.assessment = assess(l, doc.Machines, len(doc.Spares))
+	for _, m := range doc.Machines {
+		doc.Healthy = doc.Healthy && m.State == stateUp
+	}
+	if !doc.Healthy && len(doc.Problems) == 0 {
+		doc.Problems = append(doc.Problems, "servers missing, behind the newest configuration, or rebuilding")
 	}
 	return doc, nil
 }
@@ -192,27 +203,25 @@ func printStatus(w io.Writer, doc *statusDoc) {
 	fmt.Fprintf(w, "cluster %s, configuration %d, durability %s\n", doc.Cluster, doc.ConfigNum, doc.Durability)
 	fmt.Fprintf(w, "layout: n=%d g=%d f=%d w=%d, %d stripes, %d blocks of %d bytes, storage overhead f/g=%.2f\n",
 		l.N, l.G, l.F, l.W, l.Stripes, l.NumBlocks(), l.BlockSize, overhead(l))
-	for _, m := range doc.Machines {
-		fmt.Fprintf(w, "machine %d at %s\n", m.Index, m.Addr)
-	}
+	printMachines(w, l, doc.Machines)
 	for _, n := range doc.Nodes {
-		fmt.Fprintf(w, "  %-10s pending %d, blocks stored %d, incarnation %d, configuration %d", n.Addr, n.PendingOps, n.BlocksStored,
-			n.Incarnation, n.ConfigNum)
 		if n.DegradedBlocks > 0 {
-			fmt.Fprintf(w, ", %d blocks to rebuild, %s", n.DegradedBlocks, progressText(n))
+			fmt.Fprintf(w, "%s: %d blocks to rebuild, %s\n", n.Addr, n.DegradedBlocks, progressText(n))
 		}
-		fmt.Fprintln(w)
 	}
 	if len(doc.Spares) > 0 {
 		fmt.Fprintf(w, "spares: %s\n", strings.Join(doc.Spares, ", "))
+	} else {
+		fmt.Fprintln(w, "spares: none")
 	}
-	if len(doc.Nodes) < doc.servers {
-		fmt.Fprintln(w, "some machines did not answer")
+	fmt.Fprintf(w, "every stripe keeps g=%d of its %d blocks with up to %d more machines down; one more failure: %s\n", l.G, l.G+l.F, max(doc.CanLose, 0), doc.OneMore)
+	for _, p := range doc.Problems {
+		fmt.Fprintf(w, "degraded: %s\n", p)
 	}
 	if doc.Healthy {
 		fmt.Fprintln(w, "healthy")
 	} else {
-		fmt.Fprintln(w, "not healthy: servers missing, behind the newest configuration, or rebuilding")
+		fmt.Fprintln(w, "not healthy")
 	}
 }
 
@@ -254,17 +263,29 @@ func newStatusCmd(gl *globalFlags) *cobra.Command {
 		watch    bool
 		interval time.Duration
 		sample   time.Duration
+		exitZero bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the cluster's layout, machines and servers, with rebuild progress",
-		Long: `status shows the cluster's layout, machines and servers: per server its
-incarnation, configuration, and while it rebuilds, the blocks left, the percent
-rebuilt, the rebuild rate (MB/s) and the time left. Rates come from two
-samples of the degraded counts --sample apart (taken only while something
-rebuilds; 0: one sample, no rates). With --watch it samples every --interval
-and redraws a progress bar of the rebuild (JSON: one document per sample)
-until the cluster is healthy or Ctrl-C.`,
+		Short: "Show each machine's state, what is degraded and why, and rebuild progress",
+		Long: `status shows the cluster as an operator needs it: a table of machines with
+their servers, state (up; down: no answer; behind: in an older configuration;
+replaced: an older incarnation, fenced; rebuilding, with the percent done),
+incarnations (data/parity[/witness]) and bytes stored; then what is degraded
+and why, whether a spare is registered, and what one more failure would mean.
+
+While something rebuilds, a second sample --sample later measures each
+rebuilding server's rate (MB/s) and time left. It exits with status 2 when the
+cluster is not healthy (--exit-zero: 0), 1 on errors.
+
+With --watch it samples every --interval until Ctrl-C: a line whenever the
+health changes and a progress bar while something rebuilds (JSON: one
+document per sample).
+
+Examples:
+  amalgam-cli status
+  amalgam-cli status --output json | jq '.machines[] | select(.state != "up")'
+  amalgam-cli status --watch --interval 2s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if interval <= 0 {
@@ -305,84 +326,95 @@ until the cluster is healthy or Ctrl-C.`,
 				s.add(doc)
 			}
 			if gl.output == "json" {
-				return writeJSON(w, doc)
+				err = writeJSON(w, doc)
+			} else {
+				printStatus(w, doc)
 			}
-			printStatus(w, doc)
-			return nil
+			if err == nil && !doc.Healthy && !exitZero {
+				err = unhealthy(doc.Problems)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&watch, "watch", false, "redraw the rebuild progress every --interval until healthy or Ctrl-C")
+	f.BoolVar(&watch, "watch", false, "keep sampling every --interval until Ctrl-C")
 	f.DurationVar(&interval, "interval", time.Second, "sampling interval with --watch")
 	f.DurationVar(&sample, "sample", time.Second, "while something rebuilds, sample again after this long to measure MB/s and ETA (0: do not)")
+	f.BoolVar(&exitZero, "exit-zero", false, "exit 0 even when the cluster is not healthy")
 	return cmd
 }
 
-// watchStatus samples until the cluster is healthy or Ctrl-C, drawing one
-// progress bar for the whole rebuild (blocks rebuilt out of the blocks of
-// the servers rebuilding) with each server's progress in its description.
+// watchStatus samples until Ctrl-C: a line whenever the health summary
+// changes, and one progress bar for a rebuild (blocks rebuilt out of the
+// blocks of the servers rebuilding) with each server's progress in its
+// description. A failed sample is reported and sampling goes on.
 func watchStatus(cmd *cobra.Command, gl *globalFlags, w io.Writer, get func(context.Context) (*statusDoc, error), interval time.Duration) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
 	s := newSampler()
 	var bar *progressbar.ProgressBar
 	var barMax int64
-	defer func() {
+	endBar := func() {
 		if bar != nil {
 			_ = bar.Finish()
 			fmt.Fprintln(w)
+			bar = nil
 		}
-	}()
+	}
+	defer endBar()
+	last := ""
 	for {
 		doc, err := get(ctx)
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return nil // Ctrl-C
-		case err != nil:
-			return err
 		}
-		s.add(doc)
-		if gl.output == "json" {
+		summary := "healthy"
+		switch {
+		case err != nil:
+			summary = "error: " + oneLine(err).Error()
+		case !doc.Healthy:
+			summary = "not healthy: " + strings.Join(doc.Problems, "; ")
+		}
+		if err == nil {
+			s.add(doc)
+		}
+		switch {
+		case gl.output == "json" && err == nil:
 			if err := writeJSON(w, doc); err != nil {
 				return err
 			}
-		} else if doc.Healthy && bar == nil {
-			fmt.Fprintln(w, "healthy")
-		} else {
-			var total, left int64
-			var parts []string
-			for _, n := range doc.Nodes {
-				if n.DegradedBlocks > 0 {
-					total += n.Blocks
-					left += n.DegradedBlocks
-					parts = append(parts, n.Addr+" "+progressText(n))
-				}
+		case gl.output == "json":
+			if err := writeJSON(w, errorJSON{Error: summary}); err != nil {
+				return err
 			}
-			if bar == nil || total != barMax {
-				if bar != nil {
-					_ = bar.Finish()
-					fmt.Fprintln(w)
-				}
-				barMax = max(total, 1)
-				bar = progressbar.NewOptions64(barMax, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(30),
-					progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(false))
+		default:
+			if summary != last {
+				endBar()
+				fmt.Fprintf(w, "%s %s\n", time.Now().Format(time.TimeOnly), summary)
 			}
-			desc := "healthy"
-			if !doc.Healthy {
-				desc = "not healthy"
-				if len(parts) > 0 {
-					desc = "rebuilding: " + strings.Join(parts, "; ")
+			if err == nil && doc.rebuilding() {
+				var total, left int64
+				var parts []string
+				for _, n := range doc.Nodes {
+					if n.DegradedBlocks > 0 {
+						total += n.Blocks
+						left += n.DegradedBlocks
+						parts = append(parts, n.Addr+" "+progressText(n))
+					}
 				}
-			}
-			bar.Describe(desc)
-			_ = bar.Set64(total - left)
-			if doc.Healthy {
-				_ = bar.Set64(barMax)
+				if bar == nil || total != barMax {
+					endBar()
+					barMax = max(total, 1)
+					bar = progressbar.NewOptions64(barMax, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(30),
+						progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(false))
+				}
+				bar.Describe("rebuilding: " + strings.Join(parts, "; "))
+				_ = bar.Set64(total - left)
+			} else {
+				endBar()
 			}
 		}
-		if doc.Healthy {
-			return nil
-		}
+		last = summary
 		select {
 		case <-time.After(interval):
 		case <-ctx.Done():

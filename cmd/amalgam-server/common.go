@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
+	"github.com/amalgam-store/amalgam/internal/buildinfo"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/wire"
 )
@@ -31,15 +33,18 @@ import (
 // commonFlags are shared by the server subcommands: logging, metrics and
 // mutual TLS.
 type commonFlags struct {
-	logLevel               string
+	logLevel, logFormat    string
 	metricsAddr            string
+	pprof                  bool
 	tlsCert, tlsKey, tlsCA string
 }
 
 func (c *commonFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&c.logFormat, "log-format", "text", "text or json (one JSON object per line)")
 	f.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (empty: off)")
+	f.BoolVar(&c.pprof, "pprof", false, "also serve Go profiles at http://METRICS-ADDR/debug/pprof/ (needs --metrics-addr)")
 	f.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate for mutual TLS (with --tls-key and --tls-ca)")
 	f.StringVar(&c.tlsKey, "tls-key", "", "PEM private key for mutual TLS")
 	f.StringVar(&c.tlsCA, "tls-ca", "", "PEM CA bundle that peers' and clients' certificates must chain to")
@@ -53,6 +58,7 @@ type serverEnv struct {
 	metrics     *promMetrics
 	metricsAddr string
 	closers     []func()
+	ready       *readiness
 }
 
 func (e *serverEnv) close() {
@@ -66,12 +72,25 @@ func (c *commonFlags) setup(cmd *cobra.Command, blockSize int) (*serverEnv, erro
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
 	}
-	env := &serverEnv{log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))}
+	env := &serverEnv{}
+	hopts := &slog.HandlerOptions{Level: level}
+	switch c.logFormat {
+	case "text":
+		env.log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), hopts))
+	case "json":
+		env.log = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), hopts))
+	default:
+		return nil, fmt.Errorf("--log-format must be text or json, got %q", c.logFormat)
+	}
+	if c.pprof && c.metricsAddr == "" {
+		return nil, errors.New("--pprof needs --metrics-addr (profiles are served on the metrics listener)")
+	}
 	env.metrics = newPromMetrics()
 	env.serverOpts = append(env.serverOpts, grpc.ChainUnaryInterceptor(env.metrics.interceptor))
+	env.ready = &readiness{}
 	env.register = func(s *grpc.Server) {
 		hs := health.NewServer()
-		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		env.ready.add(hs)
 		healthpb.RegisterHealthServer(s, hs)
 		reflection.Register(s)
 	}
@@ -80,7 +99,8 @@ func (c *commonFlags) setup(cmd *cobra.Command, blockSize int) (*serverEnv, erro
 		if err != nil {
 			return nil, err
 		}
-		env.serverOpts = append(env.serverOpts, grpc.Creds(srv))
+		env.serverOpts = append(env.serverOpts, grpc.Creds(srv),
+			grpc.ChainUnaryInterceptor(authzUnary), grpc.ChainStreamInterceptor(authzStream))
 		env.dialOpts = append(env.dialOpts, grpc.WithTransportCredentials(cli))
 	}
 	if c.metricsAddr != "" {
@@ -90,6 +110,13 @@ func (c *commonFlags) setup(cmd *cobra.Command, blockSize int) (*serverEnv, erro
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(env.metrics.reg, promhttp.HandlerOpts{}))
+		if c.pprof {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(ln) }()
 		env.metricsAddr = ln.Addr().String()
@@ -145,7 +172,13 @@ func newPromMetrics() *promMetrics {
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "amalgam_client_requests_in_flight",
 		Help: "Client transactions received and not yet answered (waiting to commit)."})
 	m.nodes = newNodeCollector()
-	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.batches, m.inFlight, m.nodes, collectors.NewGoCollector())
+	bi := buildinfo.Read()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "amalgam_build_info",
+		Help:        "Always 1; labels name the build: module version, VCS revision and Go version.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.Go}})
+	build.Set(1)
+	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.batches, m.inFlight, m.nodes, build,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

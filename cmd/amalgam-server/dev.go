@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/runtime"
 	"github.com/amalgam-store/amalgam/runtime/cluster"
@@ -186,6 +187,11 @@ func runDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
 		return err
 	}
 	env.metrics.nodes.watch(append(append([]*runtime.Machine(nil), lc.Machines...), lc.Spares...)...)
+	env.ready.track(ctx, time.Second, lc.Machines...)
+	if err := waitSpares(ctx, lc.Entries, env, fl.spares); err != nil {
+		lc.Close()
+		return err
+	}
 	out := cmd.OutOrStdout()
 	printDevPlan(out, fl, l)
 	for r, a := range lc.ReplicaAddrs {
@@ -202,6 +208,32 @@ func runDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
 	}
 	serveUntilStopped(ctx, out, env, "amalgam", lc.EntryAddr, lc.Close)
 	return nil
+}
+
+// waitSpares waits until the reconfiguration service lists n spares, so
+// that dev says ready only once a failed machine can be replaced.
+func waitSpares(ctx context.Context, entries string, env *serverEnv, n int) error {
+	if n == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, entries, client.Options{DialOptions: env.dialOpts, DialTimeout: 10 * time.Second})
+	if err != nil {
+		return fmt.Errorf("waiting for the spares to register: %w", err)
+	}
+	defer c.Close()
+	for {
+		st, err := c.Status(ctx)
+		if err == nil && len(st.GetSpares()) >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("only %d of %d spares registered with the reconfiguration service within 30s", len(st.GetSpares()), n)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // serveUntilStopped says a dev cluster is ready, waits for Ctrl-C (ctx)

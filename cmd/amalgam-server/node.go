@@ -15,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
+	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/runtime"
@@ -28,7 +30,7 @@ func newNodeCmd() *cobra.Command {
 		rebuildRate                         string
 		machine                             int
 		spare                               bool
-		heartbeat                           time.Duration
+		heartbeat, joinTimeout              time.Duration
 		common                              commonFlags
 	)
 	cmd := &cobra.Command{
@@ -36,8 +38,9 @@ func newNodeCmd() *cobra.Command {
 		Short: "Run one machine: its data, parity and witness servers",
 		Long: `node runs one machine of a cluster: its data, parity and witness servers.
 It learns the layout and every machine's address from the reconfiguration
-service at --reconfig (its replicas, comma-separated; waiting for it to come
-up), and listens on --addr. Restarted on the same --data-dir, it restores its
+service at --reconfig (its replicas, comma-separated; waiting up to
+--join-timeout for it to answer), and listens on --addr. Each node needs its
+own --data-dir. Restarted on the same --data-dir, it restores its
 servers and streams. It heartbeats the reconfiguration service every
 --heartbeat and follows its address book.
 
@@ -49,8 +52,6 @@ spare stops (restart it with --spare and an empty --data-dir to rejoin).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
-			case dataDir == "":
-				return cmdError(cmd, fmt.Errorf("--data-dir must not be empty"))
 			case addr == "":
 				return cmdError(cmd, fmt.Errorf("--addr must not be empty"))
 			case reconfig == "":
@@ -61,6 +62,10 @@ spare stops (restart it with --spare and an empty --data-dir to rejoin).`,
 				return cmdError(cmd, fmt.Errorf("--spare and --machine %d: a spare has no machine index until it is given one", machine))
 			case heartbeat <= 0:
 				return cmdError(cmd, fmt.Errorf("--heartbeat must be positive, got %v", heartbeat))
+			case joinTimeout <= 0:
+				return cmdError(cmd, fmt.Errorf("--join-timeout must be positive, got %v", joinTimeout))
+			case dataDir == "":
+				return cmdError(cmd, fmt.Errorf("--data-dir is required: each node keeps its blocks in its own directory"))
 			}
 			if spare {
 				machine = -1
@@ -71,15 +76,16 @@ spare stops (restart it with --spare and an empty --data-dir to rejoin).`,
 			if err := checkDurability(durability); err != nil {
 				return cmdError(cmd, err)
 			}
-			return cmdError(cmd, runNode(cmd, &common, dataDir, addr, reconfig, durability, rebuildRate, machine, heartbeat))
+			return cmdError(cmd, runNode(cmd, &common, dataDir, addr, reconfig, durability, rebuildRate, machine, heartbeat, joinTimeout))
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dataDir, "data-dir", "./amalgam-data", "directory for blocks and protocol state")
+	f.StringVar(&dataDir, "data-dir", "", "directory for this node's blocks and protocol state (required)")
 	f.StringVar(&addr, "addr", "127.0.0.1:7401", "address this machine listens on")
 	f.StringVar(&reconfig, "reconfig", "127.0.0.1:7400", "addresses of the reconfiguration service's replicas, comma-separated")
 	f.IntVar(&machine, "machine", -1, "machine index to run as; -1 joins as a spare")
 	f.BoolVar(&spare, "spare", false, "join as a spare (same as --machine -1)")
+	f.DurationVar(&joinTimeout, "join-timeout", 30*time.Second, "give up if the reconfiguration service does not answer within this long")
 	f.DurationVar(&heartbeat, "heartbeat", 200*time.Millisecond, "how often to tell the reconfiguration service this machine is alive")
 	f.StringVar(&durability, "durability", "durable", "durable (pebble, fsync before replying) or memory")
 	f.StringVar(&rebuildRate, "rebuild-rate", "0", rebuildRateUsage)
@@ -87,7 +93,7 @@ spare stops (restart it with --spare and an empty --data-dir to rejoin).`,
 	return cmd
 }
 
-func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, durability, rebuildRate string, me int, heartbeat time.Duration) error {
+func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, durability, rebuildRate string, me int, heartbeat, joinTimeout time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env, err := common.setup(cmd, 1<<20)
@@ -95,7 +101,12 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 		return err
 	}
 	defer env.close()
-	st, err := fetchStatus(ctx, env.log, reconfig, env.dialOpts)
+	jctx, cancel := context.WithTimeout(ctx, joinTimeout)
+	st, err := fetchStatus(jctx, env.log, reconfig, env.dialOpts)
+	cancel()
+	if err != nil && ctx.Err() == nil && jctx.Err() != nil {
+		return fmt.Errorf("the reconfiguration service at --reconfig %s did not answer within --join-timeout %v: %w", reconfig, joinTimeout, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -154,6 +165,7 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 		return err
 	}
 	env.metrics.nodes.watch(mc)
+	env.ready.track(ctx, time.Second, mc)
 	if env.metricsAddr != "" {
 		fmt.Fprintf(cmd.OutOrStdout(), "metrics at http://%s/metrics\n", env.metricsAddr)
 	}
@@ -195,7 +207,10 @@ func fetchStatus(ctx context.Context, log *slog.Logger, addr string, dialOpts []
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("--reconfig %s did not answer: %v", addr, err)
+			if c := client.Cause(err); c != "" {
+				return nil, errors.New(c)
+			}
+			return nil, fmt.Errorf("last error: %v", status.Convert(err).Message())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 )
 
 func newRootCmd() *cobra.Command {
+	var configFile string
 	root := &cobra.Command{
 		Use:   "amalgam-server",
 		Short: "Run Amalgam, an erasure-coded linearizable block store",
@@ -18,12 +20,27 @@ tolerance comes from erasure coding instead of replication.
   amalgam-server reconfig   one replica of the reconfiguration service
 
 The reconfiguration service (Raft-replicated) replaces failed servers, using
-spare machines (amalgam-server node --spare). See docs/reconfiguration.md.`,
+spare machines (amalgam-server node --spare). See docs/reconfiguration.md.
+
+Every flag can also come from an AMALGAM_* environment variable (--data-dir:
+AMALGAM_DATA_DIR) or a YAML --config file whose keys are flag names;
+flags win over the environment, the environment over the file.
+
+Examples:
+  amalgam-server dev
+  amalgam-server --config amalgam.yaml node --machine 0
+  AMALGAM_LOG_FORMAT=json amalgam-server reconfig --machine-addrs ...
+  amalgam-server version`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applySettings(cmd, configFile)
+		},
 	}
+	root.PersistentFlags().StringVar(&configFile, "config", os.Getenv("AMALGAM_CONFIG"),
+		"YAML file of settings whose keys are flag names (env AMALGAM_CONFIG); flags > AMALGAM_* env > file > defaults")
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newDevCmd(), newNodeCmd(), newReconfigCmd())
+	root.AddCommand(newDevCmd(), newNodeCmd(), newReconfigCmd(), newVersionCmd())
 	return root
 }
 

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/runtime"
+)
+
+type placeJSON struct {
+	Server  string `json:"server"`
+	Machine int    `json:"machine"`
+	Addr    string `json:"addr"`
+}
+
+type locateJSON struct {
+	Block     uint64      `json:"block"`
+	Shard     int         `json:"shard"`
+	Stripe    int         `json:"stripe"`
+	Position  int         `json:"position"`
+	Data      placeJSON   `json:"data"`
+	Parity    []placeJSON `json:"parity"`
+	Witnesses []placeJSON `json:"witnesses"`
+}
+
+// locateBlock places block in layout l, with the machines' addresses.
+func locateBlock(l erasure.Layout, addrs []string, block uint64) locateJSON {
+	s, pos := l.Locate(block)
+	place := func(role string, m int) placeJSON {
+		p := placeJSON{Server: fmt.Sprintf("%s/%d", role, m), Machine: m}
+		if m < len(addrs) {
+			p.Addr = addrs[m]
+		}
+		return p
+	}
+	doc := locateJSON{Block: block, Shard: l.Shard(block), Stripe: s, Position: pos,
+		Data: place("data", l.DataMachine(s, pos)), Parity: []placeJSON{}, Witnesses: []placeJSON{}}
+	for k := 0; k < l.F; k++ {
+		doc.Parity = append(doc.Parity, place("parity", l.ParityMachine(s, k)))
+	}
+	for k := 0; k < l.W; k++ {
+		doc.Witnesses = append(doc.Witnesses, place("witness", l.WitnessMachine(s, k)))
+	}
+	return doc
+}
+
+func placesText(ps []placeJSON) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%s at %s", p.Server, p.Addr))
+	}
+	return strings.Join(out, ", ")
+}
+
+func newLocateCmd(gl *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "locate BLOCK",
+		Short: "Show where a block lives: shard, stripe, data, parity and witness machines",
+		Long: `locate asks the cluster for its layout and address book and prints where a
+block lives: its shard (the data server that executes operations on it), its
+stripe and position in the stripe, and the machines holding the stripe's
+parity and witnesses. Blocks of one transaction must share a shard.
+
+Examples:
+  amalgam-cli locate 7
+  amalgam-cli locate 7 --output json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			block, err := parseBlock(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, done, c, err := connect(cmd, gl)
+			if err != nil {
+				return err
+			}
+			defer done()
+			st, err := c.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if p := st.GetProtocol(); p != "" && p != runtime.Amalgam {
+				return fmt.Errorf("locate: the cluster runs %s, which has no stripes (any machine takes any block)", p)
+			}
+			l := c.Layout()
+			if block >= l.NumBlocks() {
+				return fmt.Errorf("block %d is out of range: the cluster has blocks 0..%d", block, l.NumBlocks()-1)
+			}
+			addrs := make([]string, l.N)
+			for _, m := range st.GetMachines() {
+				if i := int(m.GetIndex()); i >= 0 && i < l.N {
+					addrs[i] = m.GetAddr()
+				}
+			}
+			doc := locateBlock(l, addrs, block)
+			w := cmd.OutOrStdout()
+			if gl.output == "json" {
+				return writeJSON(w, doc)
+			}
+			fmt.Fprintf(w, "block %d: shard %d, stripe %d position %d\n", doc.Block, doc.Shard, doc.Stripe, doc.Position)
+			fmt.Fprintf(w, "data:      %s\n", placesText([]placeJSON{doc.Data}))
+			fmt.Fprintf(w, "parity:    %s\n", placesText(doc.Parity))
+			fmt.Fprintf(w, "witnesses: %s\n", placesText(doc.Witnesses))
+			return nil
+		},
+	}
+}
