@@ -1,7 +1,8 @@
-package mc
+package check
 
 import (
 	"fmt"
+	"github.com/amalgam-store/amalgam/mc"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -26,10 +27,10 @@ type replaceRun struct {
 	crash        bool          // crash each server of replace before asking
 	suspected    []msg.Replace // asked with replace, of servers that stay alive (false suspicions)
 	pause        time.Duration // background rebuild pause (SetRebuildPause)
-	watch        func(Step)    // if set, sees every step of the run
+	watch        func(mc.Step) // if set, sees every step of the run
 }
 
-func (r replaceRun) run(t *testing.T) *State {
+func (r replaceRun) run(t *testing.T) *mc.State {
 	t.Helper()
 	final, err := r.try()
 	if err != nil {
@@ -40,7 +41,7 @@ func (r replaceRun) run(t *testing.T) *State {
 
 // try runs the simulation and its oracles: no error means every client
 // finished, parity stayed consistent and the history is linearizable.
-func (r replaceRun) try() (*State, error) {
+func (r replaceRun) try() (*mc.State, error) {
 	code, err := erasure.NewCode(r.layout.G, r.layout.F)
 	if err != nil {
 		return nil, err
@@ -58,10 +59,10 @@ func (r replaceRun) try() (*State, error) {
 			p.SetRebuildPause(r.pause)
 		}
 	}
-	s := NewState(nodes)
+	s := mc.NewState(nodes)
 	rec := NewRecorder(s)
-	opt := SimOptions{Seed: r.seed, MaxSteps: 400000, Loss: r.loss, Dup: r.dup, TimerChance: 0.02}
-	check := func(st Step) error {
+	opt := mc.SimOptions{Seed: r.seed, MaxSteps: 400000, Loss: r.loss, Dup: r.dup, TimerChance: 0.02}
+	check := func(st mc.Step) error {
 		if r.watch != nil {
 			r.watch(st)
 		}
@@ -74,27 +75,27 @@ func (r replaceRun) try() (*State, error) {
 		return ParityConsistent(st.After, r.layout, code)
 	}
 	if r.crash {
-		// Crash the servers to be replaced as the operator asks for it.
-		asked := func(s *State) bool { return s.Node(OperatorAddr).(*Operator).Sent() || ClientsDone(s) }
-		if s, _, err = Simulate(s, opt, asked, check); err != nil {
+		// mc.Crash the servers to be replaced as the operator asks for it.
+		asked := func(s *mc.State) bool { return s.Node(OperatorAddr).(*Operator).Sent() || mc.ClientsDone(s) }
+		if s, _, err = mc.Simulate(s, opt, asked, check); err != nil {
 			return nil, fmt.Errorf("seed %d: %w", r.seed, err)
 		}
 		for _, rp := range r.replace {
-			if s, err = s.Apply(Event{Kind: Crash, Node: msg.RoleAddr(rp.Role, rp.Machine)}); err != nil {
+			if s, err = s.Apply(mc.Event{Kind: mc.Crash, Node: msg.RoleAddr(rp.Role, rp.Machine)}); err != nil {
 				return nil, err
 			}
 		}
 	}
-	final, steps, err := Simulate(s, opt, ClientsDone, check)
+	final, steps, err := mc.Simulate(s, opt, mc.ClientsDone, check)
 	if err != nil {
 		return final, fmt.Errorf("seed %d: %w", r.seed, err)
 	}
-	if !ClientsDone(final) {
+	if !mc.ClientsDone(final) {
 		return final, fmt.Errorf("seed %d: clients not done after %d steps", r.seed, steps)
 	}
 	// Let the replacements finish rebuilding in the background; then every
 	// stripe must be quiescent and its parity must encode its data.
-	quiet := func(s *State) bool {
+	quiet := func(s *mc.State) bool {
 		for st := 0; st < r.layout.Stripes; st++ {
 			if !Quiescent(s, r.layout, st) {
 				return false
@@ -102,7 +103,7 @@ func (r replaceRun) try() (*State, error) {
 		}
 		return Settled(s)
 	}
-	if final, _, err = Simulate(final, opt, quiet, check); err != nil {
+	if final, _, err = mc.Simulate(final, opt, quiet, check); err != nil {
 		return final, fmt.Errorf("seed %d: settling (every stripe rebuilt and quiescent): %w", r.seed, err)
 	}
 	hist := rec.History()
@@ -225,7 +226,7 @@ func TestRandomizedReplaceWithRebuildPause(t *testing.T) {
 	for seed := 1; seed <= seeds; seed++ {
 		r := pauseSeed(seed)
 		held := false
-		r.watch = func(st Step) {
+		r.watch = func(st mc.Step) {
 			held = held || len(st.After.Node(msg.ReconfigAddr).(*reconfig.Service).Postponed()) > 0
 		}
 		final := r.run(t)

@@ -1,4 +1,4 @@
-package mc
+package check
 
 import (
 	"testing"

@@ -1,11 +1,12 @@
-package mc
+package check
 
 import (
 	"fmt"
+	"github.com/amalgam-store/amalgam/mc"
 	"testing"
 )
 
-// BenchmarkBFSTwoClients measures distinct states per second of BFS on the
+// BenchmarkBFSTwoClients measures distinct states per second of mc.BFS on the
 // two-client scenario (explored to exhaustion: 30522 states), with its
 // full invariant library, for 1 and 2 workers.
 func BenchmarkBFSTwoClients(b *testing.B) {
@@ -13,8 +14,8 @@ func BenchmarkBFSTwoClients(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
 			states, secs := 0, 0.0
 			for i := 0; i < b.N; i++ {
-				r := TwoClients.Run(BFS, Options{Workers: w})
-				if r.Outcome != Exhausted {
+				r := TwoClients.Run(mc.BFS, mc.Options{Workers: w})
+				if r.Outcome != mc.Exhausted {
 					b.Fatalf("%s: %s", r.Outcome, r.Explanation)
 				}
 				states += r.States
@@ -32,7 +33,7 @@ func BenchmarkBFSTwoClientsNoInvariants(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
 			states, secs := 0, 0.0
 			for i := 0; i < b.N; i++ {
-				r := Search(TwoClients.Init(), Options{Workers: w})
+				r := mc.Search(TwoClients.Init(), mc.Options{Workers: w})
 				states += r.States
 				secs += r.Elapsed.Seconds()
 			}

@@ -1,4 +1,4 @@
-package simcheck
+package baselines
 
 import (
 	"fmt"
@@ -11,70 +11,12 @@ import (
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/workload"
 )
 
-// Scenario is a model-checking setup for a baseline, shaped like
-// mc.Scenario (which builds Amalgam clusters and checks Amalgam's
-// invariants, so it cannot hold the baselines): the initial state, the
-// events allowed, the invariants and an optional guided plan.
-type Scenario struct {
-	Name string
-	Doc  string
-	// System is the protocol checked: "shardedpaxos" or "rspaxos".
-	System string
-	// Init builds the initial state.
-	Init func() *mc.State
-	// Settings bound failures and timer firings per path.
-	Settings mc.Settings
-	// MaxDepth is the default depth bound of the searches.
-	MaxDepth int
-	// Exhaustive marks scenarios whose whole state graph a breadth-first
-	// search explores in seconds.
-	Exhaustive bool
-	// Invariants builds the predicates every reachable state must satisfy.
-	Invariants func() []mc.Predicate
-	// Plan, if set, builds the phases of the guided strategy; the default
-	// plan is Settings without failures to the first reply, then Settings.
-	Plan func(sc *Scenario) []mc.Phase
-}
-
-// MC is the scenario as an mc.Scenario (its InitState and Predicates
-// set), for the code that takes one: mc.Explain, mc.NewTraceFile,
-// mc.Replay and the CLI's mc commands. Each call builds a new value.
-func (sc *Scenario) MC() *mc.Scenario {
-	m := &mc.Scenario{Name: sc.Name, Doc: sc.Doc, Settings: sc.Settings, MaxDepth: sc.MaxDepth,
-		InitState: sc.Init, Predicates: sc.Invariants}
-	if sc.Plan != nil {
-		m.Plan = func(*mc.Scenario) []mc.Phase { return sc.Plan(sc) }
-	}
-	return m
-}
-
-// Options is a search of the scenario with strategy st and its invariants.
-func (sc *Scenario) Options(st mc.Strategy) mc.Options { return sc.MC().Options(st) }
-
-// Phases is the scenario's guided plan.
-func (sc *Scenario) Phases() []mc.Phase { return sc.MC().Phases() }
-
-// Run searches the scenario with strategy st; common supplies limits,
-// workers, seed and progress, as for mc.Scenario.Run.
-func (sc *Scenario) Run(st mc.Strategy, common mc.Options) *mc.Result { return sc.MC().Run(st, common) }
-
-// Scenarios lists the baselines' scenarios by name.
-func Scenarios() []*Scenario {
-	return []*Scenario{ShardedPaxosNormal, ShardedPaxosLossy, ShardedPaxosTwoClients, RSPaxosNormal, RSPaxosLossy, RSPaxosTwoClients}
-}
-
-// Lookup finds a baseline scenario by name.
-func Lookup(name string) (*Scenario, error) {
-	var names []string
-	for _, sc := range Scenarios() {
-		if sc.Name == name {
-			return sc, nil
-		}
-		names = append(names, sc.Name)
-	}
-	return nil, fmt.Errorf("unknown baseline scenario %q (have %v)", name, names)
+// Scenarios lists the baselines' scenarios.
+func Scenarios() []*mc.Scenario {
+	return []*mc.Scenario{ShardedPaxosNormal, ShardedPaxosLossy, ShardedPaxosTwoClients, RSPaxosNormal, RSPaxosLossy, RSPaxosTwoClients}
 }
 
 // ShardedPaxosSlots collects every ShardedPaxos member's log for
@@ -170,7 +112,7 @@ func spInit(scripts [][][]msg.Op, first ...int) func() *mc.State {
 			}
 			nodes[msg.ClientAddr(i)] = c
 		}
-		return mc.NewState(nodes)
+		return NewState(nodes)
 	}
 }
 
@@ -178,7 +120,7 @@ func spInvariants() []mc.Predicate {
 	return []mc.Predicate{
 		OneValuePerSlotPred(ShardedPaxosSlots, spCfg.Quorum()),
 		GCSafe(func(n node.Node) bool { return n.(*shardedpaxos.Replica).Full() }),
-		Linearizable(spCfg.Layout),
+		mc.Linearizable(workload.Model(spCfg.Layout)),
 	}
 }
 
@@ -195,7 +137,7 @@ func rsInit(scripts [][][]msg.Op) func() *mc.State {
 		for i, sc := range scripts {
 			nodes[msg.ClientAddr(i)] = rspaxos.NewClient(uint64(i+1), rsCfg, sc)
 		}
-		return mc.NewState(nodes)
+		return NewState(nodes)
 	}
 }
 
@@ -203,7 +145,7 @@ func rsInvariants() []mc.Predicate {
 	return []mc.Predicate{
 		OneValuePerSlotPred(RSPaxosSlots, rsCfg.Quorum()),
 		GCSafe(func(node.Node) bool { return true }),
-		Linearizable(rsCfg.Layout),
+		mc.Linearizable(workload.Model(rsCfg.Layout)),
 	}
 }
 
@@ -211,44 +153,42 @@ func rsInvariants() []mc.Predicate {
 // operations each. The "normal" ones are small enough to explore to
 // exhaustion; the others are searched within time limits.
 var (
-	ShardedPaxosNormal = &Scenario{
+	ShardedPaxosNormal = &mc.Scenario{
 		Name:   "shardedpaxos-normal",
-		System: "shardedpaxos",
+		System: "shardedpaxos", Describe: DescribeNode,
 		Doc: "ShardedPaxos f=1 (2 replicas + 1 witness), 1 group; one client: write b0, read b0; " +
 			"one timer firing per path (an election at any point, a heartbeat or a retry), no loss",
 		Init:       spInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}),
 		Settings:   mc.Settings{MaxTimerFires: 1},
-		Exhaustive: true,
 		Invariants: spInvariants,
 	}
-	ShardedPaxosLossy = &Scenario{
+	ShardedPaxosLossy = &mc.Scenario{
 		Name:   "shardedpaxos-lossy",
-		System: "shardedpaxos",
+		System: "shardedpaxos", Describe: DescribeNode,
 		Doc: "shardedpaxos-normal with up to 1 drop, 1 duplicate and 3 timer firings per path " +
 			"(elections, heartbeats, retries)",
 		Init:       ShardedPaxosNormal.Init,
 		Settings:   mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 3},
 		Invariants: spInvariants,
 	}
-	ShardedPaxosTwoClients = &Scenario{
+	ShardedPaxosTwoClients = &mc.Scenario{
 		Name:   "shardedpaxos-two-clients",
-		System: "shardedpaxos",
+		System: "shardedpaxos", Describe: DescribeNode,
 		Doc: "ShardedPaxos f=1, 1 group; client 0 writes b0 (starting at member 0, the leader), client 1 " +
 			"reads b0 (starting at member 1); up to 2 timer firings per path, no loss",
 		Init:       spInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}, 0, 1),
 		Settings:   mc.Settings{MaxTimerFires: 2},
 		Invariants: spInvariants,
 	}
-	RSPaxosNormal = &Scenario{
+	RSPaxosNormal = &mc.Scenario{
 		Name:   "rspaxos-normal",
-		System: "rspaxos",
+		System: "rspaxos", Describe: DescribeNode,
 		Doc: "RSPaxos f=1 (4 replicas, quorums of 3, 2 data + 2 parity pieces), 1 group; one client: " +
 			"PUT b0, GET b0; no timers, no loss",
 		Init:       rsInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}),
-		Exhaustive: true,
 		Invariants: rsInvariants,
 	}
-	RSPaxosLossy = &Scenario{
+	RSPaxosLossy = &mc.Scenario{
 		Name:       "rspaxos-lossy",
 		System:     "rspaxos",
 		Doc:        "rspaxos-normal with up to 1 drop, 1 duplicate and 2 timer firings per path",
@@ -256,7 +196,7 @@ var (
 		Settings:   mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 2},
 		Invariants: rsInvariants,
 	}
-	RSPaxosTwoClients = &Scenario{
+	RSPaxosTwoClients = &mc.Scenario{
 		Name:       "rspaxos-two-clients",
 		System:     "rspaxos",
 		Doc:        "RSPaxos f=1, 1 group; client 0 PUTs b0, client 1 GETs b0; up to 1 timer firing per path, no loss",

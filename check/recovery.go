@@ -1,9 +1,9 @@
-package mc
+package check
 
 import (
-	"slices"
 	"time"
 
+	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/reconfig"
@@ -74,48 +74,11 @@ func AddReconfig(nodes map[node.Addr]node.Node, cfg msg.Config, requests []msg.R
 	}
 }
 
-// startsAt reports whether e starts a new incarnation at its receiver
-// (node i): it is then delivered even to a crashed node.
-func (b *builder) startsAt(i int, m node.Message) bool {
-	st, ok := m.(node.Starter)
-	if !ok || i < 0 {
-		return false
-	}
-	inc, ok := st.StartsIncarnation(b.n.sys.addrs[i])
-	cur, known := b.n.nodes[i].nd.(node.Incarnated)
-	return ok && known && cur.Incarnation() < inc
-}
-
-// startIncarnation ends the incarnation of node i when m starts a newer
-// one there: a crashed node comes back, and the old incarnation's timers
-// and streams end. The handler then builds the new incarnation's state.
-func (b *builder) startIncarnation(i int, m node.Message) {
-	if !b.startsAt(i, m) {
-		return
-	}
-	a := b.n.sys.addrs[i]
-	b.touch(i)
-	if b.n.crashed[i] {
-		b.n.crashed = slices.Clone(b.n.crashed)
-		b.n.crashed[i] = false
-	}
-	b.ownTimers()
-	b.n.timers[i] = nil
-	b.ownStreams()
-	b.n.streams = slices.DeleteFunc(b.n.streams, func(q stream) bool {
-		if q.link.From == a || q.link.To == a {
-			b.n.streamSum -= streamPart(&q)
-			return true
-		}
-		return false
-	})
-}
-
 // Settled reports whether reconfiguration and rebuilding are over: the
 // reconfiguration service has nothing to do and knows of no degraded
 // server, every server has its newest configuration, and no data or
 // parity server has a block to rebuild.
-func Settled(s *State) bool {
+func Settled(s *mc.State) bool {
 	rc, ok := s.Node(msg.ReconfigAddr).(*reconfig.Service)
 	if !ok {
 		return true

@@ -1,8 +1,9 @@
 //go:build mutants
 
-package mc
+package check
 
 import (
+	"github.com/amalgam-store/amalgam/mc"
 	"testing"
 	"time"
 
@@ -17,20 +18,20 @@ var mutantCases = []struct {
 	name  string
 	set   func(string)
 	sc    *Scenario
-	st    Strategy
+	st    mc.Strategy
 	finds string // the invariant expected to fail
 }{
-	{"commit-f-1", setData, Normal, BFS, "committed deltas at f+1 servers, committed in op order (3.4.1)"},
-	{"commit-out-of-order", setData, TwoStripes, BFS, "committed deltas at f+1 servers, committed in op order (3.4.1)"},
-	{"txn-first-stripe", setData, Txn, BFS, "committed deltas at f+1 servers, committed in op order (3.4.1)"},
-	{"forget-result", setData, NormalLossy, BFS, "at most one result per request"},
-	{"retry-reexecutes", setData, NormalLossy, BFS, "at most one result per request"},
-	{"delta-new-value", setData, Witnesses, BFS, "parity consistent on quiescent stripes"},
-	{"delta-after-put", setData, Normal, BFS, "parity consistent on quiescent stripes"},
-	{"apply-twice", setParity, Normal, BFS, "parity consistent on quiescent stripes"},
-	{"wrong-coefficient", setParity, TwoClients, BFS, "parity consistent on quiescent stripes"},
-	{"apply-on-prepare", setParity, Normal, BFS, "committed deltas at f+1 servers, committed in op order (3.4.1)"},
-	{"witness-ack-without-holding", setWitness, Witnesses, BFS, "committed deltas at f+1 servers, committed in op order (3.4.1)"},
+	{"commit-f-1", setData, Normal, mc.BFS, "committed deltas at f+1 servers, committed in op order (3.4.1)"},
+	{"commit-out-of-order", setData, TwoStripes, mc.BFS, "committed deltas at f+1 servers, committed in op order (3.4.1)"},
+	{"txn-first-stripe", setData, Txn, mc.BFS, "committed deltas at f+1 servers, committed in op order (3.4.1)"},
+	{"forget-result", setData, NormalLossy, mc.BFS, "at most one result per request"},
+	{"retry-reexecutes", setData, NormalLossy, mc.BFS, "at most one result per request"},
+	{"delta-new-value", setData, Witnesses, mc.BFS, "parity consistent on quiescent stripes"},
+	{"delta-after-put", setData, Normal, mc.BFS, "parity consistent on quiescent stripes"},
+	{"apply-twice", setParity, Normal, mc.BFS, "parity consistent on quiescent stripes"},
+	{"wrong-coefficient", setParity, TwoClients, mc.BFS, "parity consistent on quiescent stripes"},
+	{"apply-on-prepare", setParity, Normal, mc.BFS, "committed deltas at f+1 servers, committed in op order (3.4.1)"},
+	{"witness-ack-without-holding", setWitness, Witnesses, mc.BFS, "committed deltas at f+1 servers, committed in op order (3.4.1)"},
 }
 
 func setData(m string)    { data.Mutant = m }
@@ -40,15 +41,15 @@ func setWitness(m string) { witness.Mutant = m }
 func TestMutants(t *testing.T) {
 	for _, c := range mutantCases {
 		t.Run(c.name, func(t *testing.T) {
-			opt := Options{MaxTime: 60 * time.Second, Workers: 2}
+			opt := mc.Options{MaxTime: 60 * time.Second, Workers: 2}
 			c.set("")
-			if r := c.sc.Run(c.st, opt); r.Outcome == Violation {
+			if r := c.sc.Run(c.st, opt); r.Outcome == mc.Violation {
 				t.Fatalf("unmutated protocol violates %s on %s: %s", r.Predicate, c.sc.Name, r.Explanation)
 			}
 			c.set(c.name)
 			defer c.set("")
 			r := c.sc.Run(c.st, opt)
-			if r.Outcome != Violation {
+			if r.Outcome != mc.Violation {
 				t.Fatalf("mutant not found: %s after %d states, %v", r.Outcome, r.States, r.Elapsed)
 			}
 			if r.Predicate != c.finds {
@@ -60,7 +61,7 @@ func TestMutants(t *testing.T) {
 			t.Logf("%s on %s (%s): %s in %v, %d states, trace %d steps: %s",
 				c.name, c.sc.Name, c.st, r.Predicate, r.Elapsed.Round(time.Millisecond), r.States, len(r.Trace), r.Explanation)
 			// The trace replays to the same violation.
-			rp, err := Replay(c.sc, NewTraceFile(c.sc, r))
+			rp, err := mc.Replay(c.sc.MC(), mc.NewTraceFile(c.sc.MC(), r))
 			if err != nil || rp.Predicate != r.Predicate {
 				t.Fatalf("replay: %v, predicate %q", err, rp.Predicate)
 			}

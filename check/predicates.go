@@ -1,8 +1,8 @@
-package mc
+package check
 
 import (
 	"fmt"
-	"math"
+	"github.com/amalgam-store/amalgam/mc"
 	"strings"
 
 	"github.com/amalgam-store/amalgam/data"
@@ -13,7 +13,6 @@ import (
 	"github.com/amalgam-store/amalgam/reconfig"
 	"github.com/amalgam-store/amalgam/witness"
 	"github.com/amalgam-store/amalgam/workload"
-	"github.com/anishathalye/porcupine"
 )
 
 // The Amalgam predicate library. Every predicate reads nodes through their
@@ -22,21 +21,21 @@ import (
 // ParityConsistency is invariant (a): the parity blocks of every quiescent
 // stripe encode its data blocks. Results are cached by the servers' states
 // and the stripes with protocol messages on streams.
-func ParityConsistency(l erasure.Layout, code *erasure.Code) Predicate {
+func ParityConsistency(l erasure.Layout, code *erasure.Code) mc.Predicate {
 	// Only passes are cached (a failure ends the search), so the cache
 	// holds no pointers for the garbage collector to scan.
-	c := newCache[[2]uint64, struct{}](predEntries)
-	return Pred("parity consistent on quiescent stripes", func(s *State) (bool, string) {
+	c := mc.NewCache[[2]uint64, struct{}](mc.PredEntries)
+	return mc.Pred("parity consistent on quiescent stripes", func(s *mc.State) (bool, string) {
 		busy, small := streamBusy(s)
-		k := [2]uint64{s.serversKey(), busy}
-		if _, hit := c.get(k, mix(k[0]^k[1])); small && hit {
+		k := [2]uint64{s.ServersKey(), busy}
+		if _, hit := c.Get(k, mc.Mix(k[0]^k[1])); small && hit {
 			return true, "every quiescent stripe's parity encodes its data"
 		}
 		if err := ParityConsistent(s, l, code); err != nil {
 			return false, err.Error()
 		}
 		if small {
-			c.put(k, mix(k[0]^k[1]), struct{}{})
+			c.Put(k, mc.Mix(k[0]^k[1]), struct{}{})
 		}
 		return true, "every quiescent stripe's parity encodes its data"
 	})
@@ -45,35 +44,33 @@ func ParityConsistency(l erasure.Layout, code *erasure.Code) Predicate {
 // streamBusy is the set of stripes (< 64) that a PREPARE, PREPARE-OK,
 // COMMIT or PREPARE-DROP on a stream is for; small is false if a stripe
 // is 64 or more.
-func streamBusy(s *State) (mask uint64, small bool) {
+func streamBusy(s *mc.State) (mask uint64, small bool) {
 	small = true
-	for _, q := range s.streams {
-		for _, e := range q.msgs {
-			st := -1
-			switch m := e.Msg.(type) {
-			case msg.Prepare:
-				st = m.Stripe
-			case msg.Commit:
-				st = m.Stripe
-			case msg.PrepareDrop:
-				st = m.Stripe
-			case msg.PrepareOK:
-				st = m.Stripe
-			}
-			if st >= 64 {
-				small = false
-			} else if st >= 0 {
-				mask |= 1 << st
-			}
+	s.StreamMessages(func(e mc.Envelope) {
+		st := -1
+		switch m := e.Msg.(type) {
+		case msg.Prepare:
+			st = m.Stripe
+		case msg.Commit:
+			st = m.Stripe
+		case msg.PrepareDrop:
+			st = m.Stripe
+		case msg.PrepareOK:
+			st = m.Stripe
 		}
-	}
+		if st >= 64 {
+			small = false
+		} else if st >= 0 {
+			mask |= 1 << st
+		}
+	})
 	return mask, small
 }
 
 // StripesRecoverable is the Server Liveness Criterion (thesis 3.4.2) as an
 // invariant: no stripe has more than f degraded blocks (Recoverable).
-func StripesRecoverable(l erasure.Layout) Predicate {
-	return Pred("at most f blocks of a stripe degraded (SLC, 3.4.2)", func(s *State) (bool, string) {
+func StripesRecoverable(l erasure.Layout) mc.Predicate {
+	return mc.Pred("at most f blocks of a stripe degraded (SLC, 3.4.2)", func(s *mc.State) (bool, string) {
 		if err := Recoverable(s, l); err != nil {
 			return false, err.Error()
 		}
@@ -89,33 +86,33 @@ func StripesRecoverable(l erasure.Layout) Predicate {
 // committed at its data server. Degraded blocks do not exist yet (no
 // recovery), and a crashed server keeps counting: its state is on disk.
 //
-// It reads servers through their cached views (State.view), so a state
+// It reads servers through their cached views (mc.State.view), so a state
 // whose servers were all seen before costs no allocation.
-func CommitInvariant(l erasure.Layout) Predicate {
+func CommitInvariant(l erasure.Layout) mc.Predicate {
 	dataA, parityA, witnessA := make([]node.Addr, l.N), make([]node.Addr, l.N), make([]node.Addr, l.N)
 	for m := 0; m < l.N; m++ {
 		dataA[m], parityA[m], witnessA[m] = msg.DataAddr(m), msg.ParityAddr(m), msg.WitnessAddr(m)
 	}
 	// backup is the address of Backups(st)[bi], and its node index.
-	backup := func(s *State, st, bi int) (node.Addr, int) {
+	backup := func(s *mc.State, st, bi int) (node.Addr, int) {
 		if bi < l.F {
 			m := l.ParityMachine(st, bi)
-			return parityA[m], at(s.sys.roles.parity, m)
+			return parityA[m], s.Index(parityA[m])
 		}
 		m := l.WitnessMachine(st, bi-l.F)
-		return witnessA[m], at(s.sys.roles.witness, m)
+		return witnessA[m], s.Index(witnessA[m])
 	}
-	return Pred("committed deltas at f+1 servers, committed in op order (3.4.1)", func(s *State) (bool, string) {
+	return mc.Pred("committed deltas at f+1 servers, committed in op order (3.4.1)", func(s *mc.State) (bool, string) {
 		for m := 0; m < l.N; m++ {
-			di := at(s.sys.roles.data, m)
+			di := s.Index(dataA[m])
 			if di < 0 {
 				continue
 			}
-			if _, ok := s.nodes[di].nd.(*data.Server); !ok {
+			ds, ok := s.NodeAt(di).(*data.Server)
+			if !ok {
 				continue
 			}
-			ops := s.view(di).ops
-			ds := s.nodes[di].nd.(*data.Server)
+			ops := view(s, di).ops
 			primary := ds.Primary()
 			// holds: a backup holds the delta, or (thesis 3.4.1: "or has a
 			// block ... that is degraded") is being replaced and has not
@@ -164,14 +161,14 @@ func CommitInvariant(l erasure.Layout) Predicate {
 				}
 			}
 			for k := 0; k < l.N; k++ {
-				pi := at(s.sys.roles.parity, k)
+				pi := s.Index(parityA[k])
 				if pi < 0 {
 					continue
 				}
-				if _, ok := s.nodes[pi].nd.(*parity.Server); !ok {
+				if _, ok := s.NodeAt(pi).(*parity.Server); !ok {
 					continue
 				}
-				for _, h := range s.view(pi).held {
+				for _, h := range view(s, pi).held {
 					if !h.Applied || h.P.Shard != m || h.P.Primary != primary {
 						continue
 					}
@@ -192,16 +189,16 @@ func CommitInvariant(l erasure.Layout) Predicate {
 // holds the PREPARE of (shard, opNum, st) from the shard's data server
 // incarnation primary, or (a parity server that knows that incarnation)
 // applied and dropped it.
-func holdsDelta(s *State, i int, shard int, primary, opNum uint64, st int) bool {
+func holdsDelta(s *mc.State, i int, shard int, primary, opNum uint64, st int) bool {
 	if i < 0 {
 		return false
 	}
-	switch x := s.nodes[i].nd.(type) {
+	switch x := s.NodeAt(i).(type) {
 	case *parity.Server:
-		v := s.view(i)
+		v := view(s, i)
 		return v.holds(shard, primary, opNum, st) || x.PrimaryOf(shard) == primary && x.OpNum(shard) >= opNum
 	case *witness.Server:
-		return s.view(i).holds(shard, primary, opNum, st)
+		return view(s, i).holds(shard, primary, opNum, st)
 	}
 	return false
 }
@@ -211,8 +208,8 @@ func holdsDelta(s *State, i int, shard int, primary, opNum uint64, st int) bool 
 // op number, and all the results for one request (replies in flight and
 // the reply the client kept) are equal. A request is named by shard,
 // data server incarnation, client and seq (a replacement may run it again).
-func AtMostOnce() Predicate {
-	return Pred("at most one result per request", func(s *State) (bool, string) {
+func AtMostOnce() mc.Predicate {
+	return mc.Pred("at most one result per request", func(s *mc.State) (bool, string) {
 		// Every (request, op number) held by a server or on a stream, in a
 		// buffer on the stack: states hold a handful.
 		type exec struct {
@@ -236,48 +233,49 @@ func AtMostOnce() Predicate {
 			return fmt.Sprintf("client %d request %d executed twice on shard %d (op %d and op %d, seen at %s)",
 				k.client, k.seq, k.shard, old, op, where)
 		}
-		for _, i := range s.sys.servers {
-			switch n := s.nodes[i].nd.(type) {
+		for i, a := range s.Addrs() {
+			switch n := s.NodeAt(i).(type) {
 			case *data.Server:
-				for _, op := range s.view(i).ops {
+				for _, op := range view(s, i).ops {
 					k := execKey{n.Machine(), n.Primary(), op.Client, op.Seq}
 					if old, dup := note(k, op.OpNum); dup {
-						return false, twice(k, old, op.OpNum, string(s.sys.addrs[i]))
+						return false, twice(k, old, op.OpNum, string(a))
 					}
 				}
 			case *parity.Server, *witness.Server:
-				for _, h := range s.view(i).held {
+				for _, h := range view(s, i).held {
 					k := execKey{h.P.Shard, h.P.Primary, h.P.Client, h.P.Seq}
 					if old, dup := note(k, h.P.OpNum); dup {
-						return false, twice(k, old, h.P.OpNum, string(s.sys.addrs[i]))
+						return false, twice(k, old, h.P.OpNum, string(a))
 					}
 				}
 			}
 		}
-		for _, q := range s.streams {
-			for _, e := range q.msgs {
-				if p, ok := e.Msg.(msg.Prepare); ok {
-					k := execKey{p.Shard, p.Primary, p.Client, p.Seq}
-					if old, dup := note(k, p.OpNum); dup {
-						return false, twice(k, old, p.OpNum, "stream "+string(e.From)+"->"+string(e.To))
-					}
+		why := ""
+		s.StreamMessages(func(e mc.Envelope) {
+			if p, ok := e.Msg.(msg.Prepare); ok && why == "" {
+				k := execKey{p.Shard, p.Primary, p.Client, p.Seq}
+				if old, dup := note(k, p.OpNum); dup {
+					why = twice(k, old, p.OpNum, "stream "+string(e.From)+"->"+string(e.To))
 				}
 			}
+		})
+		if why != "" {
+			return false, why
 		}
 		// Results: the reply a client kept and the replies in flight to it.
-		for j, e := range s.net {
+		net := s.Network()
+		for j, e := range net {
 			r, ok := e.Msg.(msg.Reply)
 			if !ok {
 				continue
 			}
 			var other msg.Reply
 			have := false
-			if e.to > 0 {
-				if c, ok := s.nodes[e.to-1].nd.(replier); ok && r.Seq >= 1 && r.Seq <= uint64(len(c.Replies())) {
-					other, have = c.Replies()[r.Seq-1], true
-				}
+			if c, ok := s.Node(e.To).(*workload.Client); ok && r.Seq >= 1 && r.Seq <= uint64(len(c.Replies())) {
+				other, have = c.Replies()[r.Seq-1], true
 			}
-			for _, e2 := range s.net[:j] {
+			for _, e2 := range net[:j] {
 				if r2, ok := e2.Msg.(msg.Reply); ok && !have && e2.To == e.To && r2.Seq == r.Seq {
 					other, have = r2, true
 				}
@@ -298,87 +296,8 @@ func replyHash(r msg.Reply) uint64 {
 	return h.Sum()
 }
 
-// Linearizable checks the workload clients' results with porcupine: every
-// completed operation with its reply, and every invoked operation without
-// a reply yet as pending (it may take effect at any point after its call,
-// with any result). Real time comes from the state's return order: a
-// closed-loop client invokes its next operation when a reply arrives.
-// Results are cached by the clients' states and the return order.
-func Linearizable(l erasure.Layout) Predicate {
-	model := workload.Model(l)                       // a nil output is a pending operation
-	cache := newCache[uint64, struct{}](predEntries) // passes only: no pointers to scan
-	return Pred("results linearizable", func(s *State) (bool, string) {
-		k := s.clientsKey()
-		if _, ok := cache.get(k, mix(k)); ok {
-			return true, "the clients' history is linearizable"
-		}
-		hist := History(s)
-		why := ""
-		if !porcupine.CheckOperations(model, hist) {
-			var b strings.Builder
-			fmt.Fprintf(&b, "history of %d operations is not linearizable:", len(hist))
-			for _, op := range hist {
-				out := "pending"
-				if r, ok := op.Output.(msg.Reply); ok {
-					out = workload.DescribeReply(r)
-				}
-				ret := fmt.Sprint(op.Return)
-				if op.Return == math.MaxInt64 {
-					ret = "-"
-				}
-				fmt.Fprintf(&b, " [client/%d %d..%s %s -> %s]", op.ClientId, op.Call, ret,
-					workload.DescribeTxn(op.Input.([]msg.Op)), out)
-			}
-			why = b.String()
-		}
-		if why == "" {
-			cache.put(k, mix(k), struct{}{})
-		}
-		return why == "", why
-	})
-}
-
-// History rebuilds the clients' history from s: completed operations with
-// call and return times from the return order, and each client's current
-// operation as pending (Output nil, Return MaxInt64).
-func History(s *State) []porcupine.Operation {
-	var hist []porcupine.Operation
-	n := make([]int, len(s.sys.clients))
-	call := make([]int64, len(s.sys.clients))
-	for i, ci := range s.returns {
-		c := s.nodes[s.sys.clients[ci]].nd.(*workload.Client)
-		t := int64(2*i + 2)
-		hist = append(hist, porcupine.Operation{ClientId: int(c.ID() - 1), Input: c.Script()[n[ci]],
-			Call: call[ci], Output: c.Replies()[n[ci]], Return: t})
-		n[ci]++
-		call[ci] = t + 1
-	}
-	for ci, ni := range s.sys.clients {
-		c := s.nodes[ni].nd.(*workload.Client)
-		if n[ci] < len(c.Script()) {
-			hist = append(hist, porcupine.Operation{ClientId: int(c.ID() - 1), Input: c.Script()[n[ci]],
-				Call: call[ci], Return: math.MaxInt64})
-		}
-	}
-	return hist
-}
-
-// ClientsDonePred holds when every workload client has all its replies.
-func ClientsDonePred() Predicate {
-	return Pred("all clients done", func(s *State) (bool, string) {
-		for _, ci := range s.sys.clients {
-			c := s.nodes[ci].nd.(*workload.Client)
-			if !c.Done() {
-				return false, fmt.Sprintf("%s has %d of %d replies", s.sys.addrs[ci], len(c.Replies()), len(c.Script()))
-			}
-		}
-		return true, "every client has all its replies"
-	})
-}
-
-// RepliesAtLeast holds once the clients hold n replies in all.
-func RepliesAtLeast(n int) Predicate {
-	return Pred(fmt.Sprintf("%d replies received", n), func(s *State) (bool, string) {
-		return len(s.returns) >= n, fmt.Sprintf("%d replies", len(s.returns))
-	})
-}
+// Linearizable checks the workload clients' results with porcupine
+// against the block store's sequential model (mc.Linearizable with
+// workload.Model): pending operations may take effect at any point after
+// their call, with any result.
+func Linearizable(l erasure.Layout) mc.Predicate { return mc.Linearizable(workload.Model(l)) }

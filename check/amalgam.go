@@ -1,8 +1,9 @@
-package mc
+package check
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/amalgam-store/amalgam/mc"
 	"strings"
 
 	"github.com/amalgam-store/amalgam/data"
@@ -33,24 +34,14 @@ func Amalgam(cfg msg.Config, code *erasure.Code, scripts [][][]msg.Op) map[node.
 	return nodes
 }
 
-// ClientsDone reports whether every workload client has all its replies.
-func ClientsDone(s *State) bool {
-	for _, a := range s.Addrs() {
-		if c, ok := s.Node(a).(*workload.Client); ok && !c.Done() {
-			return false
-		}
-	}
-	return true
-}
-
 // Quiescent reports whether stripe st has no operation in progress: no
 // data server has it in pending_ops, no parity server or witness holds a
 // PREPARE for it, no protocol message for it is in flight, and no server
 // of the stripe is degraded (rebuilding it after a replacement), and every
 // server has the reconfiguration service's newest configuration.
-func Quiescent(s *State, l erasure.Layout, st int) bool {
+func Quiescent(s *mc.State, l erasure.Layout, st int) bool {
 	busy := false
-	s.StreamMessages(func(e Envelope) {
+	s.StreamMessages(func(e mc.Envelope) {
 		switch m := e.Msg.(type) {
 		case msg.Prepare:
 			busy = busy || m.Stripe == st
@@ -90,7 +81,7 @@ func Quiescent(s *State, l erasure.Layout, st int) bool {
 
 // ParityConsistent checks invariant (a): every parity block of every
 // quiescent stripe equals the encoding of the stripe's data blocks.
-func ParityConsistent(s *State, l erasure.Layout, code *erasure.Code) error {
+func ParityConsistent(s *mc.State, l erasure.Layout, code *erasure.Code) error {
 	for st := 0; st < l.Stripes; st++ {
 		if !Quiescent(s, l, st) {
 			continue
@@ -104,7 +95,7 @@ func ParityConsistent(s *State, l erasure.Layout, code *erasure.Code) error {
 
 // StripeConsistent compares stripe st's parity blocks with the encoding of
 // its data blocks.
-func StripeConsistent(s *State, l erasure.Layout, code *erasure.Code, st int) error {
+func StripeConsistent(s *mc.State, l erasure.Layout, code *erasure.Code, st int) error {
 	dataBlocks, parityBlocks := StripeBlocks(s, l, st)
 	want, err := code.Encode(dataBlocks)
 	if err != nil {
@@ -121,7 +112,7 @@ func StripeConsistent(s *State, l erasure.Layout, code *erasure.Code, st int) er
 
 // StripeBlocks returns the data blocks and parity blocks of stripe st as
 // the servers hold them now.
-func StripeBlocks(s *State, l erasure.Layout, st int) (dataBlocks, parityBlocks [][]byte) {
+func StripeBlocks(s *mc.State, l erasure.Layout, st int) (dataBlocks, parityBlocks [][]byte) {
 	for pos := 0; pos < l.G; pos++ {
 		d := s.Node(msg.DataAddr(l.DataMachine(st, pos))).(*data.Server)
 		dataBlocks = append(dataBlocks, d.Block(l.Block(st, pos)))
@@ -141,7 +132,7 @@ func StripeBlocks(s *State, l erasure.Layout, st int) (dataBlocks, parityBlocks 
 // incarnation has not started yet (the old one no longer counts). Crashed
 // servers the service has not replaced do not count: the service cannot
 // know of them.
-func Recoverable(s *State, l erasure.Layout) error {
+func Recoverable(s *mc.State, l erasure.Layout) error {
 	rc, ok := s.Node(msg.ReconfigAddr).(*reconfig.Service)
 	if !ok {
 		return nil

@@ -1,7 +1,8 @@
-package mc
+package check
 
 import (
 	"fmt"
+	"github.com/amalgam-store/amalgam/mc"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ type simRun struct {
 	checkEverySteps int
 }
 
-func (r simRun) run(t *testing.T) (*State, *erasure.Code) {
+func (r simRun) run(t *testing.T) (*mc.State, *erasure.Code) {
 	t.Helper()
 	code, err := erasure.NewCode(r.layout.G, r.layout.F)
 	if err != nil {
@@ -34,10 +35,10 @@ func (r simRun) run(t *testing.T) (*State, *erasure.Code) {
 	for i := range scripts {
 		scripts[i] = workload.Generate(rng.Uint64, r.layout, 0, r.ops, workload.DefaultMix)
 	}
-	s := NewState(Amalgam(msg.InitialConfig(r.layout), code, scripts))
+	s := mc.NewState(Amalgam(msg.InitialConfig(r.layout), code, scripts))
 	rec := NewRecorder(s)
-	opt := SimOptions{Seed: r.seed, MaxSteps: 200000, Loss: r.loss, Dup: r.dup, TimerChance: 0.02}
-	final, steps, err := Simulate(s, opt, nil, func(st Step) error {
+	opt := mc.SimOptions{Seed: r.seed, MaxSteps: 200000, Loss: r.loss, Dup: r.dup, TimerChance: 0.02}
+	final, steps, err := mc.Simulate(s, opt, nil, func(st mc.Step) error {
 		if err := rec.Step(st); err != nil {
 			return err
 		}
@@ -49,7 +50,7 @@ func (r simRun) run(t *testing.T) (*State, *erasure.Code) {
 	if err != nil {
 		t.Fatalf("seed %d: %v", r.seed, err)
 	}
-	if !ClientsDone(final) {
+	if !mc.ClientsDone(final) {
 		t.Fatalf("seed %d: clients not done after %d steps", r.seed, steps)
 	}
 	if !final.Quiet() {

@@ -1,8 +1,9 @@
 //go:build mutants
 
-package mc
+package check
 
 import (
+	"github.com/amalgam-store/amalgam/mc"
 	"testing"
 	"time"
 
@@ -80,13 +81,13 @@ func TestRecoveryMutantsBySearch(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.set(c.name)
 			defer c.set("")
-			r := c.sc.Run(Random, Options{MaxTime: 60 * time.Second, Seed: 1})
-			if r.Outcome != Violation {
+			r := c.sc.Run(mc.Random, mc.Options{MaxTime: 60 * time.Second, Seed: 1})
+			if r.Outcome != mc.Violation {
 				t.Fatalf("mutant not found on %s: %s after %d states, %v", c.sc.Name, r.Outcome, r.States, r.Elapsed)
 			}
 			t.Logf("%s on %s: %q in %v, %d states, trace %d steps", c.name, c.sc.Name, r.Predicate,
 				r.Elapsed.Round(time.Millisecond), r.States, len(r.Trace))
-			rp, err := Replay(c.sc, NewTraceFile(c.sc, r))
+			rp, err := mc.Replay(c.sc.MC(), mc.NewTraceFile(c.sc.MC(), r))
 			if err != nil || rp.Predicate != r.Predicate {
 				t.Fatalf("replay: %v, predicate %q", err, rp.Predicate)
 			}
