@@ -108,7 +108,12 @@ func (r *RM) Handle(_ node.Context, _ node.Addr, m node.Message) {
 func (r *RM) Clone() node.Node { c := *r; return &c }
 
 // Hash implements node.Node.
-func (r *RM) Hash() uint64 { h := node.NewHasher(); h.Int(r.ID); h.Uint64(uint64(r.State)); return h.Sum() }
+func (r *RM) Hash() uint64 {
+	h := node.NewHasher()
+	h.Int(r.ID)
+	h.Uint64(uint64(r.State))
+	return h.Sum()
+}
 
 // Describe implements node.Describer.
 func (r *RM) Describe() string { return r.State.String() }
