@@ -80,13 +80,6 @@ func (r simRun) run(t *testing.T) (*mc.State, *erasure.Code) {
 	return final, code
 }
 
-func simSeeds(t *testing.T) int {
-	if testing.Short() {
-		return 100
-	}
-	return 1000
-}
-
 func TestRandomizedAmalgam(t *testing.T) {
 	layouts := []erasure.Layout{
 		{N: 5, G: 3, F: 2, W: 0, Stripes: 5, BlockSize: 16},
@@ -95,7 +88,7 @@ func TestRandomizedAmalgam(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(fmt.Sprintf("n%d_g%d_f%d_w%d", l.N, l.G, l.F, l.W), func(t *testing.T) {
 			t.Parallel()
-			seeds := simSeeds(t)
+			seeds := sweep(1000, 100, 25)
 			for seed := 1; seed <= seeds; seed++ {
 				simRun{layout: l, clients: 4, ops: 50, loss: 0.1, dup: 0.1, seed: uint64(seed), checkEverySteps: 7}.run(t)
 			}

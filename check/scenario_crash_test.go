@@ -33,7 +33,7 @@ func TestCrashScenariosExhaustive(t *testing.T) {
 				st      mc.Strategy
 				workers int
 			}{{mc.BFS, 1}, {mc.BFS, 2}, {mc.DFS, 1}}
-			if c.big && testing.Short() {
+			if c.big && !*long {
 				runs = runs[1:2]
 			}
 			for _, run := range runs {
