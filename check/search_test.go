@@ -2,7 +2,6 @@ package check
 
 import (
 	"github.com/amalgam-store/amalgam/mc"
-	"strings"
 	"testing"
 )
 
@@ -88,28 +87,5 @@ func TestGoalAndPrune(t *testing.T) {
 	g := Normal.Run(mc.Guided, mc.Options{})
 	if g.Outcome != mc.Exhausted || len(g.Trace) == 0 {
 		t.Fatalf("guided: %s, trace %d", g.Outcome, len(g.Trace))
-	}
-}
-
-func TestPredicateCombinators(t *testing.T) {
-	yes := mc.Pred("yes", func(*mc.State) (bool, string) { return true, "y" })
-	no := mc.Pred("no", func(*mc.State) (bool, string) { return false, "n" })
-	s := Normal.Init()
-	for _, c := range []struct {
-		p    mc.Predicate
-		want bool
-	}{
-		{mc.And(yes, yes), true}, {mc.And(yes, no), false}, {mc.Or(no, yes), true}, {mc.Or(no, no), false},
-		{mc.Not(no), true}, {mc.Not(yes), false}, {mc.Implies(no, no), true}, {mc.Implies(yes, no), false}, {mc.Implies(yes, yes), true},
-	} {
-		if ok, why := c.p.Check(s); ok != c.want {
-			t.Errorf("%s = %v (%s), want %v", c.p.Name, ok, why, c.want)
-		}
-	}
-	if ok, why := mc.And(yes, no).Check(s); ok || !strings.HasPrefix(why, "no:") {
-		t.Errorf("mc.And explanation %q", why)
-	}
-	if n := mc.Implies(yes, no).Name; n != "(yes implies no)" {
-		t.Errorf("name %q", n)
 	}
 }

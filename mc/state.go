@@ -2,9 +2,10 @@
 // every node, the network, the ordered streams and every pending timer,
 // and events move from one state to the next. Randomized simulation
 // (Simulate) walks one path; Search explores the graph of states built
-// from the same pieces. It knows nothing of the system it checks: what a
-// client's operations are, what must hold and how nodes read come from
-// the system (Client, Predicate, Scenario, node.Describer).
+// from the same pieces. It knows nothing of the system it checks: the
+// system supplies its clients' operations (Client), what must hold
+// (Predicate), its setups (Scenario) and how its values read in traces
+// (node.Describer). The examples/ directory shows two small systems.
 package mc
 
 import (
