@@ -88,7 +88,7 @@ func TestRandomizedAmalgam(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(fmt.Sprintf("n%d_g%d_f%d_w%d", l.N, l.G, l.F, l.W), func(t *testing.T) {
 			t.Parallel()
-			seeds := sweep(1000, 100, 25)
+			seeds := sweep(1000, 50, 20)
 			for seed := 1; seed <= seeds; seed++ {
 				simRun{layout: l, clients: 4, ops: 50, loss: 0.1, dup: 0.1, seed: uint64(seed), checkEverySteps: 7}.run(t)
 			}

@@ -114,7 +114,7 @@ func (r replaceRun) try() (*mc.State, error) {
 }
 
 func TestRandomizedReplaceParity(t *testing.T) {
-	seeds := sweep(150, 150, 20)
+	seeds := sweep(150, 40, 20)
 	for seed := 1; seed <= seeds; seed++ {
 		l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 16}
 		rs := []msg.Replace{{Role: erasure.RoleParity, Machine: seed % l.N, Inc: 1}}
@@ -127,7 +127,7 @@ func TestRandomizedReplaceParity(t *testing.T) {
 }
 
 func TestRandomizedReplaceWitness(t *testing.T) {
-	seeds := sweep(100, 100, 15)
+	seeds := sweep(100, 30, 15)
 	for seed := 1; seed <= seeds; seed++ {
 		l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 6, BlockSize: 16}
 		rs := []msg.Replace{{Role: erasure.RoleWitness, Machine: seed % l.N, Inc: 1}}
@@ -141,7 +141,7 @@ func TestRandomizedReplaceWitness(t *testing.T) {
 
 func TestRandomizedReplaceData(t *testing.T) {
 	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 16}
-	seeds := sweep(200, 200, 30)
+	seeds := sweep(200, 60, 30)
 	replaced := 0
 	for seed := 1; seed <= seeds; seed++ {
 		m := seed % l.N
@@ -171,7 +171,7 @@ func replaceSeed(seed int) replaceRun {
 }
 
 func TestRandomizedReplaceTwoDataServers(t *testing.T) {
-	seeds := sweep(200, 200, 30)
+	seeds := sweep(200, 60, 30)
 	both := 0
 	for seed := 2; seed <= 2*seeds; seed += 2 {
 		final := replaceSeed(seed).run(t)
@@ -206,7 +206,7 @@ func pauseSeed(seed int) replaceRun {
 // With a pause between background rebuilds, replacements still settle,
 // and the pause survives the new incarnation's start.
 func TestRandomizedReplaceWithRebuildPause(t *testing.T) {
-	seeds := sweep(80, 80, 16)
+	seeds := sweep(80, 30, 16)
 	all, postponed := 0, 0
 	for seed := 1; seed <= seeds; seed++ {
 		r := pauseSeed(seed)
