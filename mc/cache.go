@@ -4,10 +4,10 @@ import (
 	"sync"
 )
 
-// cache is a concurrent map with a bound on its size: each of its shards
+// Cache is a concurrent map with a bound on its size: each of its shards
 // is emptied when it outgrows its share of the bound. Handler results and
 // predicate results are cached in these; forgetting is always safe.
-type cache[K comparable, V any] struct {
+type Cache[K comparable, V any] struct {
 	per    int
 	shards [64]struct {
 		sync.Mutex
@@ -17,22 +17,23 @@ type cache[K comparable, V any] struct {
 }
 
 // memoEntries bounds the handler results kept per run; predicate caches
-// keep at most predEntries results each.
+// should keep at most PredEntries results each.
 const (
 	memoEntries = 1 << 21
-	predEntries = 1 << 20
+	PredEntries = 1 << 20
 )
 
-func newCache[K comparable, V any](max int) *cache[K, V] {
-	c := &cache[K, V]{per: max / 64}
+// NewCache returns a cache of at most about max entries.
+func NewCache[K comparable, V any](max int) *Cache[K, V] {
+	c := &Cache[K, V]{per: max / 64}
 	for i := range c.shards {
 		c.shards[i].m = map[K]V{}
 	}
 	return c
 }
 
-// get looks k up; shard is a hash of k.
-func (c *cache[K, V]) get(k K, shard uint64) (V, bool) {
+// Get looks k up; shard is a hash of k (its top 6 bits pick the shard).
+func (c *Cache[K, V]) Get(k K, shard uint64) (V, bool) {
 	sh := &c.shards[shard>>58]
 	sh.Lock()
 	v, ok := sh.m[k]
@@ -40,7 +41,8 @@ func (c *cache[K, V]) get(k K, shard uint64) (V, bool) {
 	return v, ok
 }
 
-func (c *cache[K, V]) put(k K, shard uint64, v V) {
+// Put stores v under k; shard is the hash Get takes.
+func (c *Cache[K, V]) Put(k K, shard uint64, v V) {
 	sh := &c.shards[shard>>58]
 	sh.Lock()
 	if len(sh.m) >= c.per {

@@ -3,7 +3,6 @@ package mc
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/amalgam-store/amalgam/node"
@@ -47,7 +46,8 @@ type Event struct {
 	Kind  EventKind
 	Env   Envelope
 	Node  node.Addr
-	Timer uint64 // hash of the timer to fire
+	Timer uint64     // hash of the timer to fire
+	T     node.Timer // the timer to fire, for descriptions
 }
 
 // Target is the node that handles the event (the crashed node for Crash).
@@ -61,23 +61,14 @@ func (e Event) Target() node.Addr {
 func (e Event) String() string {
 	switch e.Kind {
 	case Fire:
-		return fmt.Sprintf("fire %s timer %016x", e.Node, e.Timer)
+		if e.T == nil {
+			return fmt.Sprintf("fire %s timer %016x", e.Node, e.Timer)
+		}
+		return fmt.Sprintf("fire %s timer %s", e.Node, Describe(e.T))
 	case Crash:
 		return fmt.Sprintf("crash %s", e.Node)
 	}
-	return fmt.Sprintf("%s %s -> %s %s", e.Kind, e.Env.From, e.Env.To, describeMsg(e.Env.Msg))
-}
-
-func describeMsg(m node.Message) string {
-	t := fmt.Sprintf("%T", m)
-	if i := strings.IndexByte(t, '['); i >= 0 {
-		t = t[:i] // a generic message: drop the type arguments' long paths
-	}
-	s := strings.TrimPrefix(fmt.Sprintf("%s%+v", t, m), "msg.")
-	if len(s) > 160 {
-		s = s[:157] + "..."
-	}
-	return s
+	return fmt.Sprintf("%s %s -> %s %s", e.Kind, e.Env.From, e.Env.To, Describe(e.Env.Msg))
 }
 
 // Unlimited, as a Settings bound, removes the bound.
@@ -92,7 +83,7 @@ type Settings struct {
 	MaxCrashes    int // nodes crashed
 	MaxTimerFires int // timers fired (0: timers never fire)
 	// CrashTargets are the nodes that may crash; nil means every node
-	// except clients ("client/..." addresses).
+	// except the clients (see Client).
 	CrashTargets []node.Addr
 }
 
@@ -126,7 +117,7 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 		for i, ts := range s.timers {
 			for j, t := range ts {
 				if timerReady(ts, j) && !slices.ContainsFunc(ts[:j], func(u pendingTimer) bool { return u.hash == t.hash }) {
-					out = append(out, Event{Kind: Fire, Node: s.sys.addrs[i], Timer: t.hash})
+					out = append(out, Event{Kind: Fire, Node: s.sys.addrs[i], Timer: t.hash, T: t.T})
 				}
 			}
 		}
@@ -136,7 +127,7 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 			if s.crashed[i] {
 				continue
 			}
-			if set.CrashTargets == nil && !strings.HasPrefix(string(a), "client/") ||
+			if set.CrashTargets == nil && !slices.Contains(s.sys.clients, i) ||
 				slices.Contains(set.CrashTargets, a) {
 				out = append(out, Event{Kind: Crash, Node: a})
 			}
@@ -188,12 +179,6 @@ func (sc *scratch) queue(msgs []Envelope, e Envelope) []Envelope {
 	k := len(sc.arena)
 	sc.arena = append(append(sc.arena, msgs...), e)
 	return sc.arena[k : k+n : k+n]
-}
-
-// applyScratch is Apply building the new state in sc; the state is only
-// valid until the next use of sc, unless frozen.
-func (s *State) applyScratch(e Event, sc *scratch) (*State, error) {
-	return s.apply(e, !s.sys.noMemo, sc)
 }
 
 // freeze copies the state built in sc out of its buffers.
@@ -433,7 +418,8 @@ type memoKey struct {
 }
 
 // effect is what one handler run did: the new node and its hash, the
-// messages and timers it asked for, and how many replies a client took.
+// messages and timers it asked for, and how many operations a client
+// completed.
 // Effects are shared between states and never modified.
 type effect struct {
 	inst    *instance
@@ -456,7 +442,7 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 	shard := mix(key.h ^ key.ev)
 	ef, ok := (*effect)(nil), false
 	if b.memo {
-		ef, ok = n.sys.memo.get(key, shard)
+		ef, ok = n.sys.memo.Get(key, shard)
 	}
 	if !ok {
 		var err error
@@ -464,7 +450,7 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 			return err
 		}
 		if b.memo {
-			n.sys.memo.put(key, shard, ef)
+			n.sys.memo.Put(key, shard, ef)
 		}
 	}
 	b.touch(i)
@@ -501,8 +487,9 @@ func (s *State) run(i int, from node.Addr, m node.Message, t node.Timer) (ef *ef
 		nd.Timer(ctx, t)
 	}
 	ef = &effect{inst: &instance{nd: nd, h: nd.Hash()}, sends: ctx.sends, streams: ctx.streams, timers: ctx.timers}
-	if c, ok := nd.(replier); ok {
-		ef.replies = max(0, len(c.Replies())-len(old.(replier).Replies()))
+	if c, ok := s.sys.clientOf(nd); ok {
+		was, _ := s.sys.clientOf(old)
+		ef.replies = max(0, c.Returned()-was.Returned())
 	}
 	return ef, nil
 }

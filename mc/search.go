@@ -59,6 +59,9 @@ type Options struct {
 	Seed       uint64 // random walks
 	Walks      int    // random walks: number of walks (0: until a limit)
 	Checks     Checks
+	// NoMemo runs every handler afresh instead of reusing the result of
+	// the same node state handling the same event (tests compare both).
+	NoMemo bool
 	// Progress, if set, gets a line "states=... depth=... states/s=..."
 	// every ProgressEvery (default 1s) and one at the end.
 	Progress      io.Writer
@@ -328,11 +331,8 @@ func (sr *searcher) pruned(s *State) bool {
 func (sr *searcher) step(s *State, e Event, parent *tnode, sc *scratch) *State {
 	var next *State
 	var err error
-	if sc != nil {
-		next, err = s.applyScratch(e, sc)
-	} else {
-		next, err = s.Apply(e)
-	}
+	memo := !sr.opt.NoMemo && !s.sys.noMemo
+	next, err = s.apply(e, memo, sc)
 	if err != nil {
 		var hp *HandlerPanic
 		if errors.As(err, &hp) {

@@ -1,8 +1,11 @@
-// Package mc runs Amalgam's protocol nodes in simulation: a state is every
-// node, the network and every pending timer, and events move from one
-// state to the next. Randomized simulation (Simulate) walks one path; the
-// model checker (Search) explores the graph of states built from the same
-// pieces.
+// Package mc is a model checker for systems of node.Node values: a state is
+// every node, the network, the ordered streams and every pending timer,
+// and events move from one state to the next. Randomized simulation
+// (Simulate) walks one path; Search explores the graph of states built
+// from the same pieces. It knows nothing of the system it checks: the
+// system supplies its clients' operations (Client), what must hold
+// (Predicate), its setups (Scenario) and how its values read in traces
+// (node.Describer). The examples/ directory shows two small systems.
 package mc
 
 import (
@@ -13,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
 
@@ -80,7 +82,7 @@ type State struct {
 	streams []stream         // sorted by link
 	used    Budget
 	// returns lists, in order, the client (index into sys.clients) of every
-	// reply a workload client accepted. It is the real-time order of the
+	// operation a client completed. It is the real-time order of the
 	// run's returns, which a closed-loop client's invocations follow.
 	returns []uint8
 
@@ -93,11 +95,12 @@ type State struct {
 
 // system is what all states of one run share.
 type system struct {
-	addrs   []node.Addr
-	index   map[node.Addr]int
-	clients []int // node indices of the clients (nodes with Replies)
-	servers []int // node indices of the other nodes
-	observe func(e Envelope, ordered bool)
+	addrs    []node.Addr
+	index    map[node.Addr]int
+	clients  []int // node indices of the clients (see Client)
+	servers  []int // node indices of the other nodes
+	clientOf func(node.Node) (Client, bool)
+	observe  func(e Envelope, ordered bool)
 	// cloneLocks serialise Clone calls on one node value: a node's Clone
 	// may write to the original (erasure.Blocks.Clone does), and workers
 	// share nodes across states.
@@ -106,31 +109,34 @@ type system struct {
 	// deterministic, so a node in the same state handling the same message
 	// or timer always makes the same new node and effects. noMemo turns it
 	// off (tests compare both).
-	memo   *cache[memoKey, *effect]
+	memo   *Cache[memoKey, *effect]
 	noMemo bool
-	// roles maps machine numbers to the node indices of its servers.
-	roles roles
 }
 
 // instance is one node value as states hold it: the node, its hash
 // (computed once, before the node is shared) and the predicates' view of
-// it, built on first use. Instances are shared between states.
+// it, built on first use (see View). Instances are shared between states.
 type instance struct {
 	nd   node.Node
 	h    uint64
-	view atomic.Pointer[serverView]
+	view atomic.Pointer[viewBox]
 }
 
-// replier is a workload client: a node that records the replies it took.
-type replier interface {
-	node.Node
-	Replies() []msg.Reply
-}
+type viewBox struct{ v any }
 
 // NewState builds the initial state: nodes by address, each Init'ed in
-// address order.
-func NewState(nodes map[node.Addr]node.Node) *State {
-	sys := &system{index: map[node.Addr]int{}, memo: newCache[memoKey, *effect](memoEntries)}
+// address order. Nodes that implement Client are the run's clients.
+func NewState(nodes map[node.Addr]node.Node) *State { return NewStateClients(nodes, nil) }
+
+// NewStateClients is NewState for systems whose client nodes do not
+// implement Client themselves: clientOf returns a node's Client view (it
+// is called on every new value of a client node, so it should not
+// allocate). A nil clientOf means NewState's rule.
+func NewStateClients(nodes map[node.Addr]node.Node, clientOf func(node.Node) (Client, bool)) *State {
+	if clientOf == nil {
+		clientOf = func(n node.Node) (Client, bool) { c, ok := n.(Client); return c, ok }
+	}
+	sys := &system{index: map[node.Addr]int{}, memo: NewCache[memoKey, *effect](memoEntries), clientOf: clientOf}
 	for a := range nodes {
 		sys.addrs = append(sys.addrs, a)
 	}
@@ -140,13 +146,12 @@ func NewState(nodes map[node.Addr]node.Node) *State {
 	for i, a := range sys.addrs {
 		sys.index[a] = i
 		s.nodes[i] = &instance{nd: nodes[a]}
-		if _, ok := nodes[a].(replier); ok {
+		if _, ok := clientOf(nodes[a]); ok {
 			sys.clients = append(sys.clients, i)
 		} else {
 			sys.servers = append(sys.servers, i)
 		}
 	}
-	sys.roles = roleIndex(sys.addrs)
 	if len(sys.clients) > 255 {
 		panic("mc: at most 255 clients")
 	}
@@ -180,8 +185,33 @@ func (s *State) Node(a node.Addr) node.Node {
 	return nil
 }
 
-// Addrs lists the nodes' addresses in order.
+// Addrs lists the nodes' addresses in order. Callers must not modify it.
 func (s *State) Addrs() []node.Addr { return s.sys.addrs }
+
+// Index is the position of a in Addrs, or -1.
+func (s *State) Index(a node.Addr) int {
+	if i, ok := s.sys.index[a]; ok {
+		return i
+	}
+	return -1
+}
+
+// NodeAt is the node at Addrs()[i]. Callers must only read it.
+func (s *State) NodeAt(i int) node.Node { return s.nodes[i].nd }
+
+// View returns what build makes of node i, built once per node value and
+// shared by every state that holds the value, so that predicates reading
+// many states pay once per distinct node. Every caller in a run must
+// build the same kind of view (a run has one view per node value).
+func (s *State) View(i int, build func(node.Node) any) any {
+	in := s.nodes[i]
+	if v := in.view.Load(); v != nil {
+		return v.v
+	}
+	v := &viewBox{build(in.nd)}
+	in.view.Store(v) // a racing worker may store an equal view
+	return v.v
+}
 
 // Network is the multiset of unordered messages in flight.
 func (s *State) Network() []Envelope { return s.net }
@@ -201,8 +231,8 @@ func (s *State) Crashed(a node.Addr) bool { return s.crashed[s.sys.index[a]] }
 // Used is the failure budget spent on the path to s.
 func (s *State) Used() Budget { return s.used }
 
-// Returns is the real-time order of the clients' returns: for each reply
-// any client accepted, in order, the client's address.
+// Returns is the real-time order of the clients' returns: for each
+// operation any client completed, in order, the client's address.
 func (s *State) Returns() []node.Addr {
 	out := make([]node.Addr, len(s.returns))
 	for i, c := range s.returns {
@@ -210,6 +240,9 @@ func (s *State) Returns() []node.Addr {
 	}
 	return out
 }
+
+// Returned is how many operations the clients completed in all.
+func (s *State) Returned() int { return len(s.returns) }
 
 // Fingerprint is the state's hash: node hashes, crash flags, the network
 // multiset (order-independent), the streams, the timers, the budget used
@@ -226,6 +259,10 @@ func (s *State) copyState() *State {
 	c := *s
 	return &c
 }
+
+// Mix is a 64-bit finalizer (splitmix64), for predicates that build
+// cache keys.
+func Mix(x uint64) uint64 { return mix(x) }
 
 // mix is a 64-bit finalizer (splitmix64). Multisets hash as the sum of
 // mix(part hash), so duplicates count and order does not; sequences hash
@@ -324,9 +361,9 @@ func (s *State) findStream(l link) (int, bool) {
 	})
 }
 
-// serversKey hashes the states of every node but the clients: predicates
+// ServersKey hashes the states of every node but the clients: predicates
 // that read only servers cache their results by it.
-func (s *State) serversKey() uint64 {
+func (s *State) ServersKey() uint64 {
 	var h uint64
 	for _, i := range s.sys.servers {
 		h = mix(h ^ s.nodes[i].h)
@@ -334,8 +371,9 @@ func (s *State) serversKey() uint64 {
 	return h
 }
 
-// clientsKey hashes the clients' states and the order of their returns.
-func (s *State) clientsKey() uint64 {
+// ClientsKey hashes the clients' states and the order of their returns:
+// predicates on the clients' history cache their results by it.
+func (s *State) ClientsKey() uint64 {
 	h := s.retHash ^ kReturn
 	for _, i := range s.sys.clients {
 		h = mix(h ^ s.nodes[i].h)

@@ -7,14 +7,8 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 
-	"github.com/amalgam-store/amalgam/backup"
-	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/node"
-	"github.com/amalgam-store/amalgam/parity"
-	"github.com/amalgam-store/amalgam/witness"
-	"github.com/amalgam-store/amalgam/workload"
 )
 
 // TraceVersion is the version of the trace file format.
@@ -166,7 +160,7 @@ func Replay(sc *Scenario, tf *TraceFile) (*Replayed, error) {
 	if tf.Initial != "" && tf.Initial != strconv.FormatUint(s.Fingerprint(), 16) {
 		return nil, fmt.Errorf("trace was recorded from another initial state than scenario %q's (a trace of another scenario, or the scenario or the protocol changed)", sc.Name)
 	}
-	inv := sc.Invariants()
+	inv := sc.Options(BFS).Invariants
 	out := &Replayed{Final: s}
 	check := func(s *State) bool {
 		for _, p := range inv {
@@ -340,14 +334,17 @@ func Explain(sc *Scenario, r *Result) {
 	if r.Outcome != Violation || len(r.Trace) == 0 {
 		return
 	}
-	inv := sc.Invariants()
+	inv := sc.Options(BFS).Invariants
 	r.Trace = Minimize(sc.Init(), r.Trace, inv, r.Predicate)
 	r.Trace = Reorder(sc.Init(), r.Trace, inv, r.Predicate)
 }
 
 // PrintTrace writes a readable step list: each event and the state of the
-// node that handled it afterwards.
-func PrintTrace(w io.Writer, init *State, events []Event) {
+// node that handled it afterwards, as describe tells it (nil: Describe).
+func PrintTrace(w io.Writer, init *State, events []Event, describe func(node.Node) string) {
+	if describe == nil {
+		describe = func(n node.Node) string { return Describe(n) }
+	}
 	s := init
 	for i, e := range events {
 		next, err := s.Apply(e)
@@ -357,47 +354,8 @@ func PrintTrace(w io.Writer, init *State, events []Event) {
 			return
 		}
 		if n := next.Node(e.Target()); n != nil && e.Kind != Drop {
-			fmt.Fprintf(w, "     %s: %s\n", e.Target(), DescribeNode(n))
+			fmt.Fprintf(w, "     %s: %s\n", e.Target(), describe(n))
 		}
 		s = next
 	}
-}
-
-// DescribeNode summarises a node's protocol state in one line.
-func DescribeNode(n node.Node) string {
-	switch x := n.(type) {
-	case *data.Server:
-		var ops []string
-		for _, op := range x.Ops() {
-			c := ""
-			if op.Committed {
-				c = " committed"
-			}
-			ops = append(ops, fmt.Sprintf("op %d (client %d seq %d, stripes %v, acks %v%s)", op.OpNum, op.Client, op.Seq, op.Stripes, op.Acks, c))
-		}
-		return fmt.Sprintf("op_num %d, pending [%s]", x.NextOpNum(), strings.Join(ops, "; "))
-	case *parity.Server:
-		return "prepares " + describeHeld(x.Prepares())
-	case *witness.Server:
-		return "prepares " + describeHeld(x.Prepares())
-	case *workload.Client:
-		var rs []string
-		for _, r := range x.Replies() {
-			rs = append(rs, workload.DescribeReply(r))
-		}
-		return fmt.Sprintf("%d/%d replies [%s]", len(x.Replies()), len(x.Script()), strings.Join(rs, "; "))
-	}
-	return fmt.Sprintf("%T", n)
-}
-
-func describeHeld(hs []backup.Held) string {
-	var out []string
-	for _, h := range hs {
-		a := ""
-		if h.Applied {
-			a = " applied"
-		}
-		out = append(out, fmt.Sprintf("shard %d op %d stripe %d%s", h.P.Shard, h.P.OpNum, h.P.Stripe, a))
-	}
-	return "[" + strings.Join(out, "; ") + "]"
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	amcheck "github.com/amalgam-store/amalgam/check"
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
@@ -75,9 +76,9 @@ func TestPersistAcrossReconfiguration(t *testing.T) {
 			scripts[i] = workload.Generate(rng.Uint64, l, 0, 20, workload.DefaultMix)
 		}
 		cfg0 := msg.InitialConfig(l)
-		nodes := mc.Amalgam(cfg0, code, scripts)
+		nodes := amcheck.Amalgam(cfg0, code, scripts)
 		m := int(seed) % l.N
-		mc.AddReconfig(nodes, cfg0, []msg.Replace{{Role: erasure.RoleData, Machine: m, Inc: 1},
+		amcheck.AddReconfig(nodes, cfg0, []msg.Replace{{Role: erasure.RoleData, Machine: m, Inc: 1},
 			{Role: erasure.RoleParity, Machine: (m + 1) % l.N, Inc: 1}, {Role: erasure.RoleWitness, Machine: (m + 2) % l.N, Inc: 1}})
 		s := mc.NewState(nodes)
 		checked := 0
@@ -94,7 +95,7 @@ func TestPersistAcrossReconfiguration(t *testing.T) {
 		replaced := func(s *mc.State) uint64 {
 			return s.Node(msg.ReconfigAddr).(interface{ Config() msg.Config }).Config().Num
 		}
-		done := func(s *mc.State) bool { return mc.ClientsDone(s) && replaced(s) == 3 && mc.Settled(s) }
+		done := func(s *mc.State) bool { return mc.ClientsDone(s) && replaced(s) == 3 && amcheck.Settled(s) }
 		final, steps, err := mc.Simulate(s, mc.SimOptions{Seed: seed, MaxSteps: 400000, Loss: 0.02, Dup: 0.02, TimerChance: 0.02}, done, check)
 		if err != nil {
 			t.Fatal(err)

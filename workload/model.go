@@ -127,19 +127,7 @@ func DescribeTxn(ops []msg.Op) string {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "%s b%d@%d", op.Kind, op.Block, op.Offset)
-		switch op.Kind {
-		case msg.OpRead:
-			fmt.Fprintf(&b, "+%d", op.Length)
-		case msg.OpWrite, msg.OpXor:
-			fmt.Fprintf(&b, "=%x", op.Data)
-		case msg.OpAdd:
-			fmt.Fprintf(&b, "+=%d", op.Delta)
-		case msg.OpCas:
-			fmt.Fprintf(&b, " %x->%x", op.Expect, op.Data)
-		case msg.OpCheck:
-			fmt.Fprintf(&b, "==%x", op.Expect)
-		}
+		b.WriteString(op.String())
 	}
 	return b.String()
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/baselines/paxos/paxostest"
 	"github.com/amalgam-store/amalgam/baselines/rspaxos"
-	"github.com/amalgam-store/amalgam/bench/simcheck"
+	"github.com/amalgam-store/amalgam/check/baselines"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
@@ -60,7 +60,7 @@ func build(t *testing.T, cfg rspaxos.Config, scripts [][][]msg.Op) (*mc.State, [
 	for i, sc := range scripts {
 		nodes[msg.ClientAddr(i)] = rspaxos.NewClient(uint64(i+1), cfg, sc)
 	}
-	return mc.NewState(nodes), groups
+	return baselines.NewState(nodes), groups
 }
 
 func replicas(s *mc.State) []*rspaxos.Replica {
@@ -73,12 +73,12 @@ func replicas(s *mc.State) []*rspaxos.Replica {
 	return out
 }
 
-func slots(s *mc.State) []simcheck.Slot[rspaxos.Ballot, rspaxos.ID] {
-	return simcheck.RSPaxosSlots(s)
+func slots(s *mc.State) []baselines.Slot[rspaxos.Ballot, rspaxos.ID] {
+	return baselines.RSPaxosSlots(s)
 }
 
 func invariants(s *mc.State, cfg rspaxos.Config) error {
-	if why := simcheck.OneValuePerSlot(slots(s), cfg.Quorum()); why != "" {
+	if why := baselines.OneValuePerSlot(slots(s), cfg.Quorum()); why != "" {
 		return fmt.Errorf("one value per slot: %s", why)
 	}
 	minApplied := map[int]uint64{}
@@ -220,7 +220,7 @@ func (r simRun) run(t *testing.T) simResult {
 	s, groups := build(t, cfg, scripts)
 	// A retried GET is a new read and may see a newer value; every
 	// reply to one PUT must be the same.
-	w := simcheck.NewReplyWatcher()
+	w := baselines.NewReplyWatcher()
 	w.Skip = func(r msg.Reply) bool { return len(r.Outcome.Results) == 1 && r.Outcome.Results[0].Data != nil }
 	s.Observe(w.Observe)
 	var res simResult
@@ -252,23 +252,23 @@ func (r simRun) run(t *testing.T) simResult {
 		}
 		opt.Seed ^= 0x5eed
 	}
-	s, n, err = mc.Simulate(s, opt, simcheck.ClientsDone, check)
+	s, n, err = mc.Simulate(s, opt, baselines.ClientsDone, check)
 	res.steps += n
 	if err != nil {
 		t.Fatalf("seed %d: %v", r.seed, err)
 	}
-	if !simcheck.ClientsDone(s) {
+	if !baselines.ClientsDone(s) {
 		t.Fatalf("seed %d: clients not done after %d steps", r.seed, res.steps)
 	}
 	if err := invariants(s, cfg); err != nil {
 		t.Fatalf("seed %d: %v", r.seed, err)
 	}
-	hist := simcheck.History(s, true)
+	hist := baselines.History(s, true)
 	if len(hist) != r.clients*r.ops {
 		t.Fatalf("seed %d: %d operations in the history, want %d", r.seed, len(hist), r.clients*r.ops)
 	}
 	if res, _ := porcupine.CheckOperationsVerbose(workload.Model(r.layout), hist, 10*time.Second); res != porcupine.Ok {
-		t.Fatalf("seed %d: history is %s, not linearizable:%s", r.seed, res, simcheck.Describe(hist))
+		t.Fatalf("seed %d: history is %s, not linearizable:%s", r.seed, res, baselines.Describe(hist))
 	}
 	settle := mc.SimOptions{Seed: r.seed + 1, MaxSteps: 200000, TimerChance: 0.05}
 	s, n, err = mc.Simulate(s, settle, func(s *mc.State) bool { return settled(s, cfg, groups) }, check)
@@ -348,11 +348,11 @@ func TestRMWNotIsolated(t *testing.T) {
 	illegal := 0
 	for seed := uint64(1); seed <= runs; seed++ {
 		s, _ := build(t, cfg, [][][]msg.Op{adds, adds})
-		s, _, err := mc.Simulate(s, mc.SimOptions{Seed: seed, MaxSteps: 100000, TimerChance: 0.02}, simcheck.ClientsDone, nil)
+		s, _, err := mc.Simulate(s, mc.SimOptions{Seed: seed, MaxSteps: 100000, TimerChance: 0.02}, baselines.ClientsDone, nil)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		if porcupine.CheckOperations(workload.Model(l), simcheck.History(s, true)) {
+		if porcupine.CheckOperations(workload.Model(l), baselines.History(s, true)) {
 			continue
 		}
 		illegal++

@@ -8,7 +8,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
-	"github.com/amalgam-store/amalgam/bench/simcheck"
+	"github.com/amalgam-store/amalgam/check/baselines"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
@@ -40,7 +40,7 @@ func thesisInit() *mc.State {
 	c1.SetLeaderGuess(0, 2)
 	nodes[msg.ClientAddr(0)] = c0
 	nodes[msg.ClientAddr(1)] = c1
-	return mc.NewState(nodes)
+	return baselines.NewState(nodes)
 }
 
 func member(s *mc.State, i int) *shardedpaxos.Replica {
@@ -61,7 +61,7 @@ func slot1(s *mc.State, i int) (shardedpaxos.SlotView, bool) {
 // a replica or accepted by a quorum at one ballot.
 func onePerSlot(cfg shardedpaxos.Config) mc.Predicate {
 	return mc.Pred("one value per log slot", func(s *mc.State) (bool, string) {
-		if why := simcheck.OneValuePerSlot(slots(s), cfg.Quorum()); why != "" {
+		if why := baselines.OneValuePerSlot(slots(s), cfg.Quorum()); why != "" {
 			return false, why
 		}
 		return true, "every slot has at most one chosen value"

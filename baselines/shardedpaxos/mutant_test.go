@@ -28,7 +28,7 @@ func TestThesisBugFound(t *testing.T) {
 		t.Fatalf("found %s: %s; want two values chosen for one slot", r.Predicate, r.Explanation)
 	}
 	var b strings.Builder
-	mc.PrintTrace(&b, thesisInit(), r.Trace)
+	mc.PrintTrace(&b, thesisInit(), r.Trace, nil)
 	t.Logf("trace:\n%s", b.String())
 	t.Logf("found the thesis 4.2 bug in %v (%d states, trace of %d steps): %s: %s",
 		took.Round(time.Millisecond), r.States, len(r.Trace), r.Predicate, r.Explanation)

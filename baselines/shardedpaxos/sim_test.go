@@ -10,7 +10,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/baselines/paxos/paxostest"
 	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
-	"github.com/amalgam-store/amalgam/bench/simcheck"
+	"github.com/amalgam-store/amalgam/check/baselines"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
@@ -27,7 +27,7 @@ func build(cfg shardedpaxos.Config, scripts [][][]msg.Op) (*mc.State, []int) {
 	for i, sc := range scripts {
 		nodes[msg.ClientAddr(i)] = shardedpaxos.NewClient(uint64(i+1), cfg, sc)
 	}
-	return mc.NewState(nodes), groups
+	return baselines.NewState(nodes), groups
 }
 
 // replicas lists the replicas in s.
@@ -41,15 +41,15 @@ func replicas(s *mc.State) []*shardedpaxos.Replica {
 	return out
 }
 
-// slots collects every member's log for simcheck.OneValuePerSlot.
+// slots collects every member's log for baselines.OneValuePerSlot.
 // Crashed members count: their acceptances happened.
-func slots(s *mc.State) []simcheck.Slot[shardedpaxos.Ballot, shardedpaxos.ID] {
-	return simcheck.ShardedPaxosSlots(s)
+func slots(s *mc.State) []baselines.Slot[shardedpaxos.Ballot, shardedpaxos.ID] {
+	return baselines.ShardedPaxosSlots(s)
 }
 
 // invariants checks the Paxos and garbage-collection invariants of s.
 func invariants(s *mc.State, cfg shardedpaxos.Config) error {
-	if why := simcheck.OneValuePerSlot(slots(s), cfg.Quorum()); why != "" {
+	if why := baselines.OneValuePerSlot(slots(s), cfg.Quorum()); why != "" {
 		return fmt.Errorf("one value per slot: %s", why)
 	}
 	// A slot is discarded only once every full replica applied it.
@@ -150,7 +150,7 @@ func (r simRun) run(t *testing.T) simResult {
 		scripts[i] = workload.Generate(rng.Uint64, r.layout, r.blocks, r.ops, workload.DefaultMix)
 	}
 	s, groups := build(cfg, scripts)
-	w := simcheck.NewReplyWatcher()
+	w := baselines.NewReplyWatcher()
 	s.Observe(w.Observe)
 	var res simResult
 	check := func(st mc.Step) error {
@@ -183,23 +183,23 @@ func (r simRun) run(t *testing.T) simResult {
 		}
 		opt.Seed ^= 0x5eed
 	}
-	s, n, err = mc.Simulate(s, opt, simcheck.ClientsDone, check)
+	s, n, err = mc.Simulate(s, opt, baselines.ClientsDone, check)
 	res.steps += n
 	if err != nil {
 		t.Fatalf("seed %d: %v", r.seed, err)
 	}
-	if !simcheck.ClientsDone(s) {
+	if !baselines.ClientsDone(s) {
 		t.Fatalf("seed %d: clients not done after %d steps", r.seed, res.steps)
 	}
 	if err := invariants(s, cfg); err != nil {
 		t.Fatalf("seed %d: %v", r.seed, err)
 	}
-	hist := simcheck.History(s, true)
+	hist := baselines.History(s, true)
 	if len(hist) != r.clients*r.ops {
 		t.Fatalf("seed %d: %d operations in the history, want %d", r.seed, len(hist), r.clients*r.ops)
 	}
 	if res, _ := porcupine.CheckOperationsVerbose(workload.Model(r.layout), hist, 10*time.Second); res != porcupine.Ok {
-		t.Fatalf("seed %d: history is %s, not linearizable:%s", r.seed, res, simcheck.Describe(hist))
+		t.Fatalf("seed %d: history is %s, not linearizable:%s", r.seed, res, baselines.Describe(hist))
 	}
 
 	// Let the followers catch up and the log be collected, without loss,

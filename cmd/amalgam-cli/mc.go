@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/amalgam-store/amalgam/bench/simcheck"
+	"github.com/amalgam-store/amalgam/check"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/spf13/cobra"
 )
@@ -16,48 +16,21 @@ func newMCCmd(gl *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mc",
 		Short: "Model-check the protocol code (offline)",
-		Long: `mc runs the model checker in mc/ on named scenarios: the unmodified data,
-parity and witness servers under every interleaving, loss, duplication and
-crash the scenario allows. The baselines' scenarios (bench/simcheck) check
-the ShardedPaxos and RSPaxos replicas the same way. It needs no cluster.
-See docs/model-checking.md.`,
+		Long: `mc runs the model checker in mc/ on the named scenarios of check/: the
+unmodified data, parity and witness servers under every interleaving, loss,
+duplication and crash the scenario allows. The baselines' scenarios
+(check/baselines) check the ShardedPaxos and RSPaxos replicas the same way.
+It needs no cluster. See docs/model-checking.md.`,
 	}
 	cmd.AddCommand(newMCListCmd(gl), newMCRunCmd(gl), newMCReplayCmd(gl))
 	return cmd
 }
 
-// mcScenario is a scenario the mc commands offer: Amalgam's (mc) or a
-// baseline's (bench/simcheck, as an mc.Scenario), and the system it checks.
-type mcScenario struct {
-	*mc.Scenario
-	System string
-	// printTrace writes a trace with the system's node descriptions.
-	printTrace func(w io.Writer, init *mc.State, events []mc.Event)
-}
-
-// mcScenarios lists Amalgam's scenarios by name, then the baselines'.
-func mcScenarios() []mcScenario {
-	var out []mcScenario
-	for _, sc := range mc.Scenarios() {
-		out = append(out, mcScenario{sc, "amalgam", mc.PrintTrace})
-	}
-	for _, sc := range simcheck.Scenarios() {
-		out = append(out, mcScenario{sc.MC(), sc.System, simcheck.PrintTrace})
-	}
-	return out
-}
+// mcScenarios is every scenario the mc commands offer, by system, then name.
+func mcScenarios() []*mc.Scenario { return check.Registry().All() }
 
 // mcLookup finds a scenario of any system by name.
-func mcLookup(name string) (mcScenario, error) {
-	var names []string
-	for _, sc := range mcScenarios() {
-		if sc.Name == name {
-			return sc, nil
-		}
-		names = append(names, sc.Name)
-	}
-	return mcScenario{}, fmt.Errorf("unknown scenario %q (have %v)", name, names)
-}
+func mcLookup(name string) (*mc.Scenario, error) { return check.Registry().Lookup(name) }
 
 func newMCListCmd(gl *globalFlags) *cobra.Command {
 	return &cobra.Command{
@@ -159,13 +132,13 @@ idempotence (self-checks, slower). Progress goes to stderr.`,
 				opt.Progress = cmd.ErrOrStderr()
 			}
 			r := sc.Run(st, opt)
-			mc.Explain(sc.Scenario, r)
+			mc.Explain(sc, r)
 			sum := mcSummary{Scenario: sc.Name, System: sc.System, Strategy: strategy, States: r.States, MaxDepth: r.MaxDepth,
 				ElapsedS: r.Elapsed.Seconds(), StatesPerS: r.StatesPerSecond(), Result: string(r.Outcome)}
 			if r.Outcome == mc.Violation {
 				sum.Violation = &mcViolation{Predicate: r.Predicate, Explanation: r.Explanation, TraceLength: len(r.Trace)}
 				if saveTrace != "" {
-					if err := mc.NewTraceFile(sc.Scenario, r).Save(saveTrace); err != nil {
+					if err := mc.NewTraceFile(sc, r).Save(saveTrace); err != nil {
 						return fmt.Errorf("mc run: save trace: %w", err)
 					}
 					sum.Violation.TraceFile = saveTrace
@@ -178,7 +151,7 @@ idempotence (self-checks, slower). Progress goes to stderr.`,
 			printSummary(w, sum, r.Idempotence)
 			if r.Outcome == mc.Violation || r.Outcome == mc.GoalFound {
 				fmt.Fprintln(w, "trace:")
-				sc.printTrace(w, sc.Init(), r.Trace)
+				sc.PrintTrace(w, r.Trace)
 			}
 			return nil
 		},
@@ -225,7 +198,7 @@ func newMCReplayCmd(gl *globalFlags) *cobra.Command {
 				return fmt.Errorf("mc replay: %s: %w", args[0], err)
 			}
 			start := time.Now()
-			rp, err := mc.Replay(sc.Scenario, tf)
+			rp, err := mc.Replay(sc, tf)
 			if err != nil {
 				return fmt.Errorf("mc replay: %s: %w", args[0], err)
 			}
@@ -240,7 +213,7 @@ func newMCReplayCmd(gl *globalFlags) *cobra.Command {
 					return err
 				}
 			} else {
-				sc.printTrace(cmd.OutOrStdout(), sc.Init(), rp.Events)
+				sc.PrintTrace(cmd.OutOrStdout(), rp.Events)
 				printSummary(cmd.OutOrStdout(), sum, nil)
 			}
 			if rp.Predicate != tf.Predicate {

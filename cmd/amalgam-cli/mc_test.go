@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amalgam-store/amalgam/bench/simcheck"
+	"github.com/amalgam-store/amalgam/check"
+	"github.com/amalgam-store/amalgam/check/baselines"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
 )
@@ -71,8 +72,8 @@ func TestMCList(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := mcScenarios()
-	if len(all) != len(mc.Scenarios())+len(simcheck.Scenarios()) {
-		t.Fatalf("%d scenarios offered, want %d of Amalgam and %d of the baselines", len(all), len(mc.Scenarios()), len(simcheck.Scenarios()))
+	if len(all) != len(check.Scenarios())+len(baselines.Scenarios()) {
+		t.Fatalf("%d scenarios offered, want %d of Amalgam and %d of the baselines", len(all), len(check.Scenarios()), len(baselines.Scenarios()))
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != len(all) {
@@ -88,7 +89,7 @@ func TestMCList(t *testing.T) {
 			t.Errorf("scenario %s not listed:\n%s", name, out)
 		}
 	}
-	for _, sc := range simcheck.Scenarios() {
+	for _, sc := range baselines.Scenarios() {
 		if sc.System != "shardedpaxos" && sc.System != "rspaxos" {
 			t.Errorf("baseline scenario %s: system %q", sc.Name, sc.System)
 		}
@@ -118,7 +119,7 @@ func TestMCList(t *testing.T) {
 		}
 		seen[e.Name] = true
 	}
-	if list[0].System != "amalgam" || list[len(list)-1].System != simcheck.Scenarios()[len(simcheck.Scenarios())-1].System {
+	if list[0].System != "amalgam" || list[len(list)-1].System != baselines.Scenarios()[len(baselines.Scenarios())-1].System {
 		t.Errorf("json list: %+v", list)
 	}
 }
@@ -201,13 +202,13 @@ func TestMCRunErrors(t *testing.T) {
 // file claims none.
 func goalTrace(t *testing.T) (string, *mc.TraceFile) {
 	t.Helper()
-	o := mc.Normal.Options(mc.BFS)
+	o := check.Normal.Options(mc.BFS)
 	o.Goals = []mc.Predicate{mc.ClientsDonePred()}
-	r := mc.Search(mc.Normal.Init(), o)
+	r := mc.Search(check.Normal.Init(), o)
 	if r.Outcome != mc.GoalFound {
 		t.Fatalf("goal search: %s", r.Outcome)
 	}
-	tf := mc.NewTraceFile(mc.Normal, r)
+	tf := mc.NewTraceFile(check.Normal.MC(), r)
 	tf.Predicate, tf.Explanation = "", ""
 	path := filepath.Join(t.TempDir(), "normal.json")
 	if err := tf.Save(path); err != nil {
@@ -288,14 +289,11 @@ func TestMCReplayRefuses(t *testing.T) {
 
 // TestMCRunBaselines searches the baselines' scenarios through the CLI:
 // the exhaustive ones end exhausted with as many states as the library's
-// own search (bench/simcheck), whatever the strategy; the others stop at
+// own search (check/baselines), whatever the strategy; the others stop at
 // their limits without a violation.
 func TestMCRunBaselines(t *testing.T) {
 	states := map[string]int{}
-	for _, sc := range []*simcheck.Scenario{simcheck.ShardedPaxosNormal, simcheck.RSPaxosNormal} {
-		if !sc.Exhaustive {
-			t.Fatalf("%s is not exhaustive", sc.Name)
-		}
+	for _, sc := range []*mc.Scenario{baselines.ShardedPaxosNormal, baselines.RSPaxosNormal} {
 		want := sc.Run(mc.BFS, mc.Options{Workers: 2})
 		if want.Outcome != mc.Exhausted {
 			t.Fatalf("%s: library BFS %s", sc.Name, want.Outcome)
@@ -352,14 +350,14 @@ func TestMCRunBaselines(t *testing.T) {
 // no longer reaches it. The trace is refused for another system's
 // scenario, and an Amalgam trace for a baseline's.
 func TestMCBaselineTraceReplay(t *testing.T) {
-	sc := simcheck.ShardedPaxosNormal
+	sc := baselines.ShardedPaxosNormal
 	orig := sc.Invariants
 	defer func() { sc.Invariants = orig }()
 	const pred = "client/0 never finishes (test)"
 	sc.Invariants = func() []mc.Predicate {
 		return append(orig(), mc.Pred(pred, func(s *mc.State) (bool, string) {
-			c := s.Node(msg.ClientAddr(0)).(simcheck.Client)
-			return !c.Done(), fmt.Sprintf("client/0 has %d of %d replies", len(c.Replies()), len(c.Script()))
+			c := s.Node(msg.ClientAddr(0)).(baselines.Scripted)
+			return len(c.Replies()) < len(c.Script()), fmt.Sprintf("client/0 has %d of %d replies", len(c.Replies()), len(c.Script()))
 		}))
 	}
 

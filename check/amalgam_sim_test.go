@@ -1,0 +1,142 @@
+package check
+
+import (
+	"fmt"
+	"github.com/amalgam-store/amalgam/mc"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/workload"
+	"github.com/anishathalye/porcupine"
+)
+
+// simRun is one seeded randomized run of Amalgam with its oracles:
+// (a) parity consistency on quiescent stripes, (b) linearizability with
+// porcupine, (c) at-most-once execution.
+type simRun struct {
+	layout          erasure.Layout
+	clients, ops    int
+	loss, dup       float64
+	seed            uint64
+	checkEverySteps int
+}
+
+func (r simRun) run(t *testing.T) (*mc.State, *erasure.Code) {
+	t.Helper()
+	code, err := erasure.NewCode(r.layout.G, r.layout.F)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(r.seed, 7))
+	scripts := make([][][]msg.Op, r.clients)
+	for i := range scripts {
+		scripts[i] = workload.Generate(rng.Uint64, r.layout, 0, r.ops, workload.DefaultMix)
+	}
+	s := mc.NewState(Amalgam(msg.InitialConfig(r.layout), code, scripts))
+	rec := NewRecorder(s)
+	opt := mc.SimOptions{Seed: r.seed, MaxSteps: 200000, Loss: r.loss, Dup: r.dup, TimerChance: 0.02}
+	final, steps, err := mc.Simulate(s, opt, nil, func(st mc.Step) error {
+		if err := rec.Step(st); err != nil {
+			return err
+		}
+		if r.checkEverySteps > 0 && st.N%r.checkEverySteps == 0 {
+			return ParityConsistent(st.After, r.layout, code)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("seed %d: %v", r.seed, err)
+	}
+	if !mc.ClientsDone(final) {
+		t.Fatalf("seed %d: clients not done after %d steps", r.seed, steps)
+	}
+	if !final.Quiet() {
+		t.Fatalf("seed %d: messages still in flight at the end", r.seed)
+	}
+	for st := 0; st < r.layout.Stripes; st++ {
+		if !Quiescent(final, r.layout, st) {
+			t.Fatalf("seed %d: stripe %d not quiescent at the end", r.seed, st)
+		}
+	}
+	if err := ParityConsistent(final, r.layout, code); err != nil {
+		t.Fatalf("seed %d: %v", r.seed, err)
+	}
+	hist := rec.History()
+	if len(hist) != r.clients*r.ops {
+		t.Fatalf("seed %d: recorded %d operations, want %d", r.seed, len(hist), r.clients*r.ops)
+	}
+	res, info := porcupine.CheckOperationsVerbose(workload.Model(r.layout), hist, 10*time.Second)
+	if res != porcupine.Ok {
+		for _, op := range hist {
+			t.Logf("client %d [%d,%d] %s -> %s", op.ClientId, op.Call, op.Return,
+				workload.DescribeTxn(op.Input.([]msg.Op)), workload.DescribeReply(op.Output.(msg.Reply)))
+		}
+		_ = info
+		t.Fatalf("seed %d: history of %d operations is %s, not linearizable", r.seed, len(hist), res)
+	}
+	return final, code
+}
+
+func TestRandomizedAmalgam(t *testing.T) {
+	layouts := []erasure.Layout{
+		{N: 5, G: 3, F: 2, W: 0, Stripes: 5, BlockSize: 16},
+		{N: 6, G: 3, F: 2, W: 1, Stripes: 6, BlockSize: 16},
+	}
+	for _, l := range layouts {
+		t.Run(fmt.Sprintf("n%d_g%d_f%d_w%d", l.N, l.G, l.F, l.W), func(t *testing.T) {
+			t.Parallel()
+			seeds := sweep(1000, 50, 20)
+			for seed := 1; seed <= seeds; seed++ {
+				simRun{layout: l, clients: 4, ops: 50, loss: 0.1, dup: 0.1, seed: uint64(seed), checkEverySteps: 7}.run(t)
+			}
+			t.Logf("%d seeds, 4 clients x 50 operations each, no violation", seeds)
+		})
+	}
+}
+
+// TestDecodeAfterWorkload loses every choice of up to f blocks of every
+// stripe after a random workload and decodes the rest.
+func TestDecodeAfterWorkload(t *testing.T) {
+	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 64}
+	for seed := uint64(1); seed <= 5; seed++ {
+		final, code := simRun{layout: l, clients: 4, ops: 50, loss: 0.05, dup: 0.05, seed: seed}.run(t)
+		for st := 0; st < l.Stripes; st++ {
+			dataBlocks, parityBlocks := StripeBlocks(final, l, st)
+			all := append(append([][]byte{}, dataBlocks...), parityBlocks...)
+			nonzero := false
+			for _, b := range dataBlocks {
+				for _, x := range b {
+					nonzero = nonzero || x != 0
+				}
+			}
+			if !nonzero {
+				t.Fatalf("seed %d stripe %d: workload wrote nothing; the test would prove nothing", seed, st)
+			}
+			for mask := 1; mask < 1<<len(all); mask++ {
+				lost := 0
+				shards := make([][]byte, len(all))
+				for i := range all {
+					if mask&(1<<i) != 0 {
+						lost++
+					} else {
+						shards[i] = append([]byte(nil), all[i]...)
+					}
+				}
+				if lost > l.F {
+					continue
+				}
+				if err := code.ReconstructData(shards); err != nil {
+					t.Fatalf("seed %d stripe %d lost %b: %v", seed, st, mask, err)
+				}
+				for i := 0; i < l.G; i++ {
+					if string(shards[i]) != string(dataBlocks[i]) {
+						t.Fatalf("seed %d stripe %d lost %b: data block %d decodes wrong", seed, st, mask, i)
+					}
+				}
+			}
+		}
+	}
+}

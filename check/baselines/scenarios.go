@@ -1,0 +1,211 @@
+package baselines
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/amalgam-store/amalgam/baselines/rspaxos"
+	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/workload"
+)
+
+// Scenarios lists the baselines' scenarios.
+func Scenarios() []*mc.Scenario {
+	return []*mc.Scenario{ShardedPaxosNormal, ShardedPaxosLossy, ShardedPaxosTwoClients, RSPaxosNormal, RSPaxosLossy, RSPaxosTwoClients}
+}
+
+// ShardedPaxosSlots collects every ShardedPaxos member's log for
+// OneValuePerSlot. Crashed members count: their acceptances happened.
+func ShardedPaxosSlots(s *mc.State) []Slot[shardedpaxos.Ballot, shardedpaxos.ID] {
+	var out []Slot[shardedpaxos.Ballot, shardedpaxos.ID]
+	for _, a := range s.Addrs() {
+		r, ok := s.Node(a).(*shardedpaxos.Replica)
+		if !ok {
+			continue
+		}
+		for _, v := range r.Slots() {
+			out = append(out, Slot[shardedpaxos.Ballot, shardedpaxos.ID]{Group: r.Group(), Member: r.Member(), Slot: v.Slot,
+				Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
+		}
+	}
+	return out
+}
+
+// RSPaxosSlots collects every RSPaxos member's log for OneValuePerSlot.
+func RSPaxosSlots(s *mc.State) []Slot[rspaxos.Ballot, rspaxos.ID] {
+	var out []Slot[rspaxos.Ballot, rspaxos.ID]
+	for _, a := range s.Addrs() {
+		r, ok := s.Node(a).(*rspaxos.Replica)
+		if !ok {
+			continue
+		}
+		for _, v := range r.Slots() {
+			out = append(out, Slot[rspaxos.Ballot, rspaxos.ID]{Group: r.Group(), Member: r.Member(), Slot: v.Slot,
+				Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
+		}
+	}
+	return out
+}
+
+// OneValuePerSlotPred is OneValuePerSlot over the slots slots returns.
+func OneValuePerSlotPred[B, V comparable](slots func(*mc.State) []Slot[B, V], quorum int) mc.Predicate {
+	return mc.Pred("one value per log slot", func(s *mc.State) (bool, string) {
+		if why := OneValuePerSlot(slots(s), quorum); why != "" {
+			return false, why
+		}
+		return true, "every slot has at most one chosen value"
+	})
+}
+
+// applier is a replica with a log that is garbage-collected.
+type applier interface {
+	Group() int
+	Applied() uint64
+	GC() uint64
+}
+
+// GCSafe holds when no member discarded a slot that some replica holding
+// state (selected by full) has not applied.
+func GCSafe(full func(node.Node) bool) mc.Predicate {
+	return mc.Pred("log discarded only once applied everywhere", func(s *mc.State) (bool, string) {
+		minApplied := map[int]uint64{}
+		for _, a := range s.Addrs() {
+			if r, ok := s.Node(a).(applier); ok && full(s.Node(a)) {
+				if m, seen := minApplied[r.Group()]; !seen || r.Applied() < m {
+					minApplied[r.Group()] = r.Applied()
+				}
+			}
+		}
+		for _, a := range s.Addrs() {
+			if r, ok := s.Node(a).(applier); ok && r.GC() > minApplied[r.Group()] {
+				return false, fmt.Sprintf("%s discarded its log up to slot %d; a replica applied only %d", a, r.GC(), minApplied[r.Group()])
+			}
+		}
+		return true, "every discarded slot is applied by every replica"
+	})
+}
+
+func write(b uint64, v byte, n int) msg.Op {
+	return msg.Op{Kind: msg.OpWrite, Block: b, Data: slices.Repeat([]byte{v}, n)}
+}
+
+func read(b uint64) msg.Op { return msg.Op{Kind: msg.OpRead, Block: b} }
+
+// spCfg is the ShardedPaxos scenarios' deployment: f=1, so each group has
+// two full replicas and one witness; block 0 is group 0's.
+var spCfg = shardedpaxos.Config{Layout: erasure.Layout{N: 3, G: 1, F: 1, Stripes: 1, BlockSize: 8}}
+
+// spInit builds the group and one client per script; client i first
+// tries member first[i] (member 0, the initial leader, if not given).
+func spInit(scripts [][][]msg.Op, first ...int) func() *mc.State {
+	return func() *mc.State {
+		nodes := shardedpaxos.Nodes(spCfg, []int{0})
+		for i, sc := range scripts {
+			c := shardedpaxos.NewClient(uint64(i+1), spCfg, sc)
+			if i < len(first) {
+				c.SetLeaderGuess(0, first[i])
+			}
+			nodes[msg.ClientAddr(i)] = c
+		}
+		return NewState(nodes)
+	}
+}
+
+func spInvariants() []mc.Predicate {
+	return []mc.Predicate{
+		OneValuePerSlotPred(ShardedPaxosSlots, spCfg.Quorum()),
+		GCSafe(func(n node.Node) bool { return n.(*shardedpaxos.Replica).Full() }),
+		mc.Linearizable(workload.Model(spCfg.Layout)),
+	}
+}
+
+// rsCfg is the RSPaxos scenarios' deployment: f=1, groups of 4 with
+// quorums of 3, blocks of 8 bytes in pieces of 4.
+var rsCfg = rspaxos.Config{Layout: erasure.Layout{N: 4, G: 1, F: 1, Stripes: 1, BlockSize: 8}}
+
+func rsInit(scripts [][][]msg.Op) func() *mc.State {
+	return func() *mc.State {
+		nodes, err := rspaxos.Nodes(rsCfg, []int{0})
+		if err != nil {
+			panic(err)
+		}
+		for i, sc := range scripts {
+			nodes[msg.ClientAddr(i)] = rspaxos.NewClient(uint64(i+1), rsCfg, sc)
+		}
+		return NewState(nodes)
+	}
+}
+
+func rsInvariants() []mc.Predicate {
+	return []mc.Predicate{
+		OneValuePerSlotPred(RSPaxosSlots, rsCfg.Quorum()),
+		GCSafe(func(node.Node) bool { return true }),
+		mc.Linearizable(workload.Model(rsCfg.Layout)),
+	}
+}
+
+// The baselines' scenarios: one group, one or two clients, one or two
+// operations each. The "normal" ones are small enough to explore to
+// exhaustion; the others are searched within time limits.
+var (
+	ShardedPaxosNormal = &mc.Scenario{
+		Name:   "shardedpaxos-normal",
+		System: "shardedpaxos", Describe: DescribeNode,
+		Doc: "ShardedPaxos f=1 (2 replicas + 1 witness), 1 group; one client: write b0, read b0; " +
+			"one timer firing per path (an election at any point, a heartbeat or a retry), no loss",
+		Init:       spInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}),
+		Settings:   mc.Settings{MaxTimerFires: 1},
+		Invariants: spInvariants,
+	}
+	ShardedPaxosLossy = &mc.Scenario{
+		Name:   "shardedpaxos-lossy",
+		System: "shardedpaxos", Describe: DescribeNode,
+		Doc: "shardedpaxos-normal with up to 1 drop, 1 duplicate and 3 timer firings per path " +
+			"(elections, heartbeats, retries)",
+		Init:       ShardedPaxosNormal.Init,
+		Settings:   mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 3},
+		Invariants: spInvariants,
+	}
+	ShardedPaxosTwoClients = &mc.Scenario{
+		Name:   "shardedpaxos-two-clients",
+		System: "shardedpaxos", Describe: DescribeNode,
+		Doc: "ShardedPaxos f=1, 1 group; client 0 writes b0 (starting at member 0, the leader), client 1 " +
+			"reads b0 (starting at member 1); up to 2 timer firings per path, no loss",
+		Init:       spInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}, 0, 1),
+		Settings:   mc.Settings{MaxTimerFires: 2},
+		Invariants: spInvariants,
+	}
+	RSPaxosNormal = &mc.Scenario{
+		Name:   "rspaxos-normal",
+		System: "rspaxos", Describe: DescribeNode,
+		Doc: "RSPaxos f=1 (4 replicas, quorums of 3, 2 data + 2 parity pieces), 1 group; one client: " +
+			"PUT b0, GET b0; no timers, no loss",
+		Init:       rsInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}),
+		Invariants: rsInvariants,
+	}
+	RSPaxosLossy = &mc.Scenario{
+		Name:       "rspaxos-lossy",
+		System:     "rspaxos",
+		Doc:        "rspaxos-normal with up to 1 drop, 1 duplicate and 2 timer firings per path",
+		Init:       RSPaxosNormal.Init,
+		Settings:   mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 2},
+		Invariants: rsInvariants,
+	}
+	RSPaxosTwoClients = &mc.Scenario{
+		Name:       "rspaxos-two-clients",
+		System:     "rspaxos",
+		Doc:        "RSPaxos f=1, 1 group; client 0 PUTs b0, client 1 GETs b0; up to 1 timer firing per path, no loss",
+		Init:       rsInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}),
+		Settings:   mc.Settings{MaxTimerFires: 1},
+		Invariants: rsInvariants,
+	}
+)
+
+// DefaultTime bounds the scenario searches of the tests that are not
+// exhaustive.
+const DefaultTime = 6 * time.Second

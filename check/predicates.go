@@ -1,0 +1,303 @@
+package check
+
+import (
+	"fmt"
+	"github.com/amalgam-store/amalgam/mc"
+	"strings"
+
+	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/reconfig"
+	"github.com/amalgam-store/amalgam/witness"
+	"github.com/amalgam-store/amalgam/workload"
+)
+
+// The Amalgam predicate library. Every predicate reads nodes through their
+// exported read-only views and never modifies a state.
+
+// ParityConsistency is invariant (a): the parity blocks of every quiescent
+// stripe encode its data blocks. Results are cached by the servers' states
+// and the stripes with protocol messages on streams.
+func ParityConsistency(l erasure.Layout, code *erasure.Code) mc.Predicate {
+	// Only passes are cached (a failure ends the search), so the cache
+	// holds no pointers for the garbage collector to scan.
+	c := mc.NewCache[[2]uint64, struct{}](mc.PredEntries)
+	return mc.Pred("parity consistent on quiescent stripes", func(s *mc.State) (bool, string) {
+		busy, small := streamBusy(s)
+		k := [2]uint64{s.ServersKey(), busy}
+		if _, hit := c.Get(k, mc.Mix(k[0]^k[1])); small && hit {
+			return true, "every quiescent stripe's parity encodes its data"
+		}
+		if err := ParityConsistent(s, l, code); err != nil {
+			return false, err.Error()
+		}
+		if small {
+			c.Put(k, mc.Mix(k[0]^k[1]), struct{}{})
+		}
+		return true, "every quiescent stripe's parity encodes its data"
+	})
+}
+
+// streamBusy is the set of stripes (< 64) that a PREPARE, PREPARE-OK,
+// COMMIT or PREPARE-DROP on a stream is for; small is false if a stripe
+// is 64 or more.
+func streamBusy(s *mc.State) (mask uint64, small bool) {
+	small = true
+	s.StreamMessages(func(e mc.Envelope) {
+		st := -1
+		switch m := e.Msg.(type) {
+		case msg.Prepare:
+			st = m.Stripe
+		case msg.Commit:
+			st = m.Stripe
+		case msg.PrepareDrop:
+			st = m.Stripe
+		case msg.PrepareOK:
+			st = m.Stripe
+		}
+		if st >= 64 {
+			small = false
+		} else if st >= 0 {
+			mask |= 1 << st
+		}
+	})
+	return mask, small
+}
+
+// StripesRecoverable is the Server Liveness Criterion (thesis 3.4.2) as an
+// invariant: no stripe has more than f degraded blocks (Recoverable).
+func StripesRecoverable(l erasure.Layout) mc.Predicate {
+	return mc.Pred("at most f blocks of a stripe degraded (SLC, 3.4.2)", func(s *mc.State) (bool, string) {
+		if err := Recoverable(s, l); err != nil {
+			return false, err.Error()
+		}
+		return true, "every stripe has at most f degraded blocks"
+	})
+}
+
+// CommitInvariant is the invariant of thesis 3.4.1: a committed delta is
+// held by at least f+1 servers of its stripe (the data server, which
+// applied it, and parity servers or witnesses holding its PREPARE or, for
+// parity servers, having applied it), and every earlier operation of the
+// shard is committed too. A delta a parity server has applied must be
+// committed at its data server. Degraded blocks do not exist yet (no
+// recovery), and a crashed server keeps counting: its state is on disk.
+//
+// It reads servers through their cached views (mc.State.view), so a state
+// whose servers were all seen before costs no allocation.
+func CommitInvariant(l erasure.Layout) mc.Predicate {
+	dataA, parityA, witnessA := make([]node.Addr, l.N), make([]node.Addr, l.N), make([]node.Addr, l.N)
+	for m := 0; m < l.N; m++ {
+		dataA[m], parityA[m], witnessA[m] = msg.DataAddr(m), msg.ParityAddr(m), msg.WitnessAddr(m)
+	}
+	// backup is the address of Backups(st)[bi], and its node index.
+	backup := func(s *mc.State, st, bi int) (node.Addr, int) {
+		if bi < l.F {
+			m := l.ParityMachine(st, bi)
+			return parityA[m], s.Index(parityA[m])
+		}
+		m := l.WitnessMachine(st, bi-l.F)
+		return witnessA[m], s.Index(witnessA[m])
+	}
+	return mc.Pred("committed deltas at f+1 servers, committed in op order (3.4.1)", func(s *mc.State) (bool, string) {
+		for m := 0; m < l.N; m++ {
+			di := s.Index(dataA[m])
+			if di < 0 {
+				continue
+			}
+			ds, ok := s.NodeAt(di).(*data.Server)
+			if !ok {
+				continue
+			}
+			ops := view(s, di).ops
+			primary := ds.Primary()
+			// holds: a backup holds the delta, or (thesis 3.4.1: "or has a
+			// block ... that is degraded") is being replaced and has not
+			// caught up yet: a parity server with the stripe degraded, or a
+			// backup the data server has fenced or is re-sending its
+			// pending operations to.
+			holds := func(a node.Addr, i int, opNum uint64, st int) bool {
+				if holdsDelta(s, i, m, primary, opNum, st) || ds.Replacing(a) {
+					return true
+				}
+				p, ok := s.Node(a).(*parity.Server)
+				return ok && p.Degraded(st)
+			}
+			if rc, ok := s.Node(msg.ReconfigAddr).(*reconfig.Service); ok && rc.Config().Data[m] != primary {
+				continue // replaced: what it committed was settled by the replacement's chain
+			}
+			var firstOpen uint64
+			for _, op := range ops {
+				if !op.Committed {
+					if firstOpen == 0 {
+						firstOpen = op.OpNum
+					}
+					continue
+				}
+				if firstOpen != 0 {
+					return false, fmt.Sprintf("shard %d: op %d is committed but earlier op %d is not", m, op.OpNum, firstOpen)
+				}
+				for _, st := range op.Stripes {
+					n := 1 // the data server
+					for bi := 0; bi < l.F+l.W; bi++ {
+						if a, i := backup(s, st, bi); holds(a, i, op.OpNum, st) {
+							n++
+						}
+					}
+					if n >= l.F+1 {
+						continue
+					}
+					holders := []string{string(dataA[m])}
+					for bi := 0; bi < l.F+l.W; bi++ {
+						if a, i := backup(s, st, bi); holds(a, i, op.OpNum, st) {
+							holders = append(holders, string(a))
+						}
+					}
+					return false, fmt.Sprintf("shard %d op %d (client %d seq %d) is committed but stripe %d's delta is only at %s (need f+1=%d)",
+						m, op.OpNum, op.Client, op.Seq, st, strings.Join(holders, ", "), l.F+1)
+				}
+			}
+			for k := 0; k < l.N; k++ {
+				pi := s.Index(parityA[k])
+				if pi < 0 {
+					continue
+				}
+				if _, ok := s.NodeAt(pi).(*parity.Server); !ok {
+					continue
+				}
+				for _, h := range view(s, pi).held {
+					if !h.Applied || h.P.Shard != m || h.P.Primary != primary {
+						continue
+					}
+					for _, op := range ops {
+						if op.OpNum <= h.P.OpNum && !op.Committed {
+							return false, fmt.Sprintf("%s applied shard %d op %d, but op %d is not committed at %s",
+								parityA[k], m, h.P.OpNum, op.OpNum, dataA[m])
+						}
+					}
+				}
+			}
+		}
+		return true, "every committed delta is at f+1 servers"
+	})
+}
+
+// holdsDelta reports whether the parity server or witness at node index i
+// holds the PREPARE of (shard, opNum, st) from the shard's data server
+// incarnation primary, or (a parity server that knows that incarnation)
+// applied and dropped it.
+func holdsDelta(s *mc.State, i int, shard int, primary, opNum uint64, st int) bool {
+	if i < 0 {
+		return false
+	}
+	switch x := s.NodeAt(i).(type) {
+	case *parity.Server:
+		v := view(s, i)
+		return v.holds(shard, primary, opNum, st) || x.PrimaryOf(shard) == primary && x.OpNum(shard) >= opNum
+	case *witness.Server:
+		return view(s, i).holds(shard, primary, opNum, st)
+	}
+	return false
+}
+
+// AtMostOnce checks that no client request executes twice: the PREPAREs
+// and pending operations in the state give each (shard, client, seq) one
+// op number, and all the results for one request (replies in flight and
+// the reply the client kept) are equal. A request is named by shard,
+// data server incarnation, client and seq (a replacement may run it again).
+func AtMostOnce() mc.Predicate {
+	return mc.Pred("at most one result per request", func(s *mc.State) (bool, string) {
+		// Every (request, op number) held by a server or on a stream, in a
+		// buffer on the stack: states hold a handful.
+		type exec struct {
+			k  execKey
+			op uint64
+		}
+		var buf [64]exec
+		execs := buf[:0]
+		// note records an execution and returns an earlier, different op
+		// number for the same request, if any.
+		note := func(k execKey, op uint64) (uint64, bool) {
+			for _, x := range execs {
+				if x.k == k && x.op != op {
+					return x.op, true
+				}
+			}
+			execs = append(execs, exec{k, op})
+			return 0, false
+		}
+		twice := func(k execKey, old, op uint64, where string) string {
+			return fmt.Sprintf("client %d request %d executed twice on shard %d (op %d and op %d, seen at %s)",
+				k.client, k.seq, k.shard, old, op, where)
+		}
+		for i, a := range s.Addrs() {
+			switch n := s.NodeAt(i).(type) {
+			case *data.Server:
+				for _, op := range view(s, i).ops {
+					k := execKey{n.Machine(), n.Primary(), op.Client, op.Seq}
+					if old, dup := note(k, op.OpNum); dup {
+						return false, twice(k, old, op.OpNum, string(a))
+					}
+				}
+			case *parity.Server, *witness.Server:
+				for _, h := range view(s, i).held {
+					k := execKey{h.P.Shard, h.P.Primary, h.P.Client, h.P.Seq}
+					if old, dup := note(k, h.P.OpNum); dup {
+						return false, twice(k, old, h.P.OpNum, string(a))
+					}
+				}
+			}
+		}
+		why := ""
+		s.StreamMessages(func(e mc.Envelope) {
+			if p, ok := e.Msg.(msg.Prepare); ok && why == "" {
+				k := execKey{p.Shard, p.Primary, p.Client, p.Seq}
+				if old, dup := note(k, p.OpNum); dup {
+					why = twice(k, old, p.OpNum, "stream "+string(e.From)+"->"+string(e.To))
+				}
+			}
+		})
+		if why != "" {
+			return false, why
+		}
+		// Results: the reply a client kept and the replies in flight to it.
+		net := s.Network()
+		for j, e := range net {
+			r, ok := e.Msg.(msg.Reply)
+			if !ok {
+				continue
+			}
+			var other msg.Reply
+			have := false
+			if c, ok := s.Node(e.To).(*workload.Client); ok && r.Seq >= 1 && r.Seq <= uint64(len(c.Replies())) {
+				other, have = c.Replies()[r.Seq-1], true
+			}
+			for _, e2 := range net[:j] {
+				if r2, ok := e2.Msg.(msg.Reply); ok && !have && e2.To == e.To && r2.Seq == r.Seq {
+					other, have = r2, true
+				}
+			}
+			if have && replyHash(other) != replyHash(r) {
+				return false, fmt.Sprintf("%s request %d has two different results (%s in flight from %s)",
+					e.To, r.Seq, workload.DescribeReply(r), e.From)
+			}
+		}
+		return true, "every request has at most one execution and one result"
+	})
+}
+
+func replyHash(r msg.Reply) uint64 {
+	var h node.Hasher
+	h.Reset()
+	r.Hash(&h)
+	return h.Sum()
+}
+
+// Linearizable checks the workload clients' results with porcupine
+// against the block store's sequential model (mc.Linearizable with
+// workload.Model): pending operations may take effect at any point after
+// their call, with any result.
+func Linearizable(l erasure.Layout) mc.Predicate { return mc.Linearizable(workload.Model(l)) }

@@ -1,0 +1,136 @@
+package check
+
+import (
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Recovery scenarios (thesis 3.3.2): the reconfiguration service replaces
+// a server while clients run; the replacement rebuilds what it needs with
+// the stripe snapshot protocol. The operator's request arrives at a moment
+// the search chooses, so replacement meets every stage of the operations
+// in flight. The replaced server is alive (a false suspicion) unless the
+// scenario crashes it: the fence must hold against it.
+var (
+	// ReplaceData replaces the data server of block 0 while a client
+	// writes and then reads it: the write may be lost only if it never
+	// committed, and the read after the replacement needs the rebuilt block.
+	ReplaceData = register(&Scenario{
+		Name: "replace-data",
+		Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; client 0: write b0, read b0; data/0 replaced at any moment; " +
+			"up to 4 timer firings per path",
+		Layout:   erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: 1, BlockSize: 8},
+		Scripts:  [][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}},
+		Replace:  []msg.Replace{{Role: erasure.RoleData, Machine: 0, Inc: 1}},
+		Settings: mc.Settings{MaxTimerFires: 4},
+	})
+
+	// ReplaceDataTwoStripes replaces a data server that has operations in
+	// flight on two stripes, whose parity servers differ, so the chain may
+	// see gaps in op numbers.
+	ReplaceDataTwoStripes = register(&Scenario{
+		Name: "replace-data-two-stripes",
+		Doc: "g=3 f=2 w=0, 5 machines, 5 stripes; client 0: write b0 (stripe 0), write b4 (stripe 1), " +
+			"read both (all on data/0); client 1: same on b4 then b0; data/0 replaced at any moment; up to 4 timer firings per path",
+		Layout: erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: 5, BlockSize: 8},
+		Scripts: [][][]msg.Op{
+			{{write(0, 1, 8)}, {write(4, 2, 8)}, {read(0), read(4)}},
+			{{write(4, 3, 8)}, {write(0, 4, 8)}},
+		},
+		Replace:  []msg.Replace{{Role: erasure.RoleData, Machine: 0, Inc: 1}},
+		Settings: mc.Settings{MaxTimerFires: 4},
+	})
+)
+
+var (
+	// ReplaceParity replaces a parity server while a client writes: the
+	// data server re-sends its pending operations to the new parity
+	// server, which rebuilds its block with a stripe snapshot taken while
+	// the write may still be in flight.
+	ReplaceParity = register(&Scenario{
+		Name:     "replace-parity",
+		Doc:      "g=3 f=2 w=0, 5 machines, 1 stripe; client 0: write b0, add b1; parity/3 replaced at any moment; up to 4 timer firings per path",
+		Layout:   ReplaceData.Layout,
+		Scripts:  [][][]msg.Op{{{write(0, 1, 8)}, {add(1, 2)}}},
+		Replace:  []msg.Replace{{Role: erasure.RoleParity, Machine: 3, Inc: 1}},
+		Settings: mc.Settings{MaxTimerFires: 4},
+	})
+
+	// SnapshotUnderWrites replaces a data server while the two other data
+	// servers of its stripe write: the snapshot that rebuilds its block
+	// runs concurrently with writes from every other data server.
+	SnapshotUnderWrites = register(&Scenario{
+		Name: "snapshot-under-writes",
+		Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; clients 0 and 1 write b1 and b2 twice; data/0 replaced at any moment " +
+			"and rebuilt while they write; up to 4 timer firings per path",
+		Layout:   ReplaceData.Layout,
+		Scripts:  [][][]msg.Op{{{write(1, 1, 8)}, {write(1, 2, 8)}}, {{write(2, 3, 8)}, {write(2, 4, 8)}}},
+		Replace:  []msg.Replace{{Role: erasure.RoleData, Machine: 0, Inc: 1}},
+		Settings: mc.Settings{MaxTimerFires: 4},
+	})
+
+	// PreemptParity asks for a parity and a data server replacement at once:
+	// the data server replacement pre-empts the parity replacement if that
+	// is still stopping, and the parity replacement starts over after it.
+	PreemptParity = register(&Scenario{
+		Name:     "preempt-parity",
+		Doc:      "g=3 f=2 w=0, 5 machines, 1 stripe; client 0: write b0, read b0; parity/3 and data/0 replaced, asked together; up to 5 timer firings per path",
+		Layout:   ReplaceData.Layout,
+		Scripts:  ReplaceData.Scripts,
+		Replace:  []msg.Replace{{Role: erasure.RoleParity, Machine: 3, Inc: 1}, {Role: erasure.RoleData, Machine: 0, Inc: 1}},
+		Settings: mc.Settings{MaxTimerFires: 5},
+	})
+
+	// TwoFailures replaces two data servers of one stripe in sequence (f=2).
+	TwoFailures = register(&Scenario{
+		Name:     "two-failures",
+		Doc:      "g=3 f=2 w=0, 5 machines, 1 stripe; client 0: write b0, write b1, read b0; data/0 and data/1 crash and are replaced in sequence",
+		Layout:   ReplaceData.Layout,
+		Scripts:  [][][]msg.Op{{{write(0, 1, 8)}, {write(1, 2, 8)}, {read(0)}}},
+		Replace:  []msg.Replace{{Role: erasure.RoleData, Machine: 0, Inc: 1}, {Role: erasure.RoleData, Machine: 1, Inc: 1}},
+		Settings: mc.Settings{MaxTimerFires: 5, MaxCrashes: 2, CrashTargets: []node.Addr{"data/0", "data/1"}},
+	})
+
+	// RebuilderFails replaces data/0, then replaces its replacement too,
+	// possibly while it is still rebuilding (the operator repeats its
+	// requests; the second names incarnation 2).
+	RebuilderFails = register(&Scenario{
+		Name:     "rebuilder-fails",
+		Doc:      "g=3 f=2 w=0, 5 machines, 1 stripe; client 0: write b0, read b0; data/0 replaced, then its replacement replaced mid-rebuild",
+		Layout:   ReplaceData.Layout,
+		Scripts:  ReplaceData.Scripts,
+		Replace:  []msg.Replace{{Role: erasure.RoleData, Machine: 0, Inc: 1}, {Role: erasure.RoleData, Machine: 0, Inc: 2}},
+		Settings: mc.Settings{MaxTimerFires: 6},
+	})
+
+	// SuspectDegradedStripe replaces two data servers of the one stripe
+	// and, asked together with them, a live parity server of it (a false
+	// suspicion). Whatever the order the requests arrive in, the third
+	// replacement must wait until one of the first two has rebuilt: with
+	// f=2 blocks degraded, replacing a third server would leave g-1 and
+	// lose the stripe (SLC, thesis 3.4.2).
+	SuspectDegradedStripe = register(&Scenario{
+		Name: "suspect-degraded-stripe",
+		Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; client 0: write b0, read b0; data/0, data/1 and parity/3 replaced, asked together: " +
+			"the third waits until one of the others rebuilt (SLC); up to 5 timer firings per path",
+		Layout:  ReplaceData.Layout,
+		Scripts: ReplaceData.Scripts,
+		Replace: []msg.Replace{{Role: erasure.RoleData, Machine: 0, Inc: 1}, {Role: erasure.RoleData, Machine: 1, Inc: 1},
+			{Role: erasure.RoleParity, Machine: 3, Inc: 1}},
+		Settings: mc.Settings{MaxTimerFires: 5},
+	})
+
+	// ReplaceWitness replaces the witness and a data server in a layout
+	// with witnesses: witnesses count in the replacement quorum and are
+	// replaced like parity servers.
+	ReplaceWitness = register(&Scenario{
+		Name:     "replace-witness",
+		Doc:      "g=3 f=2 w=1, 6 machines, 1 stripe; client 0: write b0, read b0; witness/5 and data/0 replaced; up to 5 timer firings per path",
+		Layout:   erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 1, BlockSize: 8},
+		Scripts:  ReplaceData.Scripts,
+		Replace:  []msg.Replace{{Role: erasure.RoleWitness, Machine: 5, Inc: 1}, {Role: erasure.RoleData, Machine: 0, Inc: 1}},
+		Settings: mc.Settings{MaxTimerFires: 5},
+	})
+)

@@ -1,0 +1,91 @@
+package check
+
+import (
+	"github.com/amalgam-store/amalgam/mc"
+	"testing"
+)
+
+// TestExhaustive explores small scenarios to exhaustion and asserts the
+// exact number of distinct states, the same from mc.BFS with 1 and 2 workers
+// and from mc.DFS.
+func TestExhaustive(t *testing.T) {
+	cases := []struct {
+		sc     *Scenario
+		states int
+	}{
+		{Normal, 69},
+		{Txn, 57},
+		{Witnesses, 929},
+		{NormalLossy, 7575},
+		{SameShard, 6525},
+	}
+	for _, c := range cases {
+		t.Run(c.sc.Name, func(t *testing.T) {
+			for _, run := range []struct {
+				st      mc.Strategy
+				workers int
+			}{{mc.BFS, 1}, {mc.BFS, 2}, {mc.DFS, 1}} {
+				r := c.sc.Run(run.st, mc.Options{Workers: run.workers})
+				if r.Outcome != mc.Exhausted {
+					t.Fatalf("%s/%d workers: %s (%s: %s)", run.st, run.workers, r.Outcome, r.Predicate, r.Explanation)
+				}
+				if r.States != c.states {
+					t.Fatalf("%s/%d workers: %d states, want exactly %d", run.st, run.workers, r.States, c.states)
+				}
+			}
+		})
+	}
+}
+
+// TestDepthBoundedDFSMatchesBFS: with a depth bound, mc.DFS (re-expanding
+// states reached at a smaller depth) finds exactly mc.BFS's states.
+func TestDepthBoundedDFSMatchesBFS(t *testing.T) {
+	for _, d := range []int{3, 8, 15} {
+		b := TwoClients.Run(mc.BFS, mc.Options{MaxDepth: d, Workers: 2})
+		f := TwoClients.Run(mc.DFS, mc.Options{MaxDepth: d})
+		if b.Outcome != mc.Exhausted || f.Outcome != mc.Exhausted || b.States != f.States {
+			t.Fatalf("depth %d: bfs %s %d states, dfs %s %d states", d, b.Outcome, b.States, f.Outcome, f.States)
+		}
+	}
+}
+
+func TestRandomWalksDeterministic(t *testing.T) {
+	a := NormalLossy.Run(mc.Random, mc.Options{Seed: 3, Walks: 50, MaxDepth: 60})
+	b := NormalLossy.Run(mc.Random, mc.Options{Seed: 3, Walks: 50, MaxDepth: 60})
+	if a.Outcome != mc.WalksDone || a.States != b.States || a.States < 10 {
+		t.Fatalf("random walks: %s %d states, then %d", a.Outcome, a.States, b.States)
+	}
+}
+
+func TestSelfChecks(t *testing.T) {
+	r := NormalLossy.Run(mc.BFS, mc.Options{Checks: mc.Checks{Determinism: true, CloneHash: true, Idempotence: true}})
+	if r.Outcome != mc.Exhausted {
+		t.Fatalf("%s: %s: %s", r.Outcome, r.Predicate, r.Explanation)
+	}
+	t.Logf("handlers not idempotent: %v", r.Idempotence)
+}
+
+func TestGoalAndPrune(t *testing.T) {
+	o := Normal.Options(mc.BFS)
+	o.Goals = []mc.Predicate{mc.ClientsDonePred()}
+	r := mc.Search(Normal.Init(), o)
+	if r.Outcome != mc.GoalFound || r.Predicate != "all clients done" {
+		t.Fatalf("goal: %s %s", r.Outcome, r.Predicate)
+	}
+	// Request, 2 PREPAREs, 2 PREPARE-OKs and the reply for each
+	// operation; the second operation's PREPAREs queue behind the first's
+	// COMMIT and PREPARE-DROP on both parity streams: 6 + 10.
+	if len(r.Trace) != 16 {
+		t.Fatalf("shortest trace to done has %d steps, want 16", len(r.Trace))
+	}
+	o.Goals = nil
+	o.Prunes = []mc.Predicate{mc.RepliesAtLeast(1)}
+	p := mc.Search(Normal.Init(), o)
+	if p.Outcome != mc.Exhausted || p.States >= 69 {
+		t.Fatalf("prune: %s %d states", p.Outcome, p.States)
+	}
+	g := Normal.Run(mc.Guided, mc.Options{})
+	if g.Outcome != mc.Exhausted || len(g.Trace) == 0 {
+		t.Fatalf("guided: %s, trace %d", g.Outcome, len(g.Trace))
+	}
+}

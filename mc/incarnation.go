@@ -1,0 +1,44 @@
+package mc
+
+import (
+	"slices"
+
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// startsAt reports whether e starts a new incarnation at its receiver
+// (node i): it is then delivered even to a crashed node.
+func (b *builder) startsAt(i int, m node.Message) bool {
+	st, ok := m.(node.Starter)
+	if !ok || i < 0 {
+		return false
+	}
+	inc, ok := st.StartsIncarnation(b.n.sys.addrs[i])
+	cur, known := b.n.nodes[i].nd.(node.Incarnated)
+	return ok && known && cur.Incarnation() < inc
+}
+
+// startIncarnation ends the incarnation of node i when m starts a newer
+// one there: a crashed node comes back, and the old incarnation's timers
+// and streams end. The handler then builds the new incarnation's state.
+func (b *builder) startIncarnation(i int, m node.Message) {
+	if !b.startsAt(i, m) {
+		return
+	}
+	a := b.n.sys.addrs[i]
+	b.touch(i)
+	if b.n.crashed[i] {
+		b.n.crashed = slices.Clone(b.n.crashed)
+		b.n.crashed[i] = false
+	}
+	b.ownTimers()
+	b.n.timers[i] = nil
+	b.ownStreams()
+	b.n.streams = slices.DeleteFunc(b.n.streams, func(q stream) bool {
+		if q.link.From == a || q.link.To == a {
+			b.n.streamSum -= streamPart(&q)
+			return true
+		}
+		return false
+	})
+}
