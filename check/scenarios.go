@@ -96,6 +96,10 @@ func register(sc *Scenario) *Scenario {
 // Scenarios lists Amalgam's scenarios in the order they were defined.
 func Scenarios() []*Scenario { return amalgam }
 
+// Failover lists the failure detector's scenarios (failover.go), which
+// run the detector alone rather than an Amalgam cluster.
+func Failover() []*mc.Scenario { return []*mc.Scenario{FailoverOne, FailoverTwo} }
+
 // Registry is every scenario amalgam-cli mc offers: Amalgam's by name,
 // then the baselines'.
 func Registry() *mc.Registry {
@@ -105,7 +109,7 @@ func Registry() *mc.Registry {
 	for _, sc := range byName {
 		r.Add(sc.MC())
 	}
-	r.Add(FailoverOne, FailoverTwo)
+	r.Add(Failover()...)
 	r.Add(baselines.Scenarios()...)
 	return &r
 }

@@ -72,8 +72,9 @@ func TestMCList(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := mcScenarios()
-	if len(all) != len(check.Scenarios())+len(baselines.Scenarios()) {
-		t.Fatalf("%d scenarios offered, want %d of Amalgam and %d of the baselines", len(all), len(check.Scenarios()), len(baselines.Scenarios()))
+	if len(all) != len(check.Scenarios())+len(check.Failover())+len(baselines.Scenarios()) {
+		t.Fatalf("%d scenarios offered, want %d of Amalgam, %d of its failure detector and %d of the baselines",
+			len(all), len(check.Scenarios()), len(check.Failover()), len(baselines.Scenarios()))
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != len(all) {
