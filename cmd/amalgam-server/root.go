@@ -16,6 +16,7 @@ tolerance comes from erasure coding instead of replication.
   amalgam-server dev        a complete local cluster in one process
   amalgam-server node       one machine (data, parity and witness servers), or a spare
   amalgam-server reconfig   one replica of the reconfiguration service
+  amalgam-server nbd        serve ranges of blocks as Network Block Devices
 
 The reconfiguration service (Raft-replicated) replaces failed servers, using
 spare machines (amalgam-server node --spare). See docs/reconfiguration.md.`,
@@ -23,7 +24,7 @@ spare machines (amalgam-server node --spare). See docs/reconfiguration.md.`,
 		SilenceErrors: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newDevCmd(), newNodeCmd(), newReconfigCmd())
+	root.AddCommand(newDevCmd(), newNodeCmd(), newReconfigCmd(), newNBDCmd())
 	return root
 }
 
