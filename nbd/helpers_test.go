@@ -224,5 +224,3 @@ func must(t *testing.T, errno uint32, what string) {
 		t.Fatalf("%s: error %d", what, errno)
 	}
 }
-
-
