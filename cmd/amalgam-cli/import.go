@@ -105,6 +105,9 @@ func runImport(cmd *cobra.Command, gl *globalFlags, bf bulkFlags, path, statePat
 	}
 	defer pool.Close()
 	l := pool.Layout()
+	if first >= l.NumBlocks() {
+		return fmt.Errorf("--first-block %d is past the last block (the cluster has blocks 0 to %d)", first, l.NumBlocks()-1)
+	}
 	last := uint64(lastFlag)
 	if lastFlag < 0 {
 		last = l.NumBlocks() - 1
