@@ -183,20 +183,26 @@ func needTools(t *testing.T, tools ...string) {
 // errors included.
 func fio(t *testing.T, uri string, args ...string) fioResult {
 	t.Helper()
-	all := append([]string{"--ioengine=nbd", "--uri=" + uri, "--output-format=json", "--name=job", "--verify=crc32c",
-		"--do_verify=1", "--verify_fatal=1", "--randrepeat=0"}, args...)
+	return fioWith(t, append([]string{"--ioengine=nbd", "--uri=" + uri, "--output-format=json", "--name=job", "--verify=crc32c",
+		"--do_verify=1", "--verify_fatal=1", "--randrepeat=0"}, args...))
+}
+
+// fioWith runs fio with all as its arguments and fails the test on any
+// error.
+func fioWith(t *testing.T, all []string) fioResult {
+	t.Helper()
 	cmd := exec.Command("fio", all...)
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("fio %v: %v\n%s", args, err, out)
+		t.Fatalf("fio %v: %v\n%s", all, err, out)
 	}
 	var r fioResult
 	if i := bytes.IndexByte(out, '{'); i < 0 || json.Unmarshal(out[i:], &r) != nil || len(r.Jobs) != 1 {
-		t.Fatalf("fio %v: output is not JSON:\n%s", args, out)
+		t.Fatalf("fio %v: output is not JSON:\n%s", all, out)
 	}
 	if r.Jobs[0].Error != 0 {
-		t.Fatalf("fio %v: error %d\n%s", args, r.Jobs[0].Error, out)
+		t.Fatalf("fio %v: error %d\n%s", all, r.Jobs[0].Error, out)
 	}
 	return r
 }
