@@ -142,6 +142,9 @@ func parseInfoRequest(d []byte) (infoRequest, error) {
 		return infoRequest{}, fmt.Errorf("%d bytes of data, want at least 6", len(d))
 	}
 	n := binary.BigEndian.Uint32(d)
+	if n > maxStringLen {
+		return infoRequest{}, fmt.Errorf("name of %d bytes; at most %d", n, maxStringLen)
+	}
 	if uint64(n) > uint64(len(d))-6 {
 		return infoRequest{}, fmt.Errorf("name of %d bytes in %d bytes of data", n, len(d))
 	}
