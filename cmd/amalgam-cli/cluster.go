@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -87,8 +88,11 @@ func describeResults(ops []msg.Op, out msg.Outcome) txnJSON {
 }
 
 func printTxn(cmd *cobra.Command, gl *globalFlags, ops []msg.Op, out msg.Outcome) error {
-	doc := describeResults(ops, out)
 	w := cmd.OutOrStdout()
+	if gl.output == "raw" {
+		return writeRaw(w, ops, out)
+	}
+	doc := describeResults(ops, out)
 	if gl.output == "json" {
 		return writeJSON(w, doc)
 	}
@@ -134,7 +138,7 @@ func (d *dataFlags) register(cmd *cobra.Command, what string) {
 	f := cmd.Flags()
 	f.StringVar(&d.text, "data", "", what+" as text")
 	f.StringVar(&d.hexs, "hex", "", what+" as hex")
-	f.StringVar(&d.file, "file", "", what+": the contents of a file")
+	f.StringVar(&d.file, "file", "", what+": the contents of a file (- for stdin)")
 }
 
 func (d *dataFlags) bytes(cmd *cobra.Command) ([]byte, error) {
@@ -156,6 +160,9 @@ func (d *dataFlags) bytes(cmd *cobra.Command) ([]byte, error) {
 			return nil, fmt.Errorf("--hex: %v", err)
 		}
 		return b, nil
+	}
+	if d.file == "-" {
+		return io.ReadAll(cmd.InOrStdin())
 	}
 	b, err := os.ReadFile(d.file)
 	if err != nil {

@@ -42,13 +42,17 @@ gRPC server, or which TLS check failed.
 For a cluster running mutual TLS, give --tls-cert, --tls-key and --tls-ca
 (or AMALGAM_TLS_CERT, AMALGAM_TLS_KEY and AMALGAM_TLS_CA).
 
-Talking to a cluster: status, health, locate, read, write, rmw, txn, admin. Offline: layout, mc,
+Talking to a cluster: status, health, locate, read, write, rmw, txn, import, export, admin. Offline: layout, mc,
 version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			switch gl.output {
 			case "text", "json":
+			case "raw": // bytes as they are: read only
+				if cmd.Name() != "read" {
+					return fmt.Errorf("--output raw only goes with read")
+				}
 			default:
 				return fmt.Errorf("--output must be text or json, got %q", gl.output)
 			}
@@ -71,7 +75,7 @@ version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&gl.cluster, "cluster", cluster, "cluster entry address; several (the reconfiguration replicas) comma-separated (env AMALGAM_CLUSTER)")
-	pf.StringVar(&gl.output, "output", "text", "output format: text or json")
+	pf.StringVar(&gl.output, "output", "text", "output format: text or json (read also takes raw)")
 	pf.DurationVar(&gl.timeout, "timeout", 10*time.Second, "give up on a request after this long")
 	pf.DurationVar(&gl.dialTimeout, "dial-timeout", 2*time.Second, "give up connecting to the cluster after this long, naming the cause")
 	pf.StringVar(&gl.tlsCert, "tls-cert", os.Getenv("AMALGAM_TLS_CERT"), "PEM client certificate for mutual TLS (env AMALGAM_TLS_CERT)")
@@ -80,7 +84,7 @@ version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 
 	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl), newMCCmd(gl),
 		newStatusCmd(gl), newHealthCmd(gl), newLocateCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl), newAdminCmd(gl),
-		newBenchCmd(gl))
+		newBenchCmd(gl), newImportCmd(gl), newExportCmd(gl))
 	return root
 }
 

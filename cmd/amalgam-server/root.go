@@ -18,6 +18,7 @@ tolerance comes from erasure coding instead of replication.
   amalgam-server dev        a complete local cluster in one process
   amalgam-server node       one machine (data, parity and witness servers), or a spare
   amalgam-server reconfig   one replica of the reconfiguration service
+  amalgam-server nbd        serve ranges of blocks as Network Block Devices
 
 The reconfiguration service (Raft-replicated) replaces failed servers, using
 spare machines (amalgam-server node --spare). See docs/reconfiguration.md.
@@ -40,7 +41,7 @@ Examples:
 	root.PersistentFlags().StringVar(&configFile, "config", os.Getenv("AMALGAM_CONFIG"),
 		"YAML file of settings whose keys are flag names (env AMALGAM_CONFIG); flags > AMALGAM_* env > file > defaults")
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newDevCmd(), newNodeCmd(), newReconfigCmd(), newVersionCmd())
+	root.AddCommand(newDevCmd(), newNodeCmd(), newReconfigCmd(), newNBDCmd(), newVersionCmd())
 	return root
 }
 

@@ -1,0 +1,256 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cliOut runs amalgam-cli (text output) with stdin and returns stdout.
+func cliOut(t *testing.T, cluster string, stdin []byte, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "amalgam-cli"), append([]string{"--cluster", cluster, "--timeout", "20s"}, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("amalgam-cli %v: %v\n%s", args, err, errOut.String())
+	}
+	return out.Bytes()
+}
+
+// cliFails runs amalgam-cli and checks that it fails with one line on
+// stderr containing want.
+func cliFails(t *testing.T, cluster, want string, args ...string) {
+	t.Helper()
+	out, errOut, err := cliRaw(cluster, args...)
+	if err == nil {
+		t.Fatalf("amalgam-cli %v succeeded: %s", args, out)
+	}
+	if strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, want) {
+		t.Fatalf("amalgam-cli %v: want one line containing %q, got %q", args, want, errOut)
+	}
+}
+
+func randomFile(t *testing.T, n int) (string, []byte) {
+	t.Helper()
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	p := filepath.Join(t.TempDir(), "data.bin")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, b
+}
+
+type importResult struct {
+	Chunks        int `json:"chunks"`
+	ChunksResumed int `json:"chunks_resumed"`
+}
+
+// TestImportExport imports files into a durable dev cluster (4 KiB
+// blocks), exports them back byte for byte, resumes a killed import, and
+// refuses bad input before writing anything.
+func TestImportExport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds binaries and runs a cluster")
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	startDev(t, addr, t.TempDir(), "--blocks", "3000", "--block-size", "4096")
+
+	// A file with a last partial block, imported at block 7.
+	path, data := randomFile(t, 1_000_003)
+	var res importResult
+	cli(t, addr, &res, "import", path, "--first-block", "7", "--concurrency", "8")
+	if res.Chunks != 1 || res.ChunksResumed != 0 { // chunks of 1 MiB
+		t.Fatalf("import: %+v", res)
+	}
+	if _, err := os.Stat(path + ".amalgam-import"); !os.IsNotExist(err) {
+		t.Fatalf("state file left after a complete import: %v", err)
+	}
+	last := fmt.Sprint(7 + (len(data)+4095)/4096 - 1)
+	if got := cliOut(t, addr, nil, "export", "--blocks", "7-"+last, "--size", fmt.Sprint(len(data))); !bytes.Equal(got, data) {
+		t.Fatalf("export to stdout differs from the imported file (%d bytes, want %d)", len(got), len(data))
+	}
+	outFile := filepath.Join(t.TempDir(), "out.bin")
+	cliOut(t, addr, nil, "export", "--blocks", "7-"+last, "-o", outFile, "--concurrency", "3", "--chunk-blocks", "5")
+	got, err := os.ReadFile(outFile)
+	if err != nil || !bytes.Equal(got[:len(data)], data) || len(got) != (len(data)+4095)/4096*4096 {
+		t.Fatalf("export -o: %v, %d bytes", err, len(got))
+	}
+
+	// write --file - and read --output raw.
+	cliOut(t, addr, []byte("from stdin"), "write", "2990", "--file", "-", "--offset", "5")
+	if got := cliOut(t, addr, nil, "read", "2990", "--offset", "5", "--length", "10", "--output", "raw"); string(got) != "from stdin" {
+		t.Fatalf("read --output raw: %q", got)
+	}
+
+	// Bad input writes nothing.
+	before := cliOut(t, addr, nil, "export", "--blocks", "2900-2999")
+	big, _ := randomFile(t, 101*4096)
+	cliFails(t, addr, "nothing was written", "import", big, "--first-block", "2900")
+	cliFails(t, addr, "nothing was written", "import", big, "--first-block", "0", "--last-block", "99")
+	cliFails(t, addr, "past the last block", "import", big, "--first-block", "3000")
+	cliFails(t, addr, "past the last block", "export", "--blocks", "2990-3000", "-o", outFile+".bad")
+	cliFails(t, fmt.Sprintf("127.0.0.1:%d", freePort(t, 0)), "unreachable", "--timeout", "1s", "import", big, "--first-block", "2900")
+	if after := cliOut(t, addr, nil, "export", "--blocks", "2900-2999"); !bytes.Equal(before, after) {
+		t.Fatal("refused imports changed blocks 2900-2999")
+	}
+	for _, p := range []string{big + ".amalgam-import", outFile + ".bad"} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s exists after refused commands", p)
+		}
+	}
+
+	// An import killed partway resumes without rewriting what was
+	// acknowledged.
+	path, data = randomFile(t, 2000*4096)
+	state := path + ".amalgam-import"
+	cmd := exec.Command(filepath.Join(bin, "amalgam-cli"), "--cluster", addr, "import", path, "--first-block", "100",
+		"--chunk-blocks", "8", "--concurrency", "1", "--no-progress")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	acked := 0
+	for deadline := time.Now().Add(60 * time.Second); acked < 5; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the import recorded %d chunks in 60s", acked)
+		}
+		acked = stateChunks(state)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	acked = stateChunks(state)
+	if acked >= 250 {
+		t.Skip("the import finished before it could be killed")
+	}
+	cli(t, addr, &res, "import", path, "--first-block", "100", "--chunk-blocks", "8", "--concurrency", "4")
+	if res.Chunks != 250 || res.ChunksResumed < acked {
+		t.Fatalf("resumed import: %+v, but %d chunks were acknowledged before the kill", res, acked)
+	}
+	t.Logf("import killed after %d acknowledged chunks; the resumed run skipped %d of %d", acked, res.ChunksResumed, res.Chunks)
+	if got := cliOut(t, addr, nil, "export", "--blocks", "100-2099"); !bytes.Equal(got, data) {
+		t.Fatal("export after a resumed import differs from the file")
+	}
+}
+
+// stateChunks counts the complete chunk lines of an import state file.
+func stateChunks(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		n++
+	}
+	if n > 0 && !bytes.HasSuffix(b, []byte("\n")) {
+		n-- // a torn last line
+	}
+	return max(0, n-1) // the header
+}
+
+// nbdServer starts amalgam-server nbd exporting "disk" and returns its
+// URI.
+func nbdServer(t *testing.T, cluster string, extra ...string) string {
+	t.Helper()
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t, 0))
+	startProc(t, "nbd", "nbd ready at", append([]string{"nbd", "--cluster", cluster, "--listen", listen, "--export", "disk"}, extra...)...)
+	return "nbd://" + listen + "/disk"
+}
+
+// needTools skips the test unless the named programs are installed.
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (apt-get install fio libnbd-bin nbdkit; .ci/run does it)", tool)
+		}
+	}
+}
+
+// fio runs one fio job and fails the test on any error, verification
+// errors included.
+func fio(t *testing.T, uri string, args ...string) fioResult {
+	t.Helper()
+	return fioWith(t, append([]string{"--ioengine=nbd", "--uri=" + uri, "--output-format=json", "--name=job", "--verify=crc32c",
+		"--do_verify=1", "--verify_fatal=1", "--randrepeat=0"}, args...))
+}
+
+// fioWith runs fio with all as its arguments and fails the test on any
+// error.
+func fioWith(t *testing.T, all []string) fioResult {
+	t.Helper()
+	cmd := exec.Command("fio", all...)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fio %v: %v\n%s", all, err, out)
+	}
+	var r fioResult
+	if i := bytes.IndexByte(out, '{'); i < 0 || json.Unmarshal(out[i:], &r) != nil || len(r.Jobs) != 1 {
+		t.Fatalf("fio %v: output is not JSON:\n%s", all, out)
+	}
+	if r.Jobs[0].Error != 0 {
+		t.Fatalf("fio %v: error %d\n%s", all, r.Jobs[0].Error, out)
+	}
+	return r
+}
+
+type fioResult struct {
+	Jobs []struct {
+		Error int `json:"error"`
+		Read  struct {
+			IOPS  float64 `json:"iops"`
+			Bytes int64   `json:"io_bytes"`
+		} `json:"read"`
+		Write struct {
+			IOPS  float64 `json:"iops"`
+			Bytes int64   `json:"io_bytes"`
+		} `json:"write"`
+	} `json:"jobs"`
+}
+
+// TestNBDTools drives an NBD export of a durable dev cluster with tools
+// nobody here wrote: fio's nbd engine (random 4 KiB and 128 KiB writes
+// verified by crc32c on read-back) and nbdcopy (a 64 MiB file in and out).
+func TestNBDTools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds binaries and runs a cluster")
+	}
+	needTools(t, "fio", "nbdcopy")
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	startDev(t, addr, t.TempDir(), "--blocks", "1024", "--block-size", "65536") // 64 MiB
+	uri := nbdServer(t, addr)
+
+	for _, bs := range []string{"4k", "128k"} {
+		r := fio(t, uri, "--rw=randwrite", "--bs="+bs, "--size=4m", "--iodepth=16")
+		if r.Jobs[0].Write.Bytes != 4<<20 || r.Jobs[0].Read.Bytes != 4<<20 {
+			t.Fatalf("fio %s: wrote %d and verified %d bytes, want 4 MiB each", bs, r.Jobs[0].Write.Bytes, r.Jobs[0].Read.Bytes)
+		}
+	}
+
+	in, data := randomFile(t, 64<<20)
+	if out, err := exec.Command("nbdcopy", in, uri).CombinedOutput(); err != nil {
+		t.Fatalf("nbdcopy in: %v\n%s", err, out)
+	}
+	out := filepath.Join(t.TempDir(), "out.bin")
+	if b, err := exec.Command("nbdcopy", uri, out).CombinedOutput(); err != nil {
+		t.Fatalf("nbdcopy out: %v\n%s", err, b)
+	}
+	// The export is 1026 blocks (1024 rounded up to whole stripes of 3).
+	got, err := os.ReadFile(out)
+	if err != nil || len(got) != 1026<<16 || !bytes.Equal(got[:len(data)], data) {
+		t.Fatalf("nbdcopy out (%d bytes, %v) differs from the 64 MiB nbdcopy put in", len(got), err)
+	}
+}
