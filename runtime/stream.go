@@ -185,7 +185,12 @@ func (o *outStream) session() (bool, error) {
 	o.ackTo(first.GetAcked())
 	errc := make(chan error, 1)
 	acks := make(chan struct{}, 1)
+	// The receiver of acknowledgements ends before the session does, so
+	// that none is applied after the host stopped.
+	recvDone := make(chan struct{})
+	defer func() { cancel(); <-recvDone }()
 	go func() {
+		defer close(recvDone)
 		for {
 			a, err := st.Recv()
 			if err != nil {
