@@ -75,10 +75,15 @@ func (nt *Net) resolve(a node.Addr) (string, bool) {
 	return h, ok
 }
 
-// Start starts every host; each node's Init runs first in its loop.
+// Start starts every host, the clients' last (a message to a host that
+// is not serving yet is lost); each node's Init runs first in its loop.
 func (nt *Net) Start() error {
 	go nt.k.run()
-	for m := -1; m < nt.machines; m++ {
+	order := make([]int, 0, nt.machines+1)
+	for m := 0; m < nt.machines; m++ {
+		order = append(order, m)
+	}
+	for _, m := range append(order, -1) {
 		name := hostName(m)
 		if nt.nodes[name] == nil {
 			continue

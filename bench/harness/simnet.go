@@ -28,6 +28,7 @@ type links struct {
 	egFree  []time.Time
 	inFree  []time.Time
 	pending deliveries
+	queued  map[[2]int]int // deliveries in pending, per pair of machines
 	seq     uint64
 
 	kick     chan struct{}
@@ -38,7 +39,7 @@ type links struct {
 }
 
 func newLinks(machines int, opt NetOptions) *links {
-	return &links{opt: opt, eps: map[string]*endpoint{}, egFree: make([]time.Time, machines),
+	return &links{opt: opt, eps: map[string]*endpoint{}, queued: map[[2]int]int{}, egFree: make([]time.Time, machines),
 		inFree: make([]time.Time, machines), kick: make(chan struct{}, 1), stop: make(chan struct{}),
 		done: make(chan struct{})}
 }
@@ -109,13 +110,17 @@ func (k *links) carry(src, dst, size int, droppable bool, deliver func()) bool {
 		k.inFree[dst] = end
 	}
 	at := end.Add(k.opt.Latency)
-	if !at.After(now) {
+	pair := [2]int{src, dst}
+	if !at.After(now.Add(deliverSlack)) && k.queued[pair] == 0 {
+		// Due now, and nothing between the two machines is still
+		// queued ahead of it: hand it over from this goroutine.
 		k.mu.Unlock()
 		deliver()
 		return true
 	}
+	k.queued[pair]++
 	k.seq++
-	heap.Push(&k.pending, delivery{at: at, seq: k.seq, fn: deliver})
+	heap.Push(&k.pending, delivery{at: at, seq: k.seq, pair: pair, fn: deliver})
 	first := k.pending[0].seq == k.seq
 	k.mu.Unlock()
 	if first {
@@ -155,6 +160,9 @@ func (k *links) run() {
 		k.mu.Unlock()
 		for _, d := range due {
 			d.fn()
+			k.mu.Lock()
+			k.queued[d.pair]--
+			k.mu.Unlock()
 		}
 		t.Reset(wait)
 		select {
@@ -167,9 +175,10 @@ func (k *links) run() {
 }
 
 type delivery struct {
-	at  time.Time
-	seq uint64
-	fn  func()
+	at   time.Time
+	seq  uint64
+	pair [2]int // sending and receiving machines
+	fn   func()
 }
 
 type deliveries []delivery
