@@ -108,7 +108,6 @@ type Host struct {
 	started   bool
 	stopped   bool
 
-	// ClientHandler, if set, serves the client API (see clientapi.go).
 	wire.UnimplementedClientServer
 }
 

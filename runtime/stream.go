@@ -21,9 +21,10 @@ import (
 // The stream from -> to is a sequence of messages numbered 1, 2, 3, ...
 // under a stream id the sender draws at random when the stream starts.
 // The sender keeps every message until the receiver acknowledges it, and
-// carries the stream over a bidirectional gRPC stream: a hello (from, to,
-// stream id) answered by the receiver's last acknowledged number, then
-// every message after that, in order. When the gRPC stream breaks, the
+// carries the stream over an ordered connection of the transport (a
+// bidirectional gRPC stream in production): a hello (from, to, stream id)
+// answered by the receiver's last acknowledged number, then every message
+// after that, in order. When the connection breaks, the
 // sender reconnects and resumes after the last acknowledgement; the
 // receiver drops numbers it has already taken. So the stream is FIFO,
 // lossless and exactly-once across connection failures.
