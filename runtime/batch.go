@@ -93,7 +93,7 @@ func (l *loop) process(batch []event, restart bool) {
 // collect runs the batch's handlers and gathers what they produced.
 func (l *loop) collect(batch []event, restart bool) *ready {
 	ctx := &hctx{self: l.addr}
-	rd := &ready{events: len(batch), acks: map[node.Addr]delivered{}, streams: map[*outStream]bool{}}
+	rd := &ready{events: len(batch)}
 	if restart {
 		rd.inc = l.endIncarnation()
 	}
@@ -116,6 +116,9 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 			l.n.Handle(ctx, ev.from, ev.m)
 			l.learn(ctx, mark, rd)
 			if ev.seq > 0 {
+				if rd.acks == nil {
+					rd.acks = map[node.Addr]delivered{}
+				}
 				rd.acks[ev.from] = delivered{ev.sid, ev.seq}
 			}
 		}
@@ -148,6 +151,9 @@ func (l *loop) number(streams []effect, rd *ready) {
 		}
 		rd.appends = append(rd.appends, appended{o, outEntry{seq: o.next, m: p}})
 		o.next++
+		if rd.streams == nil {
+			rd.streams = map[*outStream]bool{}
+		}
 		rd.streams[o] = true
 	}
 }
