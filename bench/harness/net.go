@@ -75,8 +75,9 @@ func (nt *Net) resolve(a node.Addr) (string, bool) {
 	return h, ok
 }
 
-// Start starts every host, the clients' last (a message to a host that
-// is not serving yet is lost); each node's Init runs first in its loop.
+// Start starts every host, the clients' last; each node's Init runs first
+// in its loop. Unordered messages to a host that is not serving yet wait
+// for it; a stream to it is retried.
 func (nt *Net) Start() error {
 	go nt.k.run()
 	order := make([]int, 0, nt.machines+1)

@@ -208,7 +208,8 @@ type endpoint struct {
 	machine int
 
 	mu      sync.Mutex
-	r       runtime.Receiver // nil until Start and after Stop
+	r       runtime.Receiver         // nil until Start and after Stop
+	early   []func(runtime.Receiver) // unordered traffic that came before Start
 	conns   map[*conn]bool
 	stopped bool
 }
@@ -218,7 +219,12 @@ func (e *endpoint) Addr() string { return e.name }
 func (e *endpoint) Start(r runtime.Receiver) {
 	e.mu.Lock()
 	e.r = r
+	early := e.early
+	e.early = nil
 	e.mu.Unlock()
+	for _, fn := range early {
+		fn(r)
+	}
 }
 
 func (e *endpoint) Stop() {
@@ -238,6 +244,21 @@ func (e *endpoint) receiver() runtime.Receiver {
 	return e.r
 }
 
+// receive hands unordered traffic to the host, keeping what comes before
+// it serves (hosts start one after the other) and dropping what comes
+// after it stopped.
+func (e *endpoint) receive(fn func(runtime.Receiver)) {
+	e.mu.Lock()
+	r := e.r
+	if r == nil && !e.stopped {
+		e.early = append(e.early, fn)
+	}
+	e.mu.Unlock()
+	if r != nil {
+		fn(r)
+	}
+}
+
 // Send implements runtime.Transport.
 func (e *endpoint) Send(_ context.Context, addr string, envs []*wire.Envelope) error {
 	dst := e.k.lookup(addr)
@@ -247,9 +268,7 @@ func (e *endpoint) Send(_ context.Context, addr string, envs []*wire.Envelope) e
 	size := proto.Size(&wire.SendRequest{Envelopes: envs})
 	droppable := e.machine >= 0 && dst.machine >= 0
 	e.k.carry(e.machine, dst.machine, size, droppable, func() {
-		if r := dst.receiver(); r != nil {
-			r.Receive(envs)
-		}
+		dst.receive(func(r runtime.Receiver) { r.Receive(envs) })
 	})
 	return nil
 }
