@@ -186,12 +186,12 @@ func (o *outStream) session() (bool, error) {
 	o.ackTo(first.GetAcked())
 	errc := make(chan error, 1)
 	acks := make(chan struct{}, 1)
-	// The receiver of acknowledgements ends before the session does, so
-	// that none is applied after the host stopped.
-	recvDone := make(chan struct{})
-	defer func() { cancel(); <-recvDone }()
+	// The receiver of acknowledgements outlives the session until its
+	// Recv fails; Stop waits for it, so that none is applied after the
+	// host stopped.
+	h.wg.Add(1)
 	go func() {
-		defer close(recvDone)
+		defer h.wg.Done()
 		for {
 			a, err := st.Recv()
 			if err != nil {
