@@ -149,13 +149,6 @@ func (l *loop) current(from node.Addr, sid uint64) bool {
 	return s.sid == sid
 }
 
-func configNum(n node.Node) uint64 {
-	if c, ok := n.(interface{ ConfigNum() uint64 }); ok {
-		return c.ConfigNum()
-	}
-	return 0
-}
-
 func (l *loop) noteIncarnation() {
 	if x, ok := l.n.(node.Incarnated); ok {
 		l.inc.Store(x.Incarnation())

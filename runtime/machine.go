@@ -334,3 +334,11 @@ func (s *StatusServer) Status(context.Context, *wire.StatusRequest) (*wire.Statu
 func (s *StatusServer) Execute(context.Context, *wire.ExecuteRequest) (*wire.ExecuteResponse, error) {
 	return nil, status.Error(codes.FailedPrecondition, "this is the configuration endpoint: send operations to the data server of the block's shard (see Status)")
 }
+
+// configNum is the configuration a server is in, for NodeStats.
+func configNum(n node.Node) uint64 {
+	if c, ok := n.(interface{ ConfigNum() uint64 }); ok {
+		return c.ConfigNum()
+	}
+	return 0
+}
