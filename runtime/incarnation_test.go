@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"testing"
 	"time"
@@ -121,7 +122,10 @@ func TestIncarnationsEndStreams(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := h.Inspect(ctx, a, func(x node.Node) { n = *x.(*incNode); n.bad = append([]string(nil), n.bad...) }); err != nil {
+		if err := h.Inspect(ctx, a, func(x node.Node) {
+			n = *x.(*incNode)
+			n.bad, n.last = append([]string(nil), n.bad...), maps.Clone(n.last)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		if len(n.bad) > 0 {
