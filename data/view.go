@@ -42,6 +42,13 @@ func (s *Server) Incarnation() uint64 { return s.rc.inc }
 // ConfigNum is the number of the configuration this server is in.
 func (s *Server) ConfigNum() uint64 { return s.cfg.Num }
 
+// PeerVersion implements node.Peered: the server addresses its peers at
+// the incarnations of its configuration.
+func (s *Server) PeerVersion() uint64 { return s.cfg.Num }
+
+// PeerIncarnations implements node.Peered.
+func (s *Server) PeerIncarnations(fn func(node.Addr, uint64)) { s.cfg.Incarnations(fn) }
+
 // Replacing reports whether backup a is being replaced as far as this
 // server knows: fenced (its acknowledgements no longer count) or a new
 // incarnation that has not acknowledged every pending operation yet.

@@ -273,14 +273,7 @@ func (s *State) apply(e Event, memo bool, sc *scratch) (*State, error) {
 		b.n.crashed[i] = true
 		b.ownTimers()
 		b.n.timers[i] = nil
-		b.ownStreams()
-		b.n.streams = slices.DeleteFunc(b.n.streams, func(q stream) bool {
-			if q.link.From == e.Node || q.link.To == e.Node {
-				b.n.streamSum -= streamPart(&q)
-				return true
-			}
-			return false
-		})
+		b.endStreams(e.Node)
 		// Unordered messages to a crashed node can never be delivered.
 		b.ownNet()
 		b.n.net = slices.DeleteFunc(b.n.net, func(x Envelope) bool {
@@ -395,6 +388,23 @@ func (b *builder) finish() {
 		b.n.nodeSum += b.n.nodePart(b.touched)
 	}
 	b.n.fp = b.n.fingerprint()
+}
+
+// endStreams ends every stream to or from a, whose incarnation crashed or
+// was replaced: the checker's implementation of the node API's stream rule
+// (node's package doc). The checker sees every incarnation, so it ends an
+// incarnation's streams the moment it ends; what a peer streams to a later
+// opens a stream to the new incarnation, and so a peer learning of the
+// replacement (node.Peered) ends nothing more here.
+func (b *builder) endStreams(a node.Addr) {
+	b.ownStreams()
+	b.n.streams = slices.DeleteFunc(b.n.streams, func(q stream) bool {
+		if q.link.From == a || q.link.To == a {
+			b.n.streamSum -= streamPart(&q)
+			return true
+		}
+		return false
+	})
 }
 
 func (b *builder) popStream(qi int) {

@@ -33,12 +33,5 @@ func (b *builder) startIncarnation(i int, m node.Message) {
 	}
 	b.ownTimers()
 	b.n.timers[i] = nil
-	b.ownStreams()
-	b.n.streams = slices.DeleteFunc(b.n.streams, func(q stream) bool {
-		if q.link.From == a || q.link.To == a {
-			b.n.streamSum -= streamPart(&q)
-			return true
-		}
-		return false
-	})
+	b.endStreams(a)
 }

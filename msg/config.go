@@ -62,6 +62,17 @@ func ParseAddr(a node.Addr) (role string, index int, err error) {
 	return role, index, nil
 }
 
+// Incarnations calls fn with every server of the configuration and its
+// incarnation, machine by machine: data, parity, witness. Servers pass it
+// on as node.Peered.PeerIncarnations.
+func (c Config) Incarnations(fn func(a node.Addr, inc uint64)) {
+	for m := 0; m < c.Layout.N && m < len(c.Data) && m < len(c.Parity) && m < len(c.Witness); m++ {
+		fn(DataAddr(m), c.Data[m])
+		fn(ParityAddr(m), c.Parity[m])
+		fn(WitnessAddr(m), c.Witness[m])
+	}
+}
+
 // Hash adds the configuration to h.
 func (c Config) Hash(h *node.Hasher) {
 	h.Uint64(c.Num)

@@ -1,5 +1,8 @@
 // Package node is the API between Amalgam's protocol code and the hosts that
-// run it: the production runtime and the model checker in mc/.
+// run it. There are two hosts: the production runtime (runtime/, one event
+// loop per node, over gRPC or, in the benchmark harness, over simulated
+// links) and the model checker (mc/), which explores every order of
+// events. docs/hosts.md describes both.
 //
 // A Node is a deterministic state machine. Its handlers must:
 //   - not start goroutines, use channels or locks, read clocks (time.Now),
@@ -11,6 +14,21 @@
 // Given the same state and the same event, a handler must produce the same
 // new state and the same effects, in the same order. The checker relies on
 // this to clone, hash and replay nodes.
+//
+// # Streams and incarnations
+//
+// An ordered stream (Context.Stream) joins one incarnation of its sender to
+// one incarnation of its receiver. It ends when either end is replaced or
+// crashes: when a Starter message starts a new incarnation at either
+// address, when either node crashes, or when the sender's node learns of a
+// newer incarnation of its receiver (Peered). Messages of an ended stream
+// that were not delivered are lost; what the node streams to that peer
+// afterwards opens a new stream, to the incarnation it now knows. Between
+// a replacement and the moment the sender's node learns of it, what the
+// sender streams may be lost or may reach the new incarnation: a host
+// decides, and protocol code must be correct either way. Each host
+// implements this rule in one place, from Incarnated, Starter and Peered
+// alone; hosts do not read protocol messages.
 package node
 
 import "time"
@@ -42,7 +60,7 @@ type Context interface {
 	Send(to Addr, m Message)
 	// Stream appends m to the ordered stream from Self to to: FIFO, lossless
 	// and exactly-once while both incarnations live. A stream ends when
-	// either end is replaced or crashes.
+	// either end is replaced or crashes (see the package doc).
 	Stream(to Addr, m Message)
 	// SetTimer asks for Timer(t) to be called after a delay in [min, max].
 	SetTimer(t Timer, min, max time.Duration)
@@ -79,4 +97,19 @@ type Incarnated interface {
 // incarnation's state.
 type Starter interface {
 	StartsIncarnation(to Addr) (inc uint64, ok bool)
+}
+
+// Peered is implemented by nodes that stream to Incarnated peers. It tells
+// a host which incarnation of each peer the node addresses, so that the
+// host ends the node's streams with a peer's older incarnation when the
+// node learns of a newer one (see the package doc).
+type Peered interface {
+	// PeerVersion changes whenever PeerIncarnations may report something
+	// new (a configuration number, say); hosts call PeerIncarnations only
+	// then.
+	PeerVersion() uint64
+	// PeerIncarnations calls fn for every incarnated peer the node knows,
+	// with the incarnation it addresses that peer at. Incarnations only
+	// grow.
+	PeerIncarnations(fn func(peer Addr, inc uint64))
 }

@@ -11,10 +11,16 @@ import (
 //
 // The runtime calls TrackChanges once, after New (or Restore), and then
 // Persist after every batch of handler calls: Persist writes what changed
-// since the previous call (the first call writes everything), and the
-// runtime commits those writes atomically before it releases the batch's
-// messages. Restore rebuilds the state from what Persist wrote. Keys are
-// private to the node (the runtime prefixes them with the node's address).
+// since the previous call (the first call writes everything). Restore
+// rebuilds the state from what Persist wrote. Keys are private to the node
+// (the runtime prefixes them with the node's address).
+//
+// Durable before released: a host commits a batch's Persist writes, in one
+// atomic write, before any effect of the batch (a message sent or
+// streamed, a stream message acknowledged, a timer set) leaves the node. So a node
+// restarted through Restore is in a state that explains everything it
+// released. The runtime's batch step (runtime/batch.go) is collect,
+// persist, release.
 type Persistent interface {
 	Node
 	TrackChanges()

@@ -8,12 +8,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
 
-// Incarnations (node.Incarnated, node.Starter), as mc/recovery.go treats
-// them:
+// Incarnations (node.Incarnated, node.Starter, node.Peered): how the
+// runtime implements the node API's rule that a stream ends when either end
+// is replaced.
 //
 //   - A message that starts a newer incarnation at this node's address
 //     (a NewConfig replacing it) first ends the old incarnation: its
@@ -22,17 +22,20 @@ import (
 //     incarnation's state (the handler builds that state; the runtime then
 //     tracks it from scratch, so Persist writes it whole). It runs in a
 //     batch of its own, after the events before it.
-//   - A NewConfig that this node applies and that gives a peer a new
-//     incarnation ends the streams between this node and that peer: what
-//     the handler streams to the peer from then on opens a new stream (a
-//     data server re-sends its pending_ops there first, thesis 3.3.2.2),
-//     and the old stream's unsent messages are dropped.
-//   - Every stream hello names the sender's incarnation and the receiver's
-//     as the sender knows it (from the newest configuration its node
-//     applied; 1, that of configuration 0, until then). A receiver refuses
-//     a stream meant for another incarnation of itself, or from an
-//     incarnation of the sender older than one its configurations name,
-//     so an old incarnation's messages never reach a new one.
+//   - When this node addresses a peer at a newer incarnation (its
+//     node.Peered view changed: a server applied a configuration that
+//     replaced the peer), the streams between this node and the peer's
+//     older incarnation end: what the handler streams to the peer from
+//     then on opens a new stream (a data server re-sends its pending_ops
+//     there first, thesis 3.3.2.2), and the old stream's unsent messages
+//     are dropped. Until then, what it streams there is refused by the
+//     new incarnation and dropped with the old stream.
+//   - Every stream hello names the sender's incarnation and the
+//     receiver's as the sender's node addresses it (1 until it names
+//     one). A receiver refuses a stream meant for another incarnation of
+//     itself, or from an incarnation of the sender older than the one its
+//     node addresses, so an old incarnation's messages never reach a new
+//     one.
 //
 // The peers' incarnations are stored under k\x00<addr>\x00<peer>.
 
@@ -146,50 +149,40 @@ func (l *loop) current(from node.Addr, sid uint64) bool {
 	return s.sid == sid
 }
 
-func configNum(n node.Node) uint64 {
-	if c, ok := n.(interface{ ConfigNum() uint64 }); ok {
-		return c.ConfigNum()
-	}
-	return 0
-}
-
 func (l *loop) noteIncarnation() {
 	if x, ok := l.n.(node.Incarnated); ok {
 		l.inc.Store(x.Incarnation())
 	}
 }
 
-// learn notes the incarnations of a configuration the node just applied
-// (it moved from before to m's number), and ends the streams with every
-// peer the configuration gives a new incarnation: a reset marker goes into
-// the handler's streams at mark, before what the handler streamed.
-func (l *loop) learn(ctx *hctx, mark int, before uint64, m node.Message, c *incChanges, in map[node.Addr]delivered) {
-	nc, ok := m.(msg.NewConfig)
-	if !ok || before == nc.Config.Num || configNum(l.n) != nc.Config.Num {
+// learn runs after each handler. If the node now addresses a peer at a
+// newer incarnation (node.Peered), it notes the incarnation and ends the
+// streams between this node and the peer's older incarnation: a reset
+// marker goes into the handler's streams at mark, before what the handler
+// streamed.
+func (l *loop) learn(ctx *hctx, mark int, rd *ready) {
+	p, ok := l.n.(node.Peered)
+	if !ok || p.PeerVersion() == l.peerVer {
 		return
 	}
-	cfg := nc.Config
+	l.peerVer = p.PeerVersion()
+	c := &rd.inc
 	var resets []node.Addr
 	l.mu.Lock()
-	for i := 0; i < cfg.Layout.N && i < len(cfg.Data) && i < len(cfg.Parity) && i < len(cfg.Witness); i++ {
-		for _, p := range []struct {
-			a   node.Addr
-			inc uint64
-		}{{msg.DataAddr(i), cfg.Data[i]}, {msg.ParityAddr(i), cfg.Parity[i]}, {msg.WitnessAddr(i), cfg.Witness[i]}} {
-			old := l.peerInc[p.a]
-			if p.a == l.addr || p.inc <= old {
-				continue
-			}
-			l.peerInc[p.a] = p.inc
-			if c.peers == nil {
-				c.peers = map[node.Addr]uint64{}
-			}
-			c.peers[p.a] = p.inc
-			if p.inc > max(old, 1) {
-				resets = append(resets, p.a)
-			}
+	p.PeerIncarnations(func(a node.Addr, inc uint64) {
+		old := l.peerInc[a]
+		if a == l.addr || inc <= old {
+			return
 		}
-	}
+		l.peerInc[a] = inc
+		if c.peers == nil {
+			c.peers = map[node.Addr]uint64{}
+		}
+		c.peers[a] = inc
+		if inc > max(old, 1) {
+			resets = append(resets, a)
+		}
+	})
 	ins := map[node.Addr]*inStream{}
 	for _, a := range resets {
 		if s, ok := l.in[a]; ok {
@@ -212,7 +205,7 @@ func (l *loop) learn(ctx *hctx, mark int, before uint64, m node.Message, c *incC
 			s.mu.Unlock()
 			if old {
 				c.ins = append(c.ins, a)
-				delete(in, a)
+				delete(rd.acks, a)
 				s.reset()
 			}
 		}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 type incNode struct {
 	self, peer node.Addr
 	inc, num   uint64
+	cfg        msg.Config // the configuration it is in (node.Peered)
 	next       uint64
 	last       map[[2]uint64]uint64 // (sender inc, config) -> last number
 	got        int
@@ -49,10 +51,10 @@ func (n *incNode) Handle(ctx node.Context, from node.Addr, m node.Message) {
 	case msg.NewConfig:
 		if inc, ok := m.StartsIncarnation(n.self); ok && inc > n.inc {
 			*n = *newIncNode(n.self, n.peer)
-			n.inc, n.num = inc, m.Config.Num
+			n.inc, n.num, n.cfg = inc, m.Config.Num, m.Config
 			ctx.SetTimer(incTick{}, time.Millisecond, 2*time.Millisecond)
 		} else if m.Config.Num == n.num+1 {
-			n.num, n.next = m.Config.Num, 1
+			n.num, n.next, n.cfg = m.Config.Num, 1, m.Config
 		}
 	case msg.Commit:
 		k := [2]uint64{m.Primary, uint64(m.Shard)}
@@ -67,10 +69,14 @@ func (n *incNode) Handle(ctx node.Context, from node.Addr, m node.Message) {
 		n.got++
 	}
 }
-func (n *incNode) Clone() node.Node      { c := *n; return &c }
-func (n *incNode) Hash() uint64          { return n.inc<<32 | n.num }
-func (n *incNode) Incarnation() uint64   { return n.inc }
-func (n *incNode) ConfigNum() uint64     { return n.num }
+func (n *incNode) Clone() node.Node    { c := *n; return &c }
+func (n *incNode) Hash() uint64        { return n.inc<<32 | n.num }
+func (n *incNode) Incarnation() uint64 { return n.inc }
+func (n *incNode) ConfigNum() uint64   { return n.num }
+func (n *incNode) PeerVersion() uint64 { return n.num }
+func (n *incNode) PeerIncarnations(fn func(node.Addr, uint64)) {
+	n.cfg.Incarnations(fn)
+}
 func (n *incNode) TrackChanges()         {}
 func (n *incNode) Persist(w node.Writer) { w.Put("x", []byte{byte(n.inc)}) }
 func (n *incNode) Restore(node.Reader) error {
@@ -116,7 +122,10 @@ func TestIncarnationsEndStreams(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := h.Inspect(ctx, a, func(x node.Node) { n = *x.(*incNode); n.bad = append([]string(nil), n.bad...) }); err != nil {
+		if err := h.Inspect(ctx, a, func(x node.Node) {
+			n = *x.(*incNode)
+			n.bad, n.last = append([]string(nil), n.bad...), maps.Clone(n.last)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		if len(n.bad) > 0 {

@@ -125,6 +125,7 @@ func RebuildPauseFor(blocksPerSec float64) time.Duration {
 type Machine struct {
 	*Host
 	wire.UnimplementedClientServer
+	replies
 	cl    *Cluster
 	me    atomic.Int64 // the machine slot served; -1 for a spare not yet assigned
 	store *Store
@@ -157,7 +158,7 @@ func StartMachine(cl *Cluster, me int, code *erasure.Code, o MachineOptions) (*M
 	}
 	hopts := Options{Listener: o.Listener, Resolve: cl.Resolve, BlockSize: cl.Config.Layout.BlockSize,
 		Store: mc.store, Logger: log.With("machine", me), ServerOptions: o.ServerOptions, DialOptions: o.DialOptions,
-		Register: o.Register, Metrics: o.Metrics}
+		Register: o.Register, Metrics: o.Metrics, Local: mc.takeReply}
 	if len(cl.Reconfig) > 0 {
 		hopts.Multicast = cl.multicast
 		hopts.NewNode = mc.newNode
@@ -332,4 +333,12 @@ func (s *StatusServer) Status(context.Context, *wire.StatusRequest) (*wire.Statu
 // Execute implements the client API: operations go to machines.
 func (s *StatusServer) Execute(context.Context, *wire.ExecuteRequest) (*wire.ExecuteResponse, error) {
 	return nil, status.Error(codes.FailedPrecondition, "this is the configuration endpoint: send operations to the data server of the block's shard (see Status)")
+}
+
+// configNum is the configuration a server is in, for NodeStats.
+func configNum(n node.Node) uint64 {
+	if c, ok := n.(interface{ ConfigNum() uint64 }); ok {
+		return c.ConfigNum()
+	}
+	return 0
 }

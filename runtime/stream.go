@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -22,9 +21,10 @@ import (
 // The stream from -> to is a sequence of messages numbered 1, 2, 3, ...
 // under a stream id the sender draws at random when the stream starts.
 // The sender keeps every message until the receiver acknowledges it, and
-// carries the stream over a bidirectional gRPC stream: a hello (from, to,
-// stream id) answered by the receiver's last acknowledged number, then
-// every message after that, in order. When the gRPC stream breaks, the
+// carries the stream over an ordered connection of the transport (a
+// bidirectional gRPC stream in production): a hello (from, to, stream id)
+// answered by the receiver's last acknowledged number, then every message
+// after that, in order. When the connection breaks, the
 // sender reconnects and resumes after the last acknowledgement; the
 // receiver drops numbers it has already taken. So the stream is FIFO,
 // lossless and exactly-once across connection failures.
@@ -162,18 +162,12 @@ func (o *outStream) session() (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("no address for %s", o.to)
 	}
-	c, err := h.conn(addr)
-	if err != nil {
-		return false, err
-	}
 	ctx, cancel := context.WithCancel(o.ctx)
 	defer cancel()
-	// Opening the stream waits for the connection to become ready, so a
-	// peer that restarts is reached as soon as gRPC reconnects to it, but
-	// the handshake is bounded, so the address is resolved again now and
+	// The handshake is bounded, so the address is resolved again now and
 	// then.
 	handshake := time.AfterFunc(handshakeTimeout, cancel)
-	st, err := wire.NewTransportClient(c).Stream(ctx, grpc.WaitForReady(true))
+	st, err := h.tr.Stream(ctx, addr)
 	if err != nil {
 		return false, err
 	}
@@ -192,7 +186,12 @@ func (o *outStream) session() (bool, error) {
 	o.ackTo(first.GetAcked())
 	errc := make(chan error, 1)
 	acks := make(chan struct{}, 1)
+	// The receiver of acknowledgements outlives the session until its
+	// Recv fails; Stop waits for it, so that none is applied after the
+	// host stopped.
+	h.wg.Add(1)
 	go func() {
+		defer h.wg.Done()
 		for {
 			a, err := st.Recv()
 			if err != nil {
@@ -283,7 +282,10 @@ func (s *inStream) setPersisted(sid, seq uint64) {
 	}
 }
 
-func (t *transport) Stream(st wire.Transport_StreamServer) error {
+// ServeStream serves an ordered connection from another host: the
+// receiving side of one stream.
+func (r inbound) ServeStream(st StreamPeer) error {
+	h := r.h
 	hello, err := st.Recv()
 	if err != nil {
 		return err
@@ -292,7 +294,7 @@ func (t *transport) Stream(st wire.Transport_StreamServer) error {
 	if hl == nil || hl.GetStreamId() == 0 {
 		return status.Error(codes.InvalidArgument, "hello: the first frame must be a hello with a non-zero stream_id")
 	}
-	l := t.h.loop(node.Addr(hl.GetTo()))
+	l := h.loop(node.Addr(hl.GetTo()))
 	if l == nil {
 		return status.Errorf(codes.NotFound, "hello.to: no node %q here", hl.GetTo())
 	}
@@ -357,7 +359,7 @@ func (t *transport) Stream(st wire.Transport_StreamServer) error {
 		if err != nil {
 			return status.Errorf(codes.InvalidArgument, "%v", err)
 		}
-		if err := t.take(ctx, l, in, from, sid, f.GetSeq(), m); err != nil {
+		if err := take(ctx, l, in, from, sid, f.GetSeq(), m); err != nil {
 			return err
 		}
 	}
@@ -365,7 +367,7 @@ func (t *transport) Stream(st wire.Transport_StreamServer) error {
 
 // take hands message seq of the stream to the loop unless it is a
 // duplicate.
-func (t *transport) take(ctx context.Context, l *loop, in *inStream, from node.Addr, sid, seq uint64, m node.Message) error {
+func take(ctx context.Context, l *loop, in *inStream, from node.Addr, sid, seq uint64, m node.Message) error {
 	in.recvMu.Lock()
 	defer in.recvMu.Unlock()
 	in.mu.Lock()

@@ -263,7 +263,7 @@ func Execute(exps []Experiment, o Options) (*Report, error) {
 		Started: time.Now().UTC().Format(time.RFC3339),
 	}
 	if rep.Transport == TransportSim {
-		rep.Host = "in-process (bench/harness): one goroutine per node, wall-clock timers, in-memory network"
+		rep.Host = "production runtime hosts (package runtime), one per machine and one for the clients, over simulated links (bench/harness/simnet.go)"
 		rep.LinkBytesPerSec = o.bandwidth()
 	}
 	if o.Quick {

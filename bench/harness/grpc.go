@@ -14,8 +14,8 @@ import (
 
 // The transports a run can use.
 const (
-	// TransportSim is the in-process host with the bandwidth-limited
-	// network of net.go.
+	// TransportSim runs every system on the runtime's hosts over the
+	// bandwidth-limited simulated links of simnet.go.
 	TransportSim = "sim"
 	// TransportGRPC is the production runtime: every system runs as a
 	// local cluster (amalgam-server dev, in memory) of gRPC hosts on

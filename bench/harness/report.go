@@ -159,9 +159,9 @@ func (r *Report) WriteCSV(w io.Writer) error {
 func (r *Report) WriteText(w io.Writer) error {
 	net := "production runtime, gRPC on loopback"
 	if r.Transport == TransportSim {
-		net = "in-process host, links unlimited"
+		net = "simulated links, unlimited"
 		if r.LinkBytesPerSec > 0 {
-			net = fmt.Sprintf("in-process host, links %.1f MB/s per machine and direction", r.LinkBytesPerSec/1e6)
+			net = fmt.Sprintf("simulated links, %.1f MB/s per machine and direction", r.LinkBytesPerSec/1e6)
 		}
 	}
 	fmt.Fprintf(w, "mode %s, durability %s, %d cores, %s, warm-up %.2fs, measured %.2fs per run, seed %d\n",

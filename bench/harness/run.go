@@ -203,8 +203,10 @@ func Run(s RunSpec) (Point, error) {
 		warm = 0
 		phase.Store(1)
 	}
-	dep.net.Start()
 	defer dep.net.Stop()
+	if err := dep.net.Start(); err != nil {
+		return Point{}, err
+	}
 	var net0 int64
 	elapsed, cpu := measure(s, warm, &phase, func() { net0 = dep.net.BytesBetweenMachines() },
 		func() bool { return seqRun && int(done.Load()) == s.Clients })

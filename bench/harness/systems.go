@@ -75,7 +75,7 @@ func deploy(system string, l erasure.Layout, opt NetOptions) (*deployment, error
 		return nil, err
 	}
 	d := &deployment{system: system, layout: l, machines: machinesFor(system, l)}
-	d.net = NewNet(d.machines, opt)
+	d.net = NewNet(d.machines, l.BlockSize, opt)
 	switch system {
 	case Amalgam:
 		cfg := msg.InitialConfig(l)

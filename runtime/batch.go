@@ -1,0 +1,221 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/wire"
+)
+
+// The batch step. A loop handles a batch of events in three steps, as
+// etcd raft's Ready is handled:
+//
+//  1. collect: run the handlers; their effects, and what the batch
+//     changed, go into a ready, and nothing leaves the loop;
+//  2. persist: with a store, write the ready's durable part in one pebble
+//     batch and commit it (synced when the store is durable);
+//  3. release: only then do the effects leave: stream messages go to
+//     their senders, handled stream messages are acknowledged, unordered
+//     messages are sent and timers set.
+//
+// Durable before released: nothing a batch produced is visible outside the
+// node (a message, an acknowledgement, an ended stream) before the state
+// that produced it (the node's Persist writes, its streams' numbering and
+// queued messages, the peers it learned) is committed to the store. After
+// a crash, the node restarts from that state, and everything it had
+// released is explained by it.
+
+// hctx is the node.Context of one batch: it collects effects.
+type hctx struct {
+	self    node.Addr
+	sends   []effect
+	streams []effect
+	timers  []timerEffect
+}
+
+type effect struct {
+	to node.Addr
+	m  node.Message // nil in streams: the stream to to ends here
+}
+
+type timerEffect struct {
+	t        node.Timer
+	min, max time.Duration
+}
+
+func (c *hctx) Self() node.Addr                     { return c.self }
+func (c *hctx) Send(to node.Addr, m node.Message)   { c.sends = append(c.sends, effect{to, m}) }
+func (c *hctx) Stream(to node.Addr, m node.Message) { c.streams = append(c.streams, effect{to, m}) }
+func (c *hctx) SetTimer(t node.Timer, min, max time.Duration) {
+	c.timers = append(c.timers, timerEffect{t, min, max})
+}
+
+// delivered is the last stream message of a batch from one sender.
+type delivered struct{ sid, seq uint64 }
+
+// appended is a numbered message for an outgoing stream.
+type appended struct {
+	o *outStream
+	e outEntry
+}
+
+// ready is what one batch produced: the state to persist, then the effects
+// to release once it is durable.
+type ready struct {
+	events int
+	// Durable part (with the node's own Persist writes).
+	inc     incChanges              // ended incarnations and streams, learned peers
+	acks    map[node.Addr]delivered // stream messages handled
+	appends []appended              // stream messages, numbered
+	streams map[*outStream]bool     // outgoing streams appended to
+	// Released once durable (with appends and acks).
+	sends  []effect
+	timers []timerEffect
+}
+
+// process runs one batch: collect, persist, release. With restart, the
+// batch is one message that starts a new incarnation here: the old
+// incarnation's streams, timers and stored state end first
+// (incarnation.go).
+func (l *loop) process(batch []event, restart bool) {
+	start := time.Now()
+	rd := l.collect(batch, restart)
+	l.persist(rd)
+	l.release(rd)
+	l.h.opts.Metrics.BatchCommitted(rd.events, time.Since(start))
+}
+
+// collect runs the batch's handlers and gathers what they produced.
+func (l *loop) collect(batch []event, restart bool) *ready {
+	ctx := &hctx{self: l.addr}
+	rd := &ready{events: len(batch)}
+	if restart {
+		rd.inc = l.endIncarnation()
+	}
+	for _, ev := range batch {
+		switch {
+		case ev.fn != nil:
+			ev.fn(ctx, l.n)
+		case ev.t != nil:
+			if ev.epoch != l.epoch {
+				continue // set by an incarnation that ended
+			}
+			mark := len(ctx.streams)
+			l.n.Timer(ctx, ev.t)
+			l.learn(ctx, mark, rd)
+		default:
+			if ev.seq > 0 && !l.current(ev.from, ev.sid) {
+				continue // a stream that ended with its sender's incarnation
+			}
+			mark := len(ctx.streams)
+			l.n.Handle(ctx, ev.from, ev.m)
+			l.learn(ctx, mark, rd)
+			if ev.seq > 0 {
+				if rd.acks == nil {
+					rd.acks = map[node.Addr]delivered{}
+				}
+				rd.acks[ev.from] = delivered{ev.sid, ev.seq}
+			}
+		}
+	}
+	if restart && l.pers != nil {
+		l.pers.TrackChanges() // the new state is written whole
+	}
+	l.noteIncarnation()
+	l.number(ctx.streams, rd)
+	rd.sends, rd.timers = ctx.sends, ctx.timers
+	return rd
+}
+
+// number gives the batch's stream messages their stream and sequence
+// numbers; a nil message ends the stream to its address first.
+func (l *loop) number(streams []effect, rd *ready) {
+	for _, s := range streams {
+		if s.m == nil { // the peer's incarnation changed: a new stream
+			if o := l.dropOut(s.to); o != nil {
+				rd.inc.ended = append(rd.inc.ended, o)
+				delete(rd.streams, o)
+				rd.appends = slices.DeleteFunc(rd.appends, func(a appended) bool { return a.o == o })
+			}
+			continue
+		}
+		o := l.outStream(s.to)
+		p, err := wire.MessageToProto(s.m)
+		if err != nil {
+			panic(fmt.Sprintf("runtime: %s streams an unencodable message: %v", l.addr, err))
+		}
+		rd.appends = append(rd.appends, appended{o, outEntry{seq: o.next, m: p}})
+		o.next++
+		if rd.streams == nil {
+			rd.streams = map[*outStream]bool{}
+		}
+		rd.streams[o] = true
+	}
+}
+
+// persist makes the ready's durable part durable: one pebble batch,
+// committed before persist returns. Without a store it does nothing.
+func (l *loop) persist(rd *ready) {
+	st := l.h.opts.Store
+	if st == nil {
+		return
+	}
+	b := st.db.NewBatch()
+	defer func() { _ = b.Close() }()
+	rd.inc.write(b, l.addr)
+	if l.pers != nil {
+		l.pers.Persist(nodeWriter{b, l.addr})
+	}
+	for from, d := range rd.acks {
+		v := pair(d.sid, d.seq)
+		s := l.inStream(from)
+		s.mu.Lock()
+		if s.sid == d.sid {
+			v = binary.BigEndian.AppendUint64(v, s.fromInc)
+		}
+		s.mu.Unlock()
+		_ = b.Set(inKey(l.addr, from), v, nil)
+	}
+	for o := range rd.streams {
+		_ = b.Set(outMetaKey(l.addr, o.to), pair(o.sid, o.next), nil)
+	}
+	for _, a := range rd.appends {
+		v, err := proto.Marshal(a.e.m)
+		if err != nil {
+			panic(err)
+		}
+		_ = b.Set(outKey(l.addr, a.o.to, a.e.seq), v, nil)
+	}
+	if b.Empty() {
+		return
+	}
+	if err := b.Commit(st.writeOpts()); err != nil {
+		// The node's state is ahead of the disk: it must not send
+		// anything more. Crash.
+		panic(fmt.Sprintf("runtime: %s: committing a batch: %v", l.addr, err))
+	}
+}
+
+// release lets the ready's effects leave, once persist has returned.
+func (l *loop) release(rd *ready) {
+	for _, o := range rd.inc.ended {
+		o.stop()
+	}
+	for _, a := range rd.appends {
+		a.o.push(a.e)
+	}
+	for from, d := range rd.acks {
+		l.inStream(from).setPersisted(d.sid, d.seq)
+	}
+	for _, s := range rd.sends {
+		l.h.send(l.addr, s.to, s.m)
+	}
+	for _, t := range rd.timers {
+		l.setTimer(t)
+	}
+}

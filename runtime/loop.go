@@ -1,0 +1,94 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// event is one thing a node's loop handles: a message (unordered, or from
+// a stream when seq > 0), a timer, or a function run on the node.
+type event struct {
+	from     node.Addr
+	m        node.Message
+	t        node.Timer
+	epoch    uint64 // for timers: the incarnation epoch that set it
+	fn       func(node.Context, node.Node)
+	sid, seq uint64 // for stream messages: the stream and sequence number
+}
+
+// loop is one node's event loop. Only its goroutine touches the node.
+type loop struct {
+	h     *Host
+	addr  node.Addr
+	n     node.Node
+	pers  node.Persistent // nil unless persisted
+	inbox chan event
+
+	mu  sync.Mutex
+	in  map[node.Addr]*inStream
+	out map[node.Addr]*outStream // written by the loop only
+	// peerInc is the newest incarnation of each peer that this node
+	// addresses (node.Peered, incarnation.go); guarded by mu.
+	peerInc map[node.Addr]uint64
+	// peerVer is the node's PeerVersion when peerInc was last updated.
+	// Loop goroutine only.
+	peerVer uint64
+	// inc is the node's incarnation (node.Incarnated; 0 if it has none).
+	inc atomic.Uint64
+	// epoch counts the incarnations started here; timers set by an older
+	// one are dropped. Loop goroutine only.
+	epoch uint64
+}
+
+// start starts the loop's goroutine and its streams' senders. The caller
+// holds h.mu.
+func (l *loop) start() {
+	for _, o := range l.out {
+		o.start()
+	}
+	l.h.wg.Add(1)
+	go l.run()
+}
+
+func (l *loop) post(ctx context.Context, ev event) error {
+	select {
+	case l.inbox <- ev:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.h.ctx.Done():
+		return errors.New("host stopped")
+	}
+}
+
+// maxBatch bounds the events one batch handles.
+const maxBatch = 256
+
+// run is the event loop: Init, then batches of whatever the inbox holds.
+func (l *loop) run() {
+	defer l.h.wg.Done()
+	batch := []event{{fn: func(ctx node.Context, n node.Node) { n.Init(ctx) }}}
+	for {
+		l.processAll(batch)
+		batch = batch[:0]
+		select {
+		case ev := <-l.inbox:
+			batch = append(batch, ev)
+		case <-l.h.ctx.Done():
+			return
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case ev := <-l.inbox:
+				batch = append(batch, ev)
+			default:
+				break drain
+			}
+		}
+	}
+}

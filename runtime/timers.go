@@ -1,0 +1,37 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	mrand "math/rand/v2"
+	"time"
+)
+
+// setTimer posts the timer to the loop after a delay drawn in [min, max].
+// A timer set by an incarnation that has ended since is dropped when it
+// comes (event.epoch); one that comes after the host stopped is dropped.
+func (l *loop) setTimer(t timerEffect) {
+	d := t.min
+	if t.max > t.min {
+		d += time.Duration(mrand.Int64N(int64(t.max - t.min + 1)))
+	}
+	epoch := l.epoch
+	time.AfterFunc(d, func() {
+		if l.h.ctx.Err() == nil {
+			_ = l.post(l.h.ctx, event{t: t.t, epoch: epoch})
+		}
+	})
+}
+
+// randomID draws a non-zero 64-bit id from crypto/rand.
+func randomID() uint64 {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(err)
+		}
+		if v := binary.LittleEndian.Uint64(b[:]); v != 0 {
+			return v
+		}
+	}
+}
