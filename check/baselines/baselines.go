@@ -1,5 +1,5 @@
 // Package baselines holds what the model checker of mc/ checks in the
-// baselines (bench/shardedpaxos, bench/rspaxos): their scenarios, the
+// baselines (baselines/shardedpaxos, baselines/rspaxos): their scenarios, the
 // Paxos invariant "one value per log slot", a log-GC invariant and a wire
 // oracle for replies. Their clients' histories are checked with the
 // engine's mc.Linearizable against Amalgam's sequential model

@@ -1,6 +1,6 @@
 // Package reconfig_test drives a cluster of separate amalgam-server
 // processes through machine failures that the reconfiguration service
-// repairs with spares (issue 5's end-to-end check).
+// repairs with spares (docs/reconfiguration.md, "End to end").
 package reconfig_test
 
 import (
