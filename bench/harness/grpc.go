@@ -113,14 +113,14 @@ func runGRPC(s RunSpec) (Point, error) {
 				if phase.Load() != 1 {
 					continue
 				}
-				rec.lat = append(rec.lat, time.Since(t0))
+				rec.add(time.Since(t0))
 				if err != nil {
 					rec.errs++
 				}
 			}
 		}()
 	}
-	elapsed, cpu := measure(s, warm, &phase, func() {}, func() bool { return seqRun && int(done.Load()) == s.Clients })
+	elapsed, cpu := measure(s, warm, &phase, recs, func() {}, func() bool { return seqRun && int(done.Load()) == s.Clients })
 	if !seqRun {
 		cancel() // a storage run lets the writes in flight finish: they are stored
 	}
@@ -137,12 +137,23 @@ func runGRPC(s RunSpec) (Point, error) {
 	return p.Point, nil
 }
 
+// minOpsGrace bounds how far RunSpec.MinOps extends a run.
+const minOpsGrace = time.Minute
+
 // measure waits out warm-up and the measured interval (or until finished
 // holds), calling onStart and switching phase to 1 when measuring starts
 // and to 2 at the end, and returns the measured time and the process CPU
-// time spent in it.
-func measure(s RunSpec, warm time.Duration, phase *atomic.Int32, onStart func(), finished func() bool) (elapsed, cpu time.Duration) {
+// time spent in it. The interval goes on past s.Duration while recs hold
+// fewer than s.MinOps operations, by at most minOpsGrace.
+func measure(s RunSpec, warm time.Duration, phase *atomic.Int32, recs []*recorder, onStart func(), finished func() bool) (elapsed, cpu time.Duration) {
 	total := warm + s.Duration
+	enough := func() bool {
+		var n int64
+		for _, r := range recs {
+			n += r.n.Load()
+		}
+		return n >= s.MinOps
+	}
 	t0 := time.Now()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -158,7 +169,7 @@ func measure(s RunSpec, warm time.Duration, phase *atomic.Int32, onStart func(),
 			onStart()
 			phase.Store(1)
 		}
-		if now.Sub(t0) >= total || finished() {
+		if now.Sub(t0) >= total && enough() || now.Sub(t0) >= total+minOpsGrace || finished() {
 			break
 		}
 		if s.Progress != nil {

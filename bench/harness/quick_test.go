@@ -7,11 +7,13 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 )
 
+// Each run lasts at least 300 ms and until 20 operations completed
+// (MinOps), so a busy machine makes it longer, not empty.
 func TestRunEachSystem(t *testing.T) {
 	l := erasure.Layout{N: 7, G: 5, F: 2, Stripes: 20, BlockSize: 4096}
 	for _, sys := range Systems {
 		for _, w := range []Workload{{Write: 1}, {RMW: 1}, {Read: 1}, {Write: 1, Keys: "seq"}} {
-			p, err := Run(RunSpec{System: sys, Layout: l, Workload: w, Clients: 4, Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond,
+			p, err := Run(RunSpec{System: sys, Layout: l, Workload: w, Clients: 4, Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond, MinOps: 20,
 				Net: NetOptions{Bandwidth: 50e6}})
 			if err != nil {
 				t.Fatal(err)
@@ -33,7 +35,7 @@ func TestRunEachSystemGRPC(t *testing.T) {
 	for _, sys := range Systems {
 		for _, w := range []Workload{{Write: 1}, {RMW: 1}, {Read: 1}, {Write: 1, Keys: "seq"}} {
 			p, err := Run(RunSpec{System: sys, Layout: l, Workload: w, Clients: 4, Warmup: 100 * time.Millisecond,
-				Duration: 300 * time.Millisecond, Transport: TransportGRPC})
+				Duration: 300 * time.Millisecond, MinOps: 20, Transport: TransportGRPC})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -59,7 +59,11 @@ type RunSpec struct {
 	Clients    int
 	Warmup     time.Duration
 	Duration   time.Duration // for Keys == "seq": an upper bound
-	Net        NetOptions
+	// MinOps, if set, extends the measured interval past Duration until
+	// that many operations completed (by at most minOpsGrace), so that a
+	// busy machine makes a run longer rather than empty.
+	MinOps int64
+	Net    NetOptions
 	// Transport is TransportSim (default) or TransportGRPC.
 	Transport string
 	// Progress, if set, is called about every 100 ms with the fraction of
@@ -70,6 +74,7 @@ type RunSpec struct {
 // recorder collects one client's completions.
 type recorder struct {
 	lat    []time.Duration
+	n      atomic.Int64 // len(lat), readable while the client runs
 	errs   int64
 	blocks map[uint64]bool // distinct blocks written (storage runs)
 }
@@ -140,7 +145,7 @@ func (d *driver) check(ctx node.Context) {
 	now := time.Now()
 	if d.phase.Load() == 1 {
 		for _, r := range rs[d.seen:] {
-			d.rec.lat = append(d.rec.lat, now.Sub(d.started))
+			d.rec.add(now.Sub(d.started))
 			if r.Err != "" {
 				d.rec.errs++
 			}
@@ -208,7 +213,7 @@ func Run(s RunSpec) (Point, error) {
 		return Point{}, err
 	}
 	var net0 int64
-	elapsed, cpu := measure(s, warm, &phase, func() { net0 = dep.net.BytesBetweenMachines() },
+	elapsed, cpu := measure(s, warm, &phase, recs, func() { net0 = dep.net.BytesBetweenMachines() },
 		func() bool { return seqRun && int(done.Load()) == s.Clients })
 	net1 := dep.net.BytesBetweenMachines()
 	if seqRun {
@@ -242,3 +247,9 @@ func cpuTime() time.Duration {
 
 // Cores is the number of CPUs the process may use.
 func Cores() int { return runtime.GOMAXPROCS(0) }
+
+// add records one completed operation's latency.
+func (r *recorder) add(d time.Duration) {
+	r.lat = append(r.lat, d)
+	r.n.Add(1)
+}
