@@ -36,7 +36,7 @@ const (
 type retryRecovery struct{}
 
 // Hash implements node.Timer.
-func (retryRecovery) Hash(h *node.Hasher) { h.Uint64(50) }
+func (retryRecovery) Hash(h *node.Hasher) { h.Tag(node.TagDataRetryRecovery) }
 
 // pacing limits the background rebuild's rate: after each stripe it
 // rebuilt in the background, the server waits pause before the next one.
@@ -53,7 +53,7 @@ type pacing struct {
 type rebuildPaused struct{}
 
 // Hash implements node.Timer.
-func (rebuildPaused) Hash(h *node.Hasher) { h.Uint64(52) }
+func (rebuildPaused) Hash(h *node.Hasher) { h.Tag(node.TagDataRebuildPaused) }
 
 // SetRebuildPause makes the background rebuild wait d between stripes (0:
 // no wait). Blocks that requests need are rebuilt at once regardless.

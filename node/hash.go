@@ -34,11 +34,11 @@ func (h *Hasher) Int(v int) { h.Uint64(uint64(v)) }
 
 // Bool adds a flag.
 func (h *Hasher) Bool(v bool) {
+	var x uint64
 	if v {
-		h.Uint64(1)
-	} else {
-		h.Uint64(0)
+		x = 1
 	}
+	h.Uint64(x)
 }
 
 // Bytes adds a length-prefixed byte string (nil and empty hash alike).

@@ -27,7 +27,7 @@ const (
 type retryRebuild struct{}
 
 // Hash implements node.Timer.
-func (retryRebuild) Hash(h *node.Hasher) { h.Uint64(51) }
+func (retryRebuild) Hash(h *node.Hasher) { h.Tag(node.TagParityRetryRebuild) }
 
 // pacing limits the background rebuild's rate: after each stripe it
 // rebuilt in the background, the server waits pause before the next one.
@@ -44,7 +44,7 @@ type pacing struct {
 type rebuildPaused struct{}
 
 // Hash implements node.Timer.
-func (rebuildPaused) Hash(h *node.Hasher) { h.Uint64(53) }
+func (rebuildPaused) Hash(h *node.Hasher) { h.Tag(node.TagParityRebuildPaused) }
 
 // SetRebuildPause makes the background rebuild wait d between stripes (0:
 // no wait).
