@@ -41,7 +41,7 @@ var protocol = map[string][]string{
 	"baselines/shardedpaxos":    {"baselines/paxos", "erasure", "msg", "node"},
 	"baselines/rspaxos":         {"baselines/paxos", "erasure", "msg", "node"},
 	"node/nodetest":             {"node"},
-	"baselines/paxos/paxostest": {"erasure", "msg", "node"},
+	"baselines/paxos/paxostest": {"erasure", "msg"},
 }
 
 // notProtocol are packages inside the protocol rooms' folders that are not
