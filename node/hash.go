@@ -62,7 +62,3 @@ func HashOf(v interface{ Hash(*Hasher) }) uint64 {
 	v.Hash(h)
 	return h.Sum()
 }
-
-// BytesHash is the hash of a byte string on its own; nodes cache it per
-// block so that hashing a node does not re-read every block.
-func BytesHash(b []byte) uint64 { return xxhash.Sum64(b) }
