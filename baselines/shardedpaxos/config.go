@@ -13,7 +13,6 @@
 package shardedpaxos
 
 import (
-
 	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/node"
