@@ -27,27 +27,27 @@ const module = "github.com/amalgam-store/amalgam"
 // node API, the messages, the layout and code, and each other as the
 // design says.
 var protocol = map[string][]string{
-	"node":                      {},
-	"erasure":                   {},
-	"msg":                       {"erasure", "node"},
-	"backup":                    {"erasure", "msg", "node"},
-	"recovery":                  {"erasure", "msg", "node"},
-	"data":                      {"erasure", "msg", "node", "recovery"},
-	"parity":                    {"backup", "erasure", "msg", "node", "recovery"},
-	"witness":                   {"backup", "erasure", "msg", "node"},
-	"reconfig":                  {"erasure", "msg", "node"},
-	"workload":                  {"erasure", "msg", "node"},
-	"baselines/paxos":           {"erasure", "msg", "node"},
-	"baselines/shardedpaxos":    {"baselines/paxos", "erasure", "msg", "node"},
-	"baselines/rspaxos":         {"baselines/paxos", "erasure", "msg", "node"},
-	"node/nodetest":             {"node"},
-	"baselines/paxos/paxostest": {"erasure", "msg"},
+	"node":                   {},
+	"erasure":                {},
+	"msg":                    {"erasure", "node"},
+	"backup":                 {"erasure", "msg", "node"},
+	"recovery":               {"erasure", "msg", "node"},
+	"data":                   {"erasure", "msg", "node", "recovery"},
+	"parity":                 {"backup", "erasure", "msg", "node", "recovery"},
+	"witness":                {"backup", "erasure", "msg", "node"},
+	"reconfig":               {"erasure", "msg", "node"},
+	"workload":               {"erasure", "msg", "node"},
+	"baselines/paxos":        {"erasure", "msg", "node"},
+	"baselines/shardedpaxos": {"baselines/paxos", "erasure", "msg", "node"},
+	"baselines/rspaxos":      {"baselines/paxos", "erasure", "msg", "node"},
+	"node/nodetest":          {"node"},
 }
 
 // notProtocol are packages inside the protocol rooms' folders that are not
 // protocol code, with why.
 var notProtocol = map[string]string{
-	"baselines/wirecodec": "the baselines' wire codecs, registered by the production runtime",
+	"baselines/wirecodec":       "the baselines' wire codecs, registered by the production runtime",
+	"baselines/paxos/paxostest": "test helpers of the baselines, imported by their _test.go files only",
 }
 
 type pkg struct {
