@@ -46,8 +46,7 @@ var protocol = map[string][]string{
 // notProtocol are packages inside the protocol rooms' folders that are not
 // protocol code, with why.
 var notProtocol = map[string]string{
-	"baselines/wirecodec":       "the baselines' wire codecs, registered by the production runtime",
-	"baselines/paxos/paxostest": "test helpers of the baselines, imported by their _test.go files only",
+	"baselines/wirecodec": "the baselines' wire codecs, registered by the production runtime",
 }
 
 type pkg struct {

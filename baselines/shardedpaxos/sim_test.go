@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/amalgam-store/amalgam/baselines/paxos/paxostest"
+	"github.com/amalgam-store/amalgam/baselines/paxostest"
 	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
 	"github.com/amalgam-store/amalgam/check/baselines"
 	"github.com/amalgam-store/amalgam/erasure"
