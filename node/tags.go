@@ -3,9 +3,12 @@ package node
 import "strconv"
 
 // Tag opens the hash of a message or timer and names its type, so that two
-// types with equal fields never hash alike. Every tag of the module is
-// declared here, grouped by the room that owns the type; a tag's value must
-// never change, since it feeds every state hash and so every state count.
+// types with equal fields never hash alike. Every tag of Amalgam and its
+// baselines is declared here, grouped by the room that owns the type; a
+// tag's value must never change, since it feeds every state hash and so
+// every state count. A protocol written against the public API alone (as
+// in examples/) declares its own Tag values: tags need differ only among
+// the types of one checked system.
 type Tag uint64
 
 // Client operations and the commit protocol (msg).
@@ -179,8 +182,7 @@ var tagNames = map[Tag]string{
 	TagBenchRetry: "bench.amalgamRetry",
 }
 
-// String returns the type the tag names, or "tag N" for a tag declared
-// outside this registry (an example protocol's own).
+// String returns the type the registry names by t, or "tag N".
 func (t Tag) String() string {
 	if s, ok := tagNames[t]; ok {
 		return s
