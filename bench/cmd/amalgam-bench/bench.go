@@ -137,6 +137,12 @@ See docs/benchmarks.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&output, "output", "text", "output format: text or json")
+	// amalgam-cli's other global flags reach amalgam-bench with the rest of
+	// the command line; a benchmark needs no cluster, so they do nothing.
+	for _, name := range []string{"cluster", "timeout", "dial-timeout", "tls-cert", "tls-key", "tls-ca"} {
+		f.String(name, "", "ignored (an amalgam-cli flag)")
+		_ = f.MarkHidden(name)
+	}
 	f.BoolVar(&o.Quick, "quick", false, "run every experiment briefly (CI)")
 	f.DurationVar(&o.Warmup, "warmup", 0, "warm-up before each measured run (default 1s, quick 250ms)")
 	f.DurationVar(&o.Duration, "duration", 0, "measured interval of each run (default 5s, quick 900ms)")
