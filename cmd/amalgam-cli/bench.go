@@ -16,8 +16,9 @@ import (
 const benchProgram = "amalgam-bench"
 
 // newBenchCmd runs amalgam-bench with the same arguments and streams, and
-// exits with its status (it has already printed its one-line reason).
-func newBenchCmd() *cobra.Command {
+// exits with its status (it has already printed its one-line reason). The
+// global flags go to amalgam-bench with the rest of the command line.
+func newBenchCmd(*globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:                "bench <experiment>...",
 		Short:              "Benchmark Amalgam against ShardedPaxos and RSPaxos (offline; runs amalgam-bench)",

@@ -43,7 +43,7 @@ For a cluster running mutual TLS, give --tls-cert, --tls-key and --tls-ca
 (or AMALGAM_TLS_CERT, AMALGAM_TLS_KEY and AMALGAM_TLS_CA).
 
 Talking to a cluster: status, health, locate, read, write, rmw, txn, admin. Offline: layout, mc,
-bench, version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
+version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
@@ -80,7 +80,7 @@ bench, version. Shell completion: amalgam-cli completion bash|zsh|fish|powershel
 
 	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl), newMCCmd(gl),
 		newStatusCmd(gl), newHealthCmd(gl), newLocateCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl), newAdminCmd(gl),
-		newBenchCmd())
+		newBenchCmd(gl))
 	return root
 }
 

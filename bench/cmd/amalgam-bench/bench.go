@@ -36,10 +36,10 @@ persistence), with closed-loop clients, a warm-up and a fixed measured
 interval. It needs no cluster: with --transport grpc (the default) each
 system runs as a local cluster on the production runtime (what
 amalgam-server dev --protocol starts: gRPC on loopback, no bandwidth limit)
-driven through the Go client; with --transport sim every system runs in the
-in-process harness (bench/harness: one event loop per node, wall-clock
-timers, an in-memory network whose machine links have a bandwidth limit,
---bandwidth), which models the thesis's network-bound testbed.
+driven through the Go client; with --transport sim every system runs on the
+same runtime hosts over simulated links whose machine links have a
+bandwidth limit (--bandwidth), which models the thesis's network-bound
+testbed.
 
 Experiments: all, ` + strings.Join(harness.ExperimentNames(), ", ") + `.
 --quick runs every experiment briefly (bench all --quick: under 2 minutes).
@@ -150,7 +150,7 @@ See docs/benchmarks.md.`,
 	f.StringVar(&o.Keys, "keys", "uniform", "key distribution: uniform or zipf")
 	f.Float64Var(&o.Zipf, "zipf", 1.1, "zipf exponent (with --keys zipf)")
 	f.Float64Var(&bandwidth, "bandwidth", 0, fmt.Sprintf("--transport sim: link speed per machine and direction in MB/s (0: the thesis's bandwidth per core, %.1f here; negative: unlimited)", harness.DefaultBandwidth()/1e6))
-	f.StringVar(&o.Transport, "transport", harness.TransportGRPC, "grpc (the production runtime on loopback) or sim (in-process, modelled links)")
+	f.StringVar(&o.Transport, "transport", harness.TransportGRPC, "grpc (the production runtime on loopback) or sim (the runtime over modelled links)")
 	f.StringSliceVar(&o.Systems, "systems", nil, "run only these systems (comma-separated: amalgam,shardedpaxos,rspaxos; default all)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (servers and clients) to this file (go tool pprof)")
 	f.StringVar(&csvFile, "csv", "", "also write the points as CSV to this file")
