@@ -96,7 +96,7 @@ type hostModel struct {
 
 type beat struct{}
 
-func (beat) Hash(h *node.Hasher) { h.Uint64(900) }
+func (beat) Hash(h *node.Hasher) { h.Tag(node.TagFailoverBeat) }
 
 func (n *hostModel) Init(ctx node.Context)                        { ctx.SetTimer(beat{}, time.Millisecond, time.Millisecond) }
 func (n *hostModel) Handle(node.Context, node.Addr, node.Message) {}
@@ -139,7 +139,7 @@ func (n *logModel) Init(ctx node.Context) {
 
 type newLeader struct{}
 
-func (newLeader) Hash(h *node.Hasher) { h.Uint64(901) }
+func (newLeader) Hash(h *node.Hasher) { h.Tag(node.TagFailoverLeader) }
 
 func (n *logModel) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 	switch m := m.(type) {
@@ -204,7 +204,7 @@ type faultModel struct{ Pause, Lead bool }
 
 type faultTimer struct{ Kind int }
 
-func (t faultTimer) Hash(h *node.Hasher) { h.Uint64(902); h.Int(t.Kind) }
+func (t faultTimer) Hash(h *node.Hasher) { h.Tag(node.TagFailoverFault); h.Int(t.Kind) }
 
 func (n *faultModel) Init(ctx node.Context) {
 	if n.Pause {

@@ -27,7 +27,7 @@ const OperatorTries = 8
 type operatorTimer struct{}
 
 // Hash implements node.Timer.
-func (operatorTimer) Hash(h *node.Hasher) { h.Uint64(60) }
+func (operatorTimer) Hash(h *node.Hasher) { h.Tag(node.TagOperatorTimer) }
 
 // Init implements node.Node.
 func (o *Operator) Init(ctx node.Context) {

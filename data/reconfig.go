@@ -117,7 +117,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	if fresh {
 		pace := s.pace // a setting, kept by a new incarnation
 		*s = *New(m.Config, s.me)
-		s.pace = pacing{pause: pace.pause} // the old incarnation's timers end
+		s.pace = recovery.Pacing{Pause: pace.Pause} // the old incarnation's timers end
 		l := s.cfg.Layout
 		s.rc.degraded = make([]bool, l.Stripes)
 		for _, st := range l.StripesAs(s.me, erasure.RoleData) {

@@ -27,45 +27,27 @@ type answer struct {
 	sent      bool
 }
 
-// How often a recovering server re-asks for unanswered snapshot parts.
-const (
-	retryMin = 50 * time.Millisecond
-	retryMax = 100 * time.Millisecond
-)
-
 type retryRecovery struct{}
 
 // Hash implements node.Timer.
-func (retryRecovery) Hash(h *node.Hasher) { h.Uint64(50) }
-
-// pacing limits the background rebuild's rate: after each stripe it
-// rebuilt in the background, the server waits pause before the next one.
-// pause is a setting of the host (SetRebuildPause), not protocol state:
-// not hashed, not persisted, kept across incarnations. waiting (a
-// rebuildPaused timer is pending) is hashed, because handlers act on it;
-// it is not persisted, because a restart ends timers and Init resumes the
-// rebuild. With pause 0 (the default) the next stripe starts at once.
-type pacing struct {
-	pause   time.Duration
-	waiting bool // a rebuildPaused timer is set
-}
+func (retryRecovery) Hash(h *node.Hasher) { h.Tag(node.TagDataRetryRecovery) }
 
 type rebuildPaused struct{}
 
 // Hash implements node.Timer.
-func (rebuildPaused) Hash(h *node.Hasher) { h.Uint64(52) }
+func (rebuildPaused) Hash(h *node.Hasher) { h.Tag(node.TagDataRebuildPaused) }
 
 // SetRebuildPause makes the background rebuild wait d between stripes (0:
 // no wait). Blocks that requests need are rebuilt at once regardless.
-func (s *Server) SetRebuildPause(d time.Duration) { s.pace.pause = max(d, 0) }
+func (s *Server) SetRebuildPause(d time.Duration) { s.pace.Pause = max(d, 0) }
 
 // RebuildPause is the pause set by SetRebuildPause.
-func (s *Server) RebuildPause() time.Duration { return s.pace.pause }
+func (s *Server) RebuildPause() time.Duration { return s.pace.Pause }
 
 // onTimer dispatches the server's timers.
 func (s *Server) onTimer(ctx node.Context, t node.Timer) {
 	if _, ok := t.(rebuildPaused); ok {
-		s.pace.waiting = false
+		s.pace.Waiting = false
 		s.rebuildNext(ctx)
 		return
 	}
@@ -164,7 +146,7 @@ func (s *Server) retry(ctx node.Context) {
 func (s *Server) setTimer(ctx node.Context) {
 	if !s.rc.ticking && (len(s.rc.recov) > 0 || len(s.rc.resend) > 0 || s.rc.report) {
 		s.rc.ticking = true
-		ctx.SetTimer(retryRecovery{}, retryMin, retryMax)
+		ctx.SetTimer(retryRecovery{}, recovery.RetryMin, recovery.RetryMax)
 	}
 }
 
@@ -257,10 +239,10 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 	}
 	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery.Rebuild) bool { return o == r })
 	s.noteRebuilt(ctx)
-	if s.pace.pause > 0 {
-		if !s.pace.waiting && slices.Contains(s.rc.degraded, true) {
-			s.pace.waiting = true
-			ctx.SetTimer(rebuildPaused{}, s.pace.pause, s.pace.pause)
+	if s.pace.Pause > 0 {
+		if !s.pace.Waiting && slices.Contains(s.rc.degraded, true) {
+			s.pace.Waiting = true
+			ctx.SetTimer(rebuildPaused{}, s.pace.Pause, s.pace.Pause)
 		}
 		return
 	}
@@ -270,7 +252,7 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 // rebuildNext rebuilds degraded blocks in the background, one stripe at a
 // time, besides the blocks requests need at once.
 func (s *Server) rebuildNext(ctx node.Context) {
-	if len(s.rc.recov) == 0 && !s.pace.waiting {
+	if len(s.rc.recov) == 0 && !s.pace.Waiting {
 		if st := slices.Index(s.rc.degraded, true); st >= 0 {
 			s.Recover(ctx, st)
 		}

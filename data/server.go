@@ -11,6 +11,7 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/recovery"
 )
 
 // Server is one data server. It is a node.Node.
@@ -23,8 +24,8 @@ type Server struct {
 	clients clientTable
 	cfgHash uint64
 	rc      reconfState
-	saved   persistMemo // what Persist last wrote (persist.go); not state
-	pace    pacing      // the background rebuild's pause (recovery.go); a setting, not state
+	saved   persistMemo     // what Persist last wrote (persist.go); not state
+	pace    recovery.Pacing // the background rebuild's pause (recovery.go); a setting, not state
 }
 
 // pendingOp is an executed operation not yet acknowledged by every parity

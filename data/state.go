@@ -97,7 +97,7 @@ func (s *Server) Hash() uint64 {
 		}
 	}
 	s.rc.hash(h)
-	h.Bool(s.pace.waiting) // a rebuildPaused timer is pending: it changes what handlers do
+	h.Bool(s.pace.Waiting) // a rebuildPaused timer is pending: it changes what handlers do
 	return h.Sum()
 }
 

@@ -68,7 +68,7 @@ type PrepareDrop struct {
 
 // Hash implements node.Message.
 func (m Request) Hash(h *node.Hasher) {
-	h.Uint64(1)
+	h.Tag(node.TagRequest)
 	h.Uint64(m.Client)
 	h.Uint64(m.Seq)
 	h.Int(len(m.Ops))
@@ -79,7 +79,7 @@ func (m Request) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m Reply) Hash(h *node.Hasher) {
-	h.Uint64(2)
+	h.Tag(node.TagReply)
 	h.Uint64(m.Seq)
 	h.Bool(m.Outcome.Aborted)
 	h.Int(len(m.Outcome.Results))
@@ -91,7 +91,7 @@ func (m Reply) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m Prepare) Hash(h *node.Hasher) {
-	h.Uint64(3)
+	h.Tag(node.TagPrepare)
 	h.Int(m.Shard)
 	h.Uint64(m.Primary)
 	h.Uint64(m.OpNum)
@@ -110,8 +110,8 @@ func (m Prepare) Hash(h *node.Hasher) {
 	}
 }
 
-func hashRef(h *node.Hasher, tag uint64, shard int, primary, opNum uint64, stripe int) {
-	h.Uint64(tag)
+func hashRef(h *node.Hasher, tag node.Tag, shard int, primary, opNum uint64, stripe int) {
+	h.Tag(tag)
 	h.Int(shard)
 	h.Uint64(primary)
 	h.Uint64(opNum)
@@ -120,15 +120,19 @@ func hashRef(h *node.Hasher, tag uint64, shard int, primary, opNum uint64, strip
 
 // Hash implements node.Message.
 func (m PrepareOK) Hash(h *node.Hasher) {
-	hashRef(h, 4, m.Shard, m.Primary, m.OpNum, m.Stripe)
+	hashRef(h, node.TagPrepareOK, m.Shard, m.Primary, m.OpNum, m.Stripe)
 	h.Uint64(m.Inc)
 }
 
 // Hash implements node.Message.
-func (m Commit) Hash(h *node.Hasher) { hashRef(h, 5, m.Shard, m.Primary, m.OpNum, m.Stripe) }
+func (m Commit) Hash(h *node.Hasher) {
+	hashRef(h, node.TagCommit, m.Shard, m.Primary, m.OpNum, m.Stripe)
+}
 
 // Hash implements node.Message.
-func (m PrepareDrop) Hash(h *node.Hasher) { hashRef(h, 6, m.Shard, m.Primary, m.OpNum, m.Stripe) }
+func (m PrepareDrop) Hash(h *node.Hasher) {
+	hashRef(h, node.TagPrepareDrop, m.Shard, m.Primary, m.OpNum, m.Stripe)
+}
 
 // PrepKey identifies one stripe's part of one operation.
 type PrepKey struct {

@@ -125,7 +125,7 @@ type RebuiltOK struct {
 
 // Hash implements node.Message.
 func (m Replace) Hash(h *node.Hasher) {
-	h.Uint64(20)
+	h.Tag(node.TagReplace)
 	h.Int(int(m.Role))
 	h.Int(m.Machine)
 	h.Uint64(m.Inc)
@@ -133,7 +133,7 @@ func (m Replace) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m StopShard) Hash(h *node.Hasher) {
-	h.Uint64(21)
+	h.Tag(node.TagStopShard)
 	h.Uint64(m.Num)
 	h.Int(m.Shard)
 	h.Uint64(m.Primary)
@@ -141,7 +141,7 @@ func (m StopShard) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m StopShardOK) Hash(h *node.Hasher) {
-	h.Uint64(22)
+	h.Tag(node.TagStopShardOK)
 	h.Uint64(m.Num)
 	h.Int(m.Shard)
 	h.Uint64(m.OpNum)
@@ -151,7 +151,7 @@ func (m StopShardOK) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m StopBackup) Hash(h *node.Hasher) {
-	h.Uint64(23)
+	h.Tag(node.TagStopBackup)
 	h.Uint64(m.Num)
 	h.Int(int(m.Role))
 	h.Int(m.Machine)
@@ -160,7 +160,7 @@ func (m StopBackup) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m StopBackupOK) Hash(h *node.Hasher) {
-	h.Uint64(24)
+	h.Tag(node.TagStopBackupOK)
 	h.Uint64(m.Num)
 	h.Int(int(m.Role))
 	h.Int(m.Machine)
@@ -168,7 +168,7 @@ func (m StopBackupOK) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m NewConfig) Hash(h *node.Hasher) {
-	h.Uint64(25)
+	h.Tag(node.TagNewConfig)
 	m.Config.Hash(h)
 	h.Bool(m.Install != nil)
 	if m.Install != nil {
@@ -180,11 +180,11 @@ func (m NewConfig) Hash(h *node.Hasher) {
 }
 
 // Hash implements node.Message.
-func (m ConfigOK) Hash(h *node.Hasher) { h.Uint64(26); h.Uint64(m.Num) }
+func (m ConfigOK) Hash(h *node.Hasher) { h.Tag(node.TagConfigOK); h.Uint64(m.Num) }
 
 // Hash implements node.Message.
 func (m Resending) Hash(h *node.Hasher) {
-	h.Uint64(27)
+	h.Tag(node.TagResending)
 	h.Uint64(m.Num)
 	h.Int(m.Shard)
 	h.Int(len(m.Backups))
@@ -195,7 +195,7 @@ func (m Resending) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m Rebuilt) Hash(h *node.Hasher) {
-	h.Uint64(28)
+	h.Tag(node.TagRebuilt)
 	h.Int(int(m.Role))
 	h.Int(m.Machine)
 	h.Uint64(m.Inc)
@@ -203,7 +203,7 @@ func (m Rebuilt) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m RebuiltOK) Hash(h *node.Hasher) {
-	h.Uint64(29)
+	h.Tag(node.TagRebuiltOK)
 	h.Int(int(m.Role))
 	h.Int(m.Machine)
 	h.Uint64(m.Inc)
@@ -293,7 +293,7 @@ type SnapshotParity struct {
 
 // Hash implements node.Message.
 func (m StripeSnapshot) Hash(h *node.Hasher) {
-	h.Uint64(30)
+	h.Tag(node.TagStripeSnapshot)
 	h.Uint64(m.Num)
 	h.Int(m.Stripe)
 	h.Uint64(m.Nonce)
@@ -302,7 +302,7 @@ func (m StripeSnapshot) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m SnapshotMarker) Hash(h *node.Hasher) {
-	h.Uint64(31)
+	h.Tag(node.TagSnapshotMarker)
 	h.Uint64(m.Num)
 	h.Int(m.Stripe)
 	h.Uint64(m.Nonce)
@@ -312,7 +312,7 @@ func (m SnapshotMarker) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m SnapshotData) Hash(h *node.Hasher) {
-	h.Uint64(32)
+	h.Tag(node.TagSnapshotData)
 	h.Uint64(m.Num)
 	h.Int(m.Stripe)
 	h.Uint64(m.Nonce)
@@ -325,7 +325,7 @@ func (m SnapshotData) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m SnapshotParity) Hash(h *node.Hasher) {
-	h.Uint64(33)
+	h.Tag(node.TagSnapshotParity)
 	h.Uint64(m.Num)
 	h.Int(m.Stripe)
 	h.Uint64(m.Nonce)

@@ -34,11 +34,11 @@ func (h *Hasher) Int(v int) { h.Uint64(uint64(v)) }
 
 // Bool adds a flag.
 func (h *Hasher) Bool(v bool) {
+	var x uint64
 	if v {
-		h.Uint64(1)
-	} else {
-		h.Uint64(0)
+		x = 1
 	}
+	h.Uint64(x)
 }
 
 // Bytes adds a length-prefixed byte string (nil and empty hash alike).
@@ -62,7 +62,3 @@ func HashOf(v interface{ Hash(*Hasher) }) uint64 {
 	v.Hash(h)
 	return h.Sum()
 }
-
-// BytesHash is the hash of a byte string on its own; nodes cache it per
-// block so that hashing a node does not re-read every block.
-func BytesHash(b []byte) uint64 { return xxhash.Sum64(b) }

@@ -184,7 +184,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	if fresh {
 		pace := s.pace // a setting, kept by a new incarnation; the old one's timers end
 		*s = *New(m.Config, s.me, s.code)
-		s.pace = pacing{pause: pace.pause}
+		s.pace = recovery.Pacing{Pause: pace.Pause}
 		s.rc.degraded = make([]bool, s.cfg.Layout.Stripes)
 		for _, st := range s.cfg.Layout.StripesAs(s.me, erasure.RoleParity) {
 			s.rc.degraded[st] = true

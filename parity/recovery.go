@@ -18,46 +18,28 @@ import (
 // snapshot op_num; held and kept deltas below it are not applied again
 // (the snapshot op_nums are the block's version numbers, 3.3.2.3).
 
-// How often a rebuilding parity server re-asks for unanswered parts.
-const (
-	retryMin = 50 * time.Millisecond
-	retryMax = 100 * time.Millisecond
-)
-
 type retryRebuild struct{}
 
 // Hash implements node.Timer.
-func (retryRebuild) Hash(h *node.Hasher) { h.Uint64(51) }
-
-// pacing limits the background rebuild's rate: after each stripe it
-// rebuilt in the background, the server waits pause before the next one.
-// pause is a setting of the host (SetRebuildPause), not protocol state:
-// not hashed, not persisted, kept across incarnations. waiting (a
-// rebuildPaused timer is pending) is hashed, because handlers act on it;
-// it is not persisted, because a restart ends timers and Init resumes the
-// rebuild. With pause 0 (the default) the next stripe starts at once.
-type pacing struct {
-	pause   time.Duration
-	waiting bool // a rebuildPaused timer is set
-}
+func (retryRebuild) Hash(h *node.Hasher) { h.Tag(node.TagParityRetryRebuild) }
 
 type rebuildPaused struct{}
 
 // Hash implements node.Timer.
-func (rebuildPaused) Hash(h *node.Hasher) { h.Uint64(53) }
+func (rebuildPaused) Hash(h *node.Hasher) { h.Tag(node.TagParityRebuildPaused) }
 
 // SetRebuildPause makes the background rebuild wait d between stripes (0:
 // no wait).
-func (s *Server) SetRebuildPause(d time.Duration) { s.pace.pause = max(d, 0) }
+func (s *Server) SetRebuildPause(d time.Duration) { s.pace.Pause = max(d, 0) }
 
 // RebuildPause is the pause set by SetRebuildPause.
-func (s *Server) RebuildPause() time.Duration { return s.pace.pause }
+func (s *Server) RebuildPause() time.Duration { return s.pace.Pause }
 
 // Timer implements node.Node: the retry timer re-asks for a rebuild's
 // parts; the pause timer starts the next rebuild.
 func (s *Server) Timer(ctx node.Context, t node.Timer) {
 	if _, ok := t.(rebuildPaused); ok {
-		s.pace.waiting = false
+		s.pace.Waiting = false
 		if s.rc.rebuild == nil {
 			s.rebuildNext(ctx)
 		}
@@ -79,7 +61,7 @@ func (s *Server) Timer(ctx node.Context, t node.Timer) {
 func (s *Server) tick(ctx node.Context) {
 	if !s.rc.ticking {
 		s.rc.ticking = true
-		ctx.SetTimer(retryRebuild{}, retryMin, retryMax)
+		ctx.SetTimer(retryRebuild{}, recovery.RetryMin, recovery.RetryMax)
 	}
 }
 
@@ -185,11 +167,11 @@ func (s *Server) tryRebuild(ctx node.Context) {
 			s.prepares.MarkApplied(h.P.Key()) // the rebuilt block has it
 		}
 	}
-	if s.pace.pause > 0 && slices.Contains(s.rc.degraded, true) {
+	if s.pace.Pause > 0 && slices.Contains(s.rc.degraded, true) {
 		s.rc.rebuild = nil
-		if !s.pace.waiting {
-			s.pace.waiting = true
-			ctx.SetTimer(rebuildPaused{}, s.pace.pause, s.pace.pause)
+		if !s.pace.Waiting {
+			s.pace.Waiting = true
+			ctx.SetTimer(rebuildPaused{}, s.pace.Pause, s.pace.Pause)
 		}
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/recovery"
 )
 
 // Server is one parity server. It is a node.Node.
@@ -23,8 +24,8 @@ type Server struct {
 	blocks   *erasure.Blocks // parity blocks by stripe number
 	cfgHash  uint64
 	rc       reconfState
-	saved    persistMemo // what Persist last wrote (persist.go); not state
-	pace     pacing      // the background rebuild's pause (recovery.go); a setting, not state
+	saved    persistMemo     // what Persist last wrote (persist.go); not state
+	pace     recovery.Pacing // the background rebuild's pause (recovery.go); a setting, not state
 }
 
 // New returns the parity server of machine me. The code must match the
@@ -154,6 +155,6 @@ func (s *Server) Hash() uint64 {
 	}
 	h.Uint64(s.blocks.Hash())
 	s.rc.hash(h)
-	h.Bool(s.pace.waiting) // a rebuildPaused timer is pending: it changes what handlers do
+	h.Bool(s.pace.Waiting) // a rebuildPaused timer is pending: it changes what handlers do
 	return h.Sum()
 }

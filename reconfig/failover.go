@@ -89,25 +89,25 @@ type Move struct {
 type Register struct{ Host string }
 
 // Hash implements node.Message.
-func (m Heartbeat) Hash(h *node.Hasher) { h.Uint64(41); h.String(m.Host); h.Int(m.Machine) }
+func (m Heartbeat) Hash(h *node.Hasher) { h.Tag(node.TagHeartbeat); h.String(m.Host); h.Int(m.Machine) }
 
 // Hash implements node.Message.
 func (m View) Hash(h *node.Hasher) {
-	h.Uint64(42)
+	h.Tag(node.TagView)
 	h.Uint64(m.Version)
 	hashStrings(h, m.Hosts)
 	hashStrings(h, m.Spares)
 }
 
 // Hash implements node.Message.
-func (m Lead) Hash(h *node.Hasher) { h.Uint64(43); h.Uint64(m.Term) }
+func (m Lead) Hash(h *node.Hasher) { h.Tag(node.TagLead); h.Uint64(m.Term) }
 
 // Hash implements node.Message.
-func (m Resumed) Hash(h *node.Hasher) { h.Uint64(44); h.Int(m.Rounds) }
+func (m Resumed) Hash(h *node.Hasher) { h.Tag(node.TagResumed); h.Int(m.Rounds) }
 
 // Hash implements node.Message.
 func (m Move) Hash(h *node.Hasher) {
-	h.Uint64(45)
+	h.Tag(node.TagMove)
 	h.Int(m.Machine)
 	h.String(m.From)
 	h.String(m.To)
@@ -116,12 +116,12 @@ func (m Move) Hash(h *node.Hasher) {
 }
 
 // Hash implements node.Message.
-func (m Register) Hash(h *node.Hasher) { h.Uint64(46); h.String(m.Host) }
+func (m Register) Hash(h *node.Hasher) { h.Tag(node.TagRegister); h.String(m.Host) }
 
 type round struct{}
 
 // Hash implements node.Timer.
-func (round) Hash(h *node.Hasher) { h.Uint64(47) }
+func (round) Hash(h *node.Hasher) { h.Tag(node.TagFailoverTick) }
 
 // NewFailover returns a detector that knows no host yet.
 func NewFailover(cfg FailoverConfig) *Failover {

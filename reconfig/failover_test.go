@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node/nodetest"
 )
 
 var foCfg = FailoverConfig{Round: time.Second, Suspect: 3, Grace: 2, Retry: 4}
 
 // newFO is a detector leading term 1 over machines a, b, c with spares s, t.
-func newFO() (*Failover, *fakeCtx) {
-	f, ctx := NewFailover(foCfg), &fakeCtx{}
+func newFO() (*Failover, *nodetest.Ctx) {
+	f, ctx := NewFailover(foCfg), newCtx()
 	f.Init(ctx)
 	f.Handle(ctx, "", Lead{Term: 1})
 	f.Handle(ctx, "", View{Hosts: []string{"a", "b", "c"}, Spares: []string{"s", "t"}})
@@ -20,15 +21,15 @@ func newFO() (*Failover, *fakeCtx) {
 
 // rounds runs n rounds in which the given hosts send a heartbeat each; it
 // returns the moves proposed.
-func rounds(f *Failover, ctx *fakeCtx, n int, alive ...string) []Move {
+func rounds(f *Failover, ctx *nodetest.Ctx, n int, alive ...string) []Move {
 	var out []Move
 	for range n {
 		for _, h := range alive {
 			f.Handle(ctx, "", Heartbeat{Host: h, Machine: 0})
 		}
 		f.Timer(ctx, round{})
-		for _, s := range ctx.take() {
-			if mv, ok := s.m.(Move); ok && s.to == LogAddr {
+		for _, s := range take(ctx) {
+			if mv, ok := s.Msg.(Move); ok && s.To == LogAddr {
 				out = append(out, mv)
 			}
 		}
@@ -89,8 +90,8 @@ func TestFailoverRegistersSpare(t *testing.T) {
 	f, ctx := newFO()
 	f.Handle(ctx, "", Heartbeat{Host: "u", Machine: -1})
 	f.Handle(ctx, "", Heartbeat{Host: "u", Machine: -1})
-	out := ctx.take()
-	if len(out) != 1 || out[0].m != (Register{Host: "u"}) {
+	out := take(ctx)
+	if len(out) != 1 || out[0].Msg != (Register{Host: "u"}) {
 		t.Fatalf("sent %+v, want one Register{u}", out)
 	}
 }

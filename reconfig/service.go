@@ -63,7 +63,7 @@ type operation struct {
 type tick struct{}
 
 // Hash implements node.Timer.
-func (tick) Hash(h *node.Hasher) { h.Uint64(40) }
+func (tick) Hash(h *node.Hasher) { h.Tag(node.TagReconfigTick) }
 
 // New returns the service starting from configuration 0.
 func New(initial msg.Config) *Service {

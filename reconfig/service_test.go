@@ -3,39 +3,39 @@ package reconfig
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/node/nodetest"
 )
 
-type sent struct {
-	to node.Addr
-	m  node.Message
+// newCtx records what the service or the failure detector does.
+func newCtx() *nodetest.Ctx { return nodetest.New(msg.ReconfigAddr) }
+
+// take returns and forgets the messages sent; reconfig sends unordered
+// messages only.
+func take(ctx *nodetest.Ctx) nodetest.Effects {
+	effs := ctx.Take()
+	if len(effs.Kind(nodetest.Stream)) != 0 {
+		panic("reconfig does not stream")
+	}
+	return effs.Kind(nodetest.Send)
 }
-
-type fakeCtx struct{ out []sent }
-
-func (c *fakeCtx) Self() node.Addr                                   { return msg.ReconfigAddr }
-func (c *fakeCtx) Send(to node.Addr, m node.Message)                 { c.out = append(c.out, sent{to, m}) }
-func (c *fakeCtx) Stream(node.Addr, node.Message)                    { panic("reconfig does not stream") }
-func (c *fakeCtx) SetTimer(node.Timer, time.Duration, time.Duration) {}
-func (c *fakeCtx) take() []sent                                      { o := c.out; c.out = nil; return o }
 
 var layout = erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 6, BlockSize: 8}
 
 func TestReplaceDataServer(t *testing.T) {
 	s := New(msg.InitialConfig(layout))
-	ctx := &fakeCtx{}
+	ctx := newCtx()
 	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 0, Inc: 1})
 	var targets []node.Addr
-	for _, e := range ctx.take() {
-		stop, ok := e.m.(msg.StopShard)
+	for _, e := range take(ctx) {
+		stop, ok := e.Msg.(msg.StopShard)
 		if !ok || stop.Num != 1 || stop.Shard != 0 || stop.Primary != 1 {
-			t.Fatalf("unexpected %+v to %s", e.m, e.to)
+			t.Fatalf("unexpected %+v to %s", e.Msg, e.To)
 		}
-		targets = append(targets, e.to)
+		targets = append(targets, e.To)
 	}
 	// Every backup of every stripe where machine 0 holds data is asked.
 	for _, st := range layout.StripesAs(0, erasure.RoleData) {
@@ -54,7 +54,7 @@ func TestReplaceDataServer(t *testing.T) {
 	for _, st := range layout.StripesAs(0, erasure.RoleData) {
 		answer(msg.ParityAddr(layout.ParityMachine(st, 0)))
 	}
-	if out := ctx.take(); len(out) != 0 || s.Config().Num != 0 {
+	if out := take(ctx); len(out) != 0 || s.Config().Num != 0 {
 		t.Fatalf("replaced with one answer per stripe: %+v", out)
 	}
 	for _, st := range layout.StripesAs(0, erasure.RoleData) {
@@ -64,14 +64,14 @@ func TestReplaceDataServer(t *testing.T) {
 	if cfg.Num != 1 || cfg.Data[0] != 2 || cfg.Changed != msg.DataAddr(0) {
 		t.Fatalf("configuration after replacement: %+v", cfg)
 	}
-	out := ctx.take()
+	out := take(ctx)
 	if len(out) != 3*layout.N {
 		t.Fatalf("NewConfig went to %d servers, want %d", len(out), 3*layout.N)
 	}
 	for _, e := range out {
-		nc, ok := e.m.(msg.NewConfig)
+		nc, ok := e.Msg.(msg.NewConfig)
 		if !ok || nc.Config.Num != 1 || nc.Install == nil || nc.Install.Shard != 0 {
-			t.Fatalf("unexpected %+v to %s", e.m, e.to)
+			t.Fatalf("unexpected %+v to %s", e.Msg, e.To)
 		}
 	}
 	if inc, ok := (msg.NewConfig{Config: cfg}).StartsIncarnation(msg.DataAddr(0)); !ok || inc != 2 {
@@ -84,25 +84,25 @@ func TestReplaceDataServer(t *testing.T) {
 	// sent the next configuration it lacks.
 	s.Handle(ctx, msg.DataAddr(1), msg.ConfigOK{Num: 1})
 	s.Handle(ctx, msg.DataAddr(2), msg.ConfigOK{Num: 0})
-	out = ctx.take()
-	if len(out) != 1 || out[0].to != msg.DataAddr(2) {
+	out = take(ctx)
+	if len(out) != 1 || out[0].To != msg.DataAddr(2) {
 		t.Fatalf("after acks: %+v", out)
 	}
 }
 
 func TestDataReplacementPreemptsParity(t *testing.T) {
 	s := New(msg.InitialConfig(layout))
-	ctx := &fakeCtx{}
+	ctx := newCtx()
 	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleParity, Machine: 3, Inc: 1})
-	for _, e := range ctx.take() {
-		if _, ok := e.m.(msg.StopBackup); !ok {
-			t.Fatalf("parity replacement sent %+v", e.m)
+	for _, e := range take(ctx) {
+		if _, ok := e.Msg.(msg.StopBackup); !ok {
+			t.Fatalf("parity replacement sent %+v", e.Msg)
 		}
 	}
 	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 1, Inc: 1})
-	for _, e := range ctx.take() {
-		if _, ok := e.m.(msg.StopShard); !ok {
-			t.Fatalf("data replacement sent %+v", e.m)
+	for _, e := range take(ctx) {
+		if _, ok := e.Msg.(msg.StopShard); !ok {
+			t.Fatalf("data replacement sent %+v", e.Msg)
 		}
 	}
 	// The parity replacement's late answers no longer count.
@@ -114,7 +114,7 @@ func TestDataReplacementPreemptsParity(t *testing.T) {
 
 func TestCloneAndHash(t *testing.T) {
 	s := New(msg.InitialConfig(layout))
-	ctx := &fakeCtx{}
+	ctx := newCtx()
 	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 0, Inc: 1})
 	c := s.Clone()
 	h := s.Hash()
@@ -135,7 +135,7 @@ func TestFreshBackupDoesNotCountInQuorum(t *testing.T) {
 	l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 1, BlockSize: 8}
 	run := func(caughtUp bool) *Service {
 		s := New(msg.InitialConfig(l))
-		ctx := &fakeCtx{}
+		ctx := newCtx()
 		s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleWitness, Machine: 5, Inc: 1})
 		for m := 0; m < 3; m++ {
 			s.Handle(ctx, msg.DataAddr(m), msg.StopBackupOK{Num: 1, Role: erasure.RoleWitness, Machine: 5})
@@ -158,7 +158,7 @@ func TestFreshBackupDoesNotCountInQuorum(t *testing.T) {
 		t.Fatal("data server not replaced although the new witness caught up")
 	}
 	s := run(false)
-	s.Handle(&fakeCtx{}, msg.ParityAddr(4), msg.StopShardOK{Num: 2, Shard: 0})
+	s.Handle(newCtx(), msg.ParityAddr(4), msg.StopShardOK{Num: 2, Shard: 0})
 	if s.Config().Num != 2 {
 		t.Fatal("data server not replaced with both parity servers answering")
 	}
@@ -171,7 +171,7 @@ func TestFreshBackupDoesNotCountInQuorum(t *testing.T) {
 func TestReplacementPostponedUntilRebuilt(t *testing.T) {
 	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 1, BlockSize: 8}
 	s := New(msg.InitialConfig(l))
-	ctx := &fakeCtx{}
+	ctx := newCtx()
 	replaceData := func(m int) {
 		t.Helper()
 		s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: m, Inc: 1})
@@ -179,7 +179,7 @@ func TestReplacementPostponedUntilRebuilt(t *testing.T) {
 		if s.Config().Data[m] != 2 {
 			t.Fatalf("data/%d not replaced", m)
 		}
-		ctx.take()
+		take(ctx)
 	}
 	replaceData(0)
 	replaceData(1)
@@ -188,15 +188,15 @@ func TestReplacementPostponedUntilRebuilt(t *testing.T) {
 	}
 	parity3 := msg.Replace{Role: erasure.RoleParity, Machine: 3, Inc: 1}
 	s.Handle(ctx, "admin", parity3)
-	if out := ctx.take(); len(out) != 0 || !s.Busy() || !slices.Equal(s.Postponed(), []msg.Replace{parity3}) {
+	if out := take(ctx); len(out) != 0 || !s.Busy() || !slices.Equal(s.Postponed(), []msg.Replace{parity3}) {
 		t.Fatalf("parity/3 replacement not postponed: sent %+v, postponed %v", out, s.Postponed())
 	}
 	// A report from an older incarnation, or from a server that is not
 	// degraded, releases nothing, and is acknowledged.
 	for _, m := range []msg.Rebuilt{{Role: erasure.RoleData, Machine: 0, Inc: 1}, {Role: erasure.RoleData, Machine: 2, Inc: 1}} {
 		s.Handle(ctx, msg.DataAddr(m.Machine), m)
-		out := ctx.take()
-		if len(out) != 1 || out[0].to != msg.DataAddr(m.Machine) || out[0].m != msg.RebuiltOK(m) {
+		out := take(ctx)
+		if len(out) != 1 || out[0].To != msg.DataAddr(m.Machine) || out[0].Msg != msg.RebuiltOK(m) {
 			t.Fatalf("after %+v: %+v, want only its acknowledgement", m, out)
 		}
 	}
@@ -210,8 +210,8 @@ func TestReplacementPostponedUntilRebuilt(t *testing.T) {
 	}
 	s.Handle(ctx, msg.DataAddr(1), msg.Rebuilt{Role: erasure.RoleData, Machine: 1, Inc: 2})
 	stops := 0
-	for _, e := range ctx.take() {
-		switch m := e.m.(type) {
+	for _, e := range take(ctx) {
+		switch m := e.Msg.(type) {
 		case msg.StopBackup:
 			if m.Role != erasure.RoleParity || m.Machine != 3 || m.Num != 3 {
 				t.Fatalf("unexpected %+v", m)
@@ -219,7 +219,7 @@ func TestReplacementPostponedUntilRebuilt(t *testing.T) {
 			stops++
 		case msg.RebuiltOK:
 		default:
-			t.Fatalf("unexpected %+v to %s", e.m, e.to)
+			t.Fatalf("unexpected %+v to %s", e.Msg, e.To)
 		}
 	}
 	if stops != 3 || len(s.Postponed()) != 0 || !slices.Equal(s.Degraded(), []node.Addr{msg.DataAddr(0)}) {
@@ -241,7 +241,7 @@ func TestReplacementPostponedUntilRebuilt(t *testing.T) {
 func TestSLCCountsBlocks(t *testing.T) {
 	l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 1, BlockSize: 8}
 	s := New(msg.InitialConfig(l))
-	ctx := &fakeCtx{}
+	ctx := newCtx()
 	replaceData := func(m int, inc uint64) {
 		t.Helper()
 		s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: m, Inc: inc})
@@ -258,9 +258,9 @@ func TestSLCCountsBlocks(t *testing.T) {
 	if len(s.Degraded()) != 2 {
 		t.Fatalf("degraded %v", s.Degraded())
 	}
-	ctx.take()
+	take(ctx)
 	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleWitness, Machine: 5, Inc: 1})
-	if len(s.Postponed()) != 0 || len(ctx.take()) == 0 {
+	if len(s.Postponed()) != 0 || len(take(ctx)) == 0 {
 		t.Fatal("witness replacement postponed")
 	}
 }
@@ -269,11 +269,11 @@ func TestSLCCountsBlocks(t *testing.T) {
 // one starts after it.
 func TestDataReplacementsFirst(t *testing.T) {
 	s := New(msg.InitialConfig(layout))
-	ctx := &fakeCtx{}
+	ctx := newCtx()
 	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 0, Inc: 1})
 	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleParity, Machine: 1, Inc: 1})
 	s.Handle(ctx, "admin", msg.Replace{Role: erasure.RoleData, Machine: 2, Inc: 1})
-	ctx.take()
+	take(ctx)
 	for _, st := range layout.StripesAs(0, erasure.RoleData) {
 		for i, m := range layout.Backups(st) {
 			s.Handle(ctx, backupAddr(layout, i, m), msg.StopShardOK{Num: 1, Shard: 0})

@@ -8,6 +8,7 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/node/nodetest"
 )
 
 // TestSnapshotRestore drives the service through random replacements and
@@ -16,9 +17,9 @@ import (
 func TestSnapshotRestore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	s := New(msg.InitialConfig(layout))
-	ctx := &fakeCtx{}
+	ctx := newCtx()
 	s.Init(ctx)
-	var last []sent
+	var last nodetest.Effects
 	steps, replaced, postponed, released := 0, 0, 0, 0
 	for steps < 3000 {
 		steps++
@@ -49,8 +50,8 @@ func TestSnapshotRestore(t *testing.T) {
 			from, m = msg.DataAddr(mach), msg.Resending{Num: cfg.Num, Shard: mach}
 		case len(last) > 0 && k != 3:
 			e := last[rng.IntN(len(last))]
-			from = e.to
-			switch q := e.m.(type) {
+			from = e.To
+			switch q := e.Msg.(type) {
 			case msg.StopShard:
 				ok := msg.StopShardOK{Num: q.Num, Shard: q.Shard, OpNum: uint64(rng.IntN(3))}
 				if rng.IntN(2) == 0 {
@@ -64,7 +65,7 @@ func TestSnapshotRestore(t *testing.T) {
 				m = msg.StopBackupOK{Num: q.Num, Role: q.Role, Machine: q.Machine}
 			case msg.NewConfig:
 				m = msg.ConfigOK{Num: q.Config.Num}
-				if role, mach, err := msg.ParseAddr(e.to); err == nil && role == "data" && rng.IntN(3) == 0 {
+				if role, mach, err := msg.ParseAddr(e.To); err == nil && role == "data" && rng.IntN(3) == 0 {
 					// The data server reports the replaced backups it
 					// still re-sends to (none, or one at random).
 					r := msg.Resending{Num: q.Config.Num, Shard: mach}
@@ -78,7 +79,7 @@ func TestSnapshotRestore(t *testing.T) {
 			}
 		default: // now and then, or when there is nothing to answer: the retry timer
 			s.Timer(ctx, tick{})
-			last = ctx.take()
+			last = take(ctx)
 			continue
 		}
 		b := s.Snapshot()
@@ -89,19 +90,20 @@ func TestSnapshotRestore(t *testing.T) {
 		if r.Hash() != s.Hash() {
 			t.Fatalf("step %d: restored snapshot hashes differently", steps)
 		}
-		rctx := &fakeCtx{}
+		rctx := newCtx()
 		before := len(s.Postponed())
 		s.Handle(ctx, from, m)
 		r.Handle(rctx, from, m)
-		if r.Hash() != s.Hash() || len(rctx.out) != len(ctx.out) {
+		osent, rsent := ctx.Effects().Kind(nodetest.Send), rctx.Effects().Kind(nodetest.Send)
+		if r.Hash() != s.Hash() || len(rsent) != len(osent) {
 			t.Fatalf("step %d: restored service diverged on %T", steps, m)
 		}
-		for i := range ctx.out {
-			if node.HashOf(ctx.out[i].m) != node.HashOf(rctx.out[i].m) || ctx.out[i].to != rctx.out[i].to {
-				t.Fatalf("step %d: restored service sent %+v, original %+v", steps, rctx.out[i], ctx.out[i])
+		for i := range osent {
+			if node.HashOf(osent[i].Msg) != node.HashOf(rsent[i].Msg) || osent[i].To != rsent[i].To {
+				t.Fatalf("step %d: restored service sent %+v, original %+v", steps, rsent[i], osent[i])
 			}
 		}
-		out := slices.DeleteFunc(ctx.take(), func(e sent) bool { _, ack := e.m.(msg.RebuiltOK); return ack })
+		out := slices.DeleteFunc(take(ctx), func(e nodetest.Effect) bool { _, ack := e.Msg.(msg.RebuiltOK); return ack })
 		if len(out) > 0 {
 			last = out
 		}

@@ -31,7 +31,7 @@ type Client struct {
 type retry struct{ Seq uint64 }
 
 // Hash implements node.Timer.
-func (t retry) Hash(h *node.Hasher) { h.Uint64(7); h.Uint64(t.Seq) }
+func (t retry) Hash(h *node.Hasher) { h.Tag(node.TagClientRetry); h.Uint64(t.Seq) }
 
 // NewClient returns client id running script. Every transaction's ops must
 // be on one shard; the client sends it to that shard's data server.

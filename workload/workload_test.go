@@ -9,6 +9,7 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/node/nodetest"
 	"github.com/anishathalye/porcupine"
 )
 
@@ -150,32 +151,31 @@ func TestModelPending(t *testing.T) {
 	}
 }
 
-type fakeCtx struct {
-	sends  []msg.Request
-	to     []string
-	timers int
+// sent lists the requests the client has sent; a client sends requests
+// only, and never on a stream.
+func sent(t *testing.T, ctx *nodetest.Ctx) []msg.Request {
+	t.Helper()
+	effs := ctx.Effects()
+	reqs := nodetest.Msgs[msg.Request](effs)
+	if len(reqs) != len(effs.Kind(nodetest.Send)) || len(effs.Kind(nodetest.Stream)) != 0 {
+		t.Fatalf("client sent %v, want requests only", effs)
+	}
+	return reqs
 }
-
-func (c *fakeCtx) Self() node.Addr { return "client/0" }
-func (c *fakeCtx) Send(to node.Addr, m node.Message) {
-	c.sends = append(c.sends, m.(msg.Request))
-	c.to = append(c.to, string(to))
-}
-func (c *fakeCtx) Stream(node.Addr, node.Message)                    { panic("clients do not stream") }
-func (c *fakeCtx) SetTimer(node.Timer, time.Duration, time.Duration) { c.timers++ }
 
 func TestClientRetriesAndAdvances(t *testing.T) {
 	script := [][]msg.Op{write(4, 1), read(4)}
 	c := NewClient(9, layout, script)
-	ctx := &fakeCtx{}
+	ctx := nodetest.New("client/0")
 	c.Init(ctx)
 	want := string(msg.DataAddr(layout.Shard(4)))
-	if len(ctx.sends) != 1 || ctx.sends[0].Seq != 1 || ctx.sends[0].Client != 9 || ctx.to[0] != want || ctx.timers != 1 {
-		t.Fatalf("init sent %+v to %v with %d timers", ctx.sends, ctx.to, ctx.timers)
+	to, timers := ctx.Effects().Kind(nodetest.Send).Addrs(), len(ctx.Effects().Kind(nodetest.Timer))
+	if sends := sent(t, ctx); len(sends) != 1 || sends[0].Seq != 1 || sends[0].Client != 9 || to[0] != node.Addr(want) || timers != 1 {
+		t.Fatalf("init sent %+v to %v with %d timers", sends, to, timers)
 	}
 	c.Timer(ctx, retry{Seq: 1})
-	if len(ctx.sends) != 2 || ctx.sends[1].Seq != 1 {
-		t.Fatalf("retry sent %+v", ctx.sends)
+	if sends := sent(t, ctx); len(sends) != 2 || sends[1].Seq != 1 {
+		t.Fatalf("retry sent %+v", sends)
 	}
 	h0 := c.Hash()
 	clone := c.Clone()
@@ -190,11 +190,11 @@ func TestClientRetriesAndAdvances(t *testing.T) {
 	r := writeReply
 	r.Seq = 1
 	c.Handle(ctx, "data/0", r)
-	if len(c.Replies()) != 1 || len(ctx.sends) != 3 || ctx.sends[2].Seq != 2 {
-		t.Fatalf("after reply 1: %d replies, sends %+v", len(c.Replies()), ctx.sends)
+	if sends := sent(t, ctx); len(c.Replies()) != 1 || len(sends) != 3 || sends[2].Seq != 2 {
+		t.Fatalf("after reply 1: %d replies, sends %+v", len(c.Replies()), sends)
 	}
 	c.Timer(ctx, retry{Seq: 1}) // stale timer
-	if len(ctx.sends) != 3 {
+	if len(sent(t, ctx)) != 3 {
 		t.Fatal("stale timer re-sent a request")
 	}
 	if clone.Hash() != h0 || clone.(*Client).Done() || len(clone.(*Client).Replies()) != 0 {
@@ -202,7 +202,7 @@ func TestClientRetriesAndAdvances(t *testing.T) {
 	}
 	r.Seq = 2
 	c.Handle(ctx, "data/0", r)
-	if !c.Done() || len(ctx.sends) != 3 {
+	if !c.Done() || len(sent(t, ctx)) != 3 {
 		t.Fatalf("client not done after both replies")
 	}
 }

@@ -26,9 +26,15 @@ type Value[V any, I ID] interface {
 	// one it accepted with the same ID, which has its piece. Always false
 	// for a value that is not erasure-coded.
 	PieceMissing() bool
-	// Tags is the protocol's first hash type tag: its messages and timers
-	// hash Tags()+1 to Tags()+99. It is called on the zero value.
-	Tags() uint64
+	// Tags are the protocol's hash type tags. It is called on the zero
+	// value.
+	Tags() *Tags
+}
+
+// Tags are one protocol's hash type tags for the core's messages and timers.
+type Tags struct {
+	P1a, P1b, P2a, P2b, Nack, Heartbeat, HeartbeatOK, Learn, Redirect node.Tag
+	ElectionTimer, HeartbeatTimer                                     node.Tag
 }
 
 // Params is what the core needs of a protocol's configuration.

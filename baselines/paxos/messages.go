@@ -95,16 +95,15 @@ type Redirect[V Value[V, I], I ID] struct {
 	Leader int
 }
 
-// tag writes the hash type tag of the protocol's message or timer number
-// k into h.
-func tag[V Value[V, I], I ID](h *node.Hasher, k uint64) {
+// tags returns the protocol's hash type tags.
+func tags[V Value[V, I], I ID]() *Tags {
 	var v V
-	h.Uint64(v.Tags() + k)
+	return v.Tags()
 }
 
 // Hash implements node.Message.
 func (m P1a[V, I]) Hash(h *node.Hasher) {
-	tag[V, I](h, 1)
+	h.Tag(tags[V, I]().P1a)
 	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.From)
@@ -112,7 +111,7 @@ func (m P1a[V, I]) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m P1b[V, I]) Hash(h *node.Hasher) {
-	tag[V, I](h, 2)
+	h.Tag(tags[V, I]().P1b)
 	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Int(len(m.Entries))
@@ -125,7 +124,7 @@ func (m P1b[V, I]) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m P2a[V, I]) Hash(h *node.Hasher) {
-	tag[V, I](h, 3)
+	h.Tag(tags[V, I]().P2a)
 	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Slot)
@@ -136,7 +135,7 @@ func (m P2a[V, I]) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m P2b[V, I]) Hash(h *node.Hasher) {
-	tag[V, I](h, 4)
+	h.Tag(tags[V, I]().P2b)
 	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Slot)
@@ -145,7 +144,7 @@ func (m P2b[V, I]) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m Nack[V, I]) Hash(h *node.Hasher) {
-	tag[V, I](h, 5)
+	h.Tag(tags[V, I]().Nack)
 	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	m.Promised.Hash(h)
@@ -153,7 +152,7 @@ func (m Nack[V, I]) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m Heartbeat[V, I]) Hash(h *node.Hasher) {
-	tag[V, I](h, 6)
+	h.Tag(tags[V, I]().Heartbeat)
 	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Commit)
@@ -162,7 +161,7 @@ func (m Heartbeat[V, I]) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m HeartbeatOK[V, I]) Hash(h *node.Hasher) {
-	tag[V, I](h, 7)
+	h.Tag(tags[V, I]().HeartbeatOK)
 	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Uint64(m.Applied)
@@ -170,7 +169,7 @@ func (m HeartbeatOK[V, I]) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m Learn[V, I]) Hash(h *node.Hasher) {
-	tag[V, I](h, 8)
+	h.Tag(tags[V, I]().Learn)
 	m.Ballot.Hash(h)
 	h.Int(m.Member)
 	h.Int(len(m.Entries))
@@ -182,7 +181,7 @@ func (m Learn[V, I]) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m Redirect[V, I]) Hash(h *node.Hasher) {
-	tag[V, I](h, 9)
+	h.Tag(tags[V, I]().Redirect)
 	h.Uint64(m.Seq)
 	h.Int(m.Group)
 	h.Int(m.Leader)
@@ -197,7 +196,10 @@ type ElectionTimer[V Value[V, I], I ID] struct{}
 type HeartbeatTimer[V Value[V, I], I ID] struct{ Ballot Ballot }
 
 // Hash implements node.Timer.
-func (ElectionTimer[V, I]) Hash(h *node.Hasher) { tag[V, I](h, 21) }
+func (ElectionTimer[V, I]) Hash(h *node.Hasher) { h.Tag(tags[V, I]().ElectionTimer) }
 
 // Hash implements node.Timer.
-func (t HeartbeatTimer[V, I]) Hash(h *node.Hasher) { tag[V, I](h, 22); t.Ballot.Hash(h) }
+func (t HeartbeatTimer[V, I]) Hash(h *node.Hasher) {
+	h.Tag(tags[V, I]().HeartbeatTimer)
+	t.Ballot.Hash(h)
+}

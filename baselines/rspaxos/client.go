@@ -40,7 +40,7 @@ type Client struct {
 type retry struct{ Seq uint64 }
 
 // Hash implements node.Timer.
-func (t retry) Hash(h *node.Hasher) { h.Uint64(231); h.Uint64(t.Seq) }
+func (t retry) Hash(h *node.Hasher) { h.Tag(node.TagRSRetry); h.Uint64(t.Seq) }
 
 // NewClient returns client id (ids start at 1) running script.
 func NewClient(id uint64, cfg Config, script [][]msg.Op) *Client {

@@ -61,8 +61,22 @@ func (v Value) WithPiece(p []byte) Value {
 // PieceMissing reports whether v carries no piece.
 func (v Value) PieceMissing() bool { return v.Piece == nil }
 
-// Tags is the first of RSPaxos's hash type tags (201 to 231).
-func (Value) Tags() uint64 { return 200 }
+// Tags are RSPaxos's hash type tags for the core's messages and timers.
+func (Value) Tags() *paxos.Tags { return &tags }
+
+var tags = paxos.Tags{
+	P1a:            node.TagRSP1a,
+	P1b:            node.TagRSP1b,
+	P2a:            node.TagRSP2a,
+	P2b:            node.TagRSP2b,
+	Nack:           node.TagRSNack,
+	Heartbeat:      node.TagRSHeartbeat,
+	HeartbeatOK:    node.TagRSHeartbeatOK,
+	Learn:          node.TagRSLearn,
+	Redirect:       node.TagRSRedirect,
+	ElectionTimer:  node.TagRSElectionTimer,
+	HeartbeatTimer: node.TagRSHeartbeatTimer,
+}
 
 // The messages of the paxos core.
 type (
@@ -119,7 +133,7 @@ type PieceReply struct {
 
 // Hash implements node.Message.
 func (m PieceReply) Hash(h *node.Hasher) {
-	h.Uint64(210)
+	h.Tag(node.TagRSPieceReply)
 	h.Int(m.Member)
 	h.Uint64(m.Slot)
 	h.Uint64(m.Block)

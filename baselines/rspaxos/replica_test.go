@@ -2,12 +2,12 @@ package rspaxos
 
 import (
 	"bytes"
-	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"testing"
 
-	"github.com/amalgam-store/amalgam/baselines/paxos/paxostest"
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node/nodetest"
 )
 
 // The core's election timer, as this package instantiates it.
@@ -17,16 +17,16 @@ type electionTimer = paxos.ElectionTimer[Value, ID]
 // of 8 plus 2 parity pieces.
 var cfg1 = Config{Layout: erasure.Layout{N: 4, G: 1, F: 1, Stripes: 4, BlockSize: 16}}
 
-func newAt(t *testing.T, cfg Config, g, i int) (*Replica, *paxostest.Ctx) {
+func newAt(t *testing.T, cfg Config, g, i int) (*Replica, *nodetest.Ctx) {
 	t.Helper()
 	code, err := cfg.NewCode()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := NewReplica(cfg, code, g, i)
-	ctx := &paxostest.Ctx{Addr: cfg.Addr(g, i)}
+	ctx := nodetest.New(cfg.Addr(g, i))
 	r.Init(ctx)
-	ctx.Take()
+	ctx.Take().Messages()
 	return r, ctx
 }
 
@@ -55,7 +55,7 @@ func TestPhase1RebuildsPut(t *testing.T) {
 	r, ctx := newAt(t, cfg1, 0, 1)
 	r.Timer(ctx, electionTimer{})
 	bal, _ := r.Leading()
-	ctx.Take()
+	ctx.Take().Messages()
 	full := r.encode(block(5))
 	v := Value{Kind: Put, Client: 3, Seq: 1, From: "client/2", Block: 0}
 	other := Value{Kind: Put, Client: 4, Seq: 1, From: "client/3", Block: 0}
@@ -69,8 +69,8 @@ func TestPhase1RebuildsPut(t *testing.T) {
 	if r.Role() != "leader" {
 		t.Fatalf("role %s after 3 of 4 promises", r.Role())
 	}
-	for _, s := range ctx.Take() {
-		p, ok := s.M.(P2a)
+	for _, s := range ctx.Take().Messages() {
+		p, ok := s.Msg.(P2a)
 		if !ok {
 			continue
 		}
@@ -108,19 +108,19 @@ func TestGetDecodes(t *testing.T) {
 	if r.Applied() != 2 || r.Reads() != 1 {
 		t.Fatalf("applied %d with %d reads pending; want the GET executed and waiting for a piece", r.Applied(), r.Reads())
 	}
-	ctx.Take()
+	ctx.Take().Messages()
 	full := r.encode(block(4))
 	r.Handle(ctx, cfg1.Addr(0, 1), PieceReply{Member: 1, Slot: 2, Block: 0, Version: 1, Missing: true})
 	r.Handle(ctx, cfg1.Addr(0, 2), PieceReply{Member: 2, Slot: 2, Block: 0, Version: 0, Piece: make([]byte, 8)})
-	if out := ctx.Take(); len(out) != 0 || r.Reads() != 1 {
+	if out := ctx.Take().Messages(); len(out) != 0 || r.Reads() != 1 {
 		t.Fatalf("answered from a missing piece or a piece of another version: %+v", out)
 	}
 	r.Handle(ctx, cfg1.Addr(0, 3), PieceReply{Member: 3, Slot: 2, Block: 0, Version: 1, Piece: full[3]})
-	out := ctx.Take()
+	out := ctx.Take().Messages()
 	if len(out) != 1 || out[0].To != "client/1" {
 		t.Fatalf("sent %+v, want one reply to client/1", out)
 	}
-	rep := out[0].M.(msg.Reply)
+	rep := out[0].Msg.(msg.Reply)
 	if rep.Seq != 1 || len(rep.Outcome.Results) != 1 || !bytes.Equal(rep.Outcome.Results[0].Data, block(4)) {
 		t.Fatalf("GET reply %+v, want block of 4s", rep)
 	}
@@ -132,8 +132,8 @@ func TestGetDecodes(t *testing.T) {
 func TestUnsupported(t *testing.T) {
 	r, ctx := newAt(t, cfg1, 0, 0)
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: []msg.Op{{Kind: msg.OpAdd, Block: 0, Delta: 1}}})
-	out := ctx.Take()
-	if len(out) != 1 || out[0].M.(msg.Reply).Err != ErrUnsupported {
+	out := ctx.Take().Messages()
+	if len(out) != 1 || out[0].Msg.(msg.Reply).Err != ErrUnsupported {
 		t.Fatalf("sent %+v, want an unsupported error", out)
 	}
 }

@@ -23,7 +23,7 @@ type Client struct {
 type retry struct{ Seq uint64 }
 
 // Hash implements node.Timer.
-func (t retry) Hash(h *node.Hasher) { h.Uint64(131); h.Uint64(t.Seq) }
+func (t retry) Hash(h *node.Hasher) { h.Tag(node.TagShardedRetry); h.Uint64(t.Seq) }
 
 // NewClient returns client id (ids start at 1) running script. Every
 // transaction's ops must be on one shard.

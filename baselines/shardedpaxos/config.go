@@ -13,8 +13,6 @@
 package shardedpaxos
 
 import (
-	"fmt"
-
 	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/node"
@@ -75,14 +73,6 @@ func (c Config) Machine(g, i int) int { return paxos.Machine(g, i, c.Machines())
 
 // Addr is the address of member i of group g: "sp<g>.<i>/<machine>".
 func (c Config) Addr(g, i int) node.Addr { return paxos.Addr("sp", g, i, c.Machine(g, i)) }
-
-// ParseAddr returns the group and member of a replica address.
-func ParseAddr(a node.Addr) (g, i int, err error) {
-	if g, i, ok := paxos.ParseAddr("sp", a); ok {
-		return g, i, nil
-	}
-	return 0, 0, fmt.Errorf("shardedpaxos: bad replica address %q", a)
-}
 
 // Nodes builds every replica of the listed groups (all groups when groups
 // is nil), keyed by address.

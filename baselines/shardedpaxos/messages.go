@@ -62,8 +62,22 @@ func (v Value) WithPiece([]byte) Value { return v }
 // PieceMissing is false: values are not erasure-coded.
 func (Value) PieceMissing() bool { return false }
 
-// Tags is the first of ShardedPaxos's hash type tags (101 to 131).
-func (Value) Tags() uint64 { return 100 }
+// Tags are ShardedPaxos's hash type tags for the core's messages and timers.
+func (Value) Tags() *paxos.Tags { return &tags }
+
+var tags = paxos.Tags{
+	P1a:            node.TagShardedP1a,
+	P1b:            node.TagShardedP1b,
+	P2a:            node.TagShardedP2a,
+	P2b:            node.TagShardedP2b,
+	Nack:           node.TagShardedNack,
+	Heartbeat:      node.TagShardedHeartbeat,
+	HeartbeatOK:    node.TagShardedHeartbeatOK,
+	Learn:          node.TagShardedLearn,
+	Redirect:       node.TagShardedRedirect,
+	ElectionTimer:  node.TagShardedElectionTimer,
+	HeartbeatTimer: node.TagShardedHeartbeatTimer,
+}
 
 // The messages (see package paxos).
 type (

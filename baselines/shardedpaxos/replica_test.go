@@ -5,10 +5,10 @@ import (
 	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"testing"
 
-	"github.com/amalgam-store/amalgam/baselines/paxos/paxostest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/node/nodetest"
 )
 
 // The core's timers, as this package instantiates them.
@@ -25,11 +25,11 @@ func addOp(b, d uint64) []msg.Op { return []msg.Op{{Kind: msg.OpAdd, Block: b, D
 
 func counter(r *Replica, b uint64) uint64 { return binary.LittleEndian.Uint64(r.Block(b)[:8]) }
 
-func newAt(cfg Config, g, i int) (*Replica, *paxostest.Ctx) {
+func newAt(cfg Config, g, i int) (*Replica, *nodetest.Ctx) {
 	r := NewReplica(cfg, g, i)
-	ctx := &paxostest.Ctx{Addr: cfg.Addr(g, i)}
+	ctx := nodetest.New(cfg.Addr(g, i))
 	r.Init(ctx)
-	ctx.Take()
+	ctx.Take().Messages()
 	return r, ctx
 }
 
@@ -47,9 +47,9 @@ func TestCommitNeedsBallot(t *testing.T) {
 	if r.Applied() != 0 {
 		t.Fatalf("applied slot 1 from a commit index at ballot %v, but accepted it at %v", b, Ballot{})
 	}
-	out := ctx.Take()
-	if ok, is := out[len(out)-1].M.(HeartbeatOK); !is || ok.Applied != 0 {
-		t.Fatalf("heartbeat answer %+v, want HeartbeatOK with Applied 0", out[len(out)-1].M)
+	out := ctx.Take().Messages()
+	if ok, is := out[len(out)-1].Msg.(HeartbeatOK); !is || ok.Applied != 0 {
+		t.Fatalf("heartbeat answer %+v, want HeartbeatOK with Applied 0", out[len(out)-1].Msg)
 	}
 	win := Value{Client: 2, Seq: 1, From: "client/1", Ops: addOp(0, 7)}
 	r.Handle(ctx, cfg.Addr(0, 2), Learn{Ballot: b, Member: 2, Entries: []Chosen{{Slot: 1, Val: win}}})
@@ -75,7 +75,7 @@ func TestDuplicateSlotsExecuteOnce(t *testing.T) {
 	if r.Applied() != 5 || counter(r, 0) != 13 {
 		t.Fatalf("applied %d, counter %d; want 5 and 13 (3 once, then 10)", r.Applied(), counter(r, 0))
 	}
-	if len(ctx.Take()) != 0 {
+	if len(ctx.Take().Messages()) != 0 {
 		t.Fatal("a follower replied to a client")
 	}
 }
@@ -86,12 +86,12 @@ func TestLeaderCommitAndGC(t *testing.T) {
 	cfg := cfgF(1) // members 0 and 1 full, 2 a witness
 	r, ctx := newAt(cfg, 0, 0)
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: addOp(0, 4)})
-	out := ctx.Take()
+	out := ctx.Take().Messages()
 	if len(out) != 2 {
 		t.Fatalf("leader sent %d messages for a request, want 2 accept requests", len(out))
 	}
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: addOp(0, 4)})
-	if n := len(ctx.Take()); n != 0 {
+	if n := len(ctx.Take().Messages()); n != 0 {
 		t.Fatalf("a retry of a request in progress sent %d messages, want none", n)
 	}
 	// A reply to another ballot does not count.
@@ -103,31 +103,31 @@ func TestLeaderCommitAndGC(t *testing.T) {
 	if r.Applied() != 1 || counter(r, 0) != 4 {
 		t.Fatalf("applied %d, counter %d; want 1 and 4", r.Applied(), counter(r, 0))
 	}
-	out = ctx.Take()
+	out = ctx.Take().Messages()
 	if len(out) != 1 || out[0].To != "client/0" {
 		t.Fatalf("sent %+v, want one reply to client/0", out)
 	}
-	if rep, ok := out[0].M.(msg.Reply); !ok || rep.Seq != 1 || rep.Outcome.Results[0].Value != 4 {
-		t.Fatalf("reply %+v", out[0].M)
+	if rep, ok := out[0].Msg.(msg.Reply); !ok || rep.Seq != 1 || rep.Outcome.Results[0].Value != 4 {
+		t.Fatalf("reply %+v", out[0].Msg)
 	}
 	// Slot 1 was committed after the last heartbeat: the follower learns
 	// it from the next one, so an answer to an older heartbeat gets no Learn.
 	r.Handle(ctx, cfg.Addr(0, 1), HeartbeatOK{Member: 1, Applied: 0})
-	if out = ctx.Take(); len(out) != 0 {
+	if out = ctx.Take().Messages(); len(out) != 0 {
 		t.Fatalf("sent %+v for a slot committed after the last heartbeat, want nothing", out)
 	}
 	r.Timer(ctx, heartbeatTimer{})
-	ctx.Take()
+	ctx.Take().Messages()
 	// Witness answers do not move GC; a lagging full replica gets a Learn.
 	r.Handle(ctx, cfg.Addr(0, 2), HeartbeatOK{Member: 2})
 	r.Handle(ctx, cfg.Addr(0, 1), HeartbeatOK{Member: 1, Applied: 0})
 	if r.GC() != 0 || r.LogLen() != 1 {
 		t.Fatalf("gc %d with %d slots before member 1 applied, want 0 and 1", r.GC(), r.LogLen())
 	}
-	if out = ctx.Take(); len(out) != 1 {
+	if out = ctx.Take().Messages(); len(out) != 1 {
 		t.Fatalf("sent %d messages to a lagging replica, want one Learn", len(out))
-	} else if l, ok := out[0].M.(Learn); !ok || len(l.Entries) != 1 || l.Entries[0].Slot != 1 {
-		t.Fatalf("sent %+v, want Learn of slot 1", out[0].M)
+	} else if l, ok := out[0].Msg.(Learn); !ok || len(l.Entries) != 1 || l.Entries[0].Slot != 1 {
+		t.Fatalf("sent %+v, want Learn of slot 1", out[0].Msg)
 	}
 	r.Handle(ctx, cfg.Addr(0, 1), HeartbeatOK{Member: 1, Applied: 1})
 	if r.GC() != 1 || r.LogLen() != 0 {
@@ -135,7 +135,7 @@ func TestLeaderCommitAndGC(t *testing.T) {
 	}
 	// A retry of the executed request gets the same reply again.
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: addOp(0, 4)})
-	if out = ctx.Take(); len(out) != 1 || node.HashOf(out[0].M) != node.HashOf(msg.Reply{Seq: 1, Outcome: msg.Outcome{Results: []msg.Result{{Value: 4}}}}) {
+	if out = ctx.Take().Messages(); len(out) != 1 || node.HashOf(out[0].Msg) != node.HashOf(msg.Reply{Seq: 1, Outcome: msg.Outcome{Results: []msg.Result{{Value: 4}}}}) {
 		t.Fatalf("retry got %+v", out)
 	}
 }
@@ -147,7 +147,7 @@ func TestPhase1AdoptsHighestBallot(t *testing.T) {
 	r, ctx := newAt(cfg, 0, 1)
 	r.Timer(ctx, electionTimer{})
 	bal, _ := r.Leading()
-	out := ctx.Take()
+	out := ctx.Take().Messages()
 	if len(out) != 4 || r.Role() != "candidate" || bal != (Ballot{Round: 1, Leader: 1}) {
 		t.Fatalf("election: role %s ballot %v, sent %d; want candidate at 1.1 sending 4 P1a", r.Role(), bal, len(out))
 	}
@@ -166,8 +166,8 @@ func TestPhase1AdoptsHighestBallot(t *testing.T) {
 	}
 	want := map[uint64]ID{1: v2.ID(), 2: {Noop: true}, 3: v3.ID()}
 	got := map[uint64]ID{}
-	for _, s := range ctx.Take() {
-		if p, ok := s.M.(P2a); ok {
+	for _, s := range ctx.Take().Messages() {
+		if p, ok := s.Msg.(P2a); ok {
 			if p.Ballot != bal {
 				t.Fatalf("P2a at ballot %v, want %v", p.Ballot, bal)
 			}
@@ -187,10 +187,10 @@ func TestPhase1AdoptsHighestBallot(t *testing.T) {
 	}
 	// A smaller ballot is refused with the promise.
 	r.Handle(ctx, cfg.Addr(0, 0), P2a{Ballot: Ballot{}, Member: 0, Slot: 9, Val: v1})
-	if out := ctx.Take(); len(out) != 1 {
+	if out := ctx.Take().Messages(); len(out) != 1 {
 		t.Fatalf("sent %d, want one Nack", len(out))
-	} else if n, ok := out[0].M.(Nack); !ok || n.Promised != bal {
-		t.Fatalf("sent %+v, want Nack with promise %v", out[0].M, bal)
+	} else if n, ok := out[0].Msg.(Nack); !ok || n.Promised != bal {
+		t.Fatalf("sent %+v, want Nack with promise %v", out[0].Msg, bal)
 	}
 }
 
@@ -223,10 +223,10 @@ func TestHeartbeatRetransmitsOldAccepts(t *testing.T) {
 	cfg := cfgF(1)
 	r, ctx := newAt(cfg, 0, 0)
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: addOp(0, 4)})
-	ctx.Take()
+	ctx.Take().Messages()
 	p2as := func() (n int) {
-		for _, o := range ctx.Take() {
-			if _, ok := o.M.(P2a); ok {
+		for _, o := range ctx.Take().Messages() {
+			if _, ok := o.Msg.(P2a); ok {
 				n++
 			}
 		}

@@ -6,9 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/amalgam-store/amalgam/baselines/paxos/paxostest"
+	"github.com/amalgam-store/amalgam/baselines/paxostest"
 	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
 	"github.com/amalgam-store/amalgam/check/baselines"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -16,7 +15,6 @@ import (
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/workload"
-	"github.com/anishathalye/porcupine"
 )
 
 // build returns the initial state: the replicas of the touched groups and
@@ -150,69 +148,16 @@ func (r simRun) run(t *testing.T) simResult {
 		scripts[i] = workload.Generate(rng.Uint64, r.layout, r.blocks, r.ops, workload.DefaultMix)
 	}
 	s, groups := build(cfg, scripts)
-	w := baselines.NewReplyWatcher()
-	s.Observe(w.Observe)
 	var res simResult
-	check := func(st mc.Step) error {
-		if w.Err != nil {
-			return w.Err
-		}
-		if r.checkEvery > 0 && st.N%r.checkEvery == 0 {
-			return invariants(st.After, cfg)
-		}
-		return nil
+	sim := paxostest.Sim{
+		Seed: r.seed, Loss: r.loss, Dup: r.dup, Crash: r.crash, CheckEvery: r.checkEvery,
+		Ops: r.clients * r.ops, Layout: r.layout, Groups: groups,
+		Invariants: func(s *mc.State) error { return invariants(s, cfg) },
+		LeaderOf:   func(s *mc.State, g int) (node.Addr, bool) { return leaderOf(s, cfg, g) },
+		Settled:    func(s *mc.State) bool { return settled(s, cfg, groups) },
 	}
-	opt := mc.SimOptions{Seed: r.seed, MaxSteps: 400000, Loss: r.loss, Dup: r.dup, TimerChance: 0.02}
-	var err error
-	var n int
-	if r.crash {
-		// Run to a random point, then crash the leader of a touched group.
-		at := 30 + rng.IntN(400)
-		steps := 0
-		s, n, err = mc.Simulate(s, opt, func(*mc.State) bool { steps++; return steps > at }, check)
-		if err != nil {
-			t.Fatalf("seed %d: %v", r.seed, err)
-		}
-		res.steps += n
-		g := groups[rng.IntN(len(groups))]
-		if a, ok := leaderOf(s, cfg, g); ok {
-			if s, err = s.Apply(mc.Event{Kind: mc.Crash, Node: a}); err != nil {
-				t.Fatalf("seed %d: crash %s: %v", r.seed, a, err)
-			}
-			res.crashed = a
-		}
-		opt.Seed ^= 0x5eed
-	}
-	s, n, err = mc.Simulate(s, opt, baselines.ClientsDone, check)
-	res.steps += n
-	if err != nil {
-		t.Fatalf("seed %d: %v", r.seed, err)
-	}
-	if !baselines.ClientsDone(s) {
-		t.Fatalf("seed %d: clients not done after %d steps", r.seed, res.steps)
-	}
-	if err := invariants(s, cfg); err != nil {
-		t.Fatalf("seed %d: %v", r.seed, err)
-	}
-	hist := baselines.History(s, true)
-	if len(hist) != r.clients*r.ops {
-		t.Fatalf("seed %d: %d operations in the history, want %d", r.seed, len(hist), r.clients*r.ops)
-	}
-	if res, _ := porcupine.CheckOperationsVerbose(workload.Model(r.layout), hist, 10*time.Second); res != porcupine.Ok {
-		t.Fatalf("seed %d: history is %s, not linearizable:%s", r.seed, res, baselines.Describe(hist))
-	}
-
-	// Let the followers catch up and the log be collected, without loss,
-	// then compare the replicas' blocks.
-	settle := mc.SimOptions{Seed: r.seed + 1, MaxSteps: 200000, TimerChance: 0.05}
-	s, n, err = mc.Simulate(s, settle, func(s *mc.State) bool { return settled(s, cfg, groups) }, check)
-	res.steps += n
-	if err != nil {
-		t.Fatalf("seed %d: settling: %v", r.seed, err)
-	}
-	if err := invariants(s, cfg); err != nil {
-		t.Fatalf("seed %d: %v", r.seed, err)
-	}
+	// The replicas' blocks agree once settled.
+	s, res.steps, res.crashed = sim.Run(t, s, rng, baselines.NewReplyWatcher())
 	for _, g := range groups {
 		var ref *shardedpaxos.Replica
 		for i := 0; i < cfg.Full(); i++ {

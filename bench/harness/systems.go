@@ -144,7 +144,7 @@ type amalgamClient struct {
 
 type amalgamRetry struct{ Seq uint64 }
 
-func (t amalgamRetry) Hash(h *node.Hasher) { h.Uint64(907); h.Uint64(t.Seq) }
+func (t amalgamRetry) Hash(h *node.Hasher) { h.Tag(node.TagBenchRetry); h.Uint64(t.Seq) }
 
 func (c *amalgamClient) Init(ctx node.Context) { c.send(ctx) }
 

@@ -22,6 +22,7 @@ type exitError struct {
 	code       int
 	err        error
 	documented bool
+	reported   bool // the line is printed already (by amalgam-bench)
 }
 
 // exitUnhealthy is the status of status and health on an unhealthy cluster.
@@ -47,9 +48,12 @@ func exitCode(err error) int {
 }
 
 func reportError(root *cobra.Command, err error) {
+	var ee *exitError
+	if errors.As(err, &ee) && ee.reported {
+		return
+	}
 	line := oneLine(err).Error()
 	fmt.Fprintf(os.Stderr, "amalgam-cli: %s\n", line)
-	var ee *exitError
 	if errors.As(err, &ee) && ee.documented {
 		return
 	}

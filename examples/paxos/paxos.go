@@ -47,37 +47,51 @@ type (
 	Decided  struct{ Value string }
 )
 
-// Hash implements node.Message.
-func (m Put) Hash(h *node.Hasher) { h.Uint64(1); h.String(m.Value) }
+// The messages' hash type tags. A protocol's tags need only differ from
+// each other: no checker run mixes two protocols.
+const (
+	tagPut      node.Tag = 1
+	tagPutOK    node.Tag = 2
+	tagGet      node.Tag = 3
+	tagGetOK    node.Tag = 4
+	tagPrepare  node.Tag = 5
+	tagPromise  node.Tag = 6
+	tagAccept   node.Tag = 7
+	tagAccepted node.Tag = 8
+	tagDecided  node.Tag = 9
+)
 
 // Hash implements node.Message.
-func (PutOK) Hash(h *node.Hasher) { h.Uint64(2) }
+func (m Put) Hash(h *node.Hasher) { h.Tag(tagPut); h.String(m.Value) }
 
 // Hash implements node.Message.
-func (Get) Hash(h *node.Hasher) { h.Uint64(3) }
+func (PutOK) Hash(h *node.Hasher) { h.Tag(tagPutOK) }
 
 // Hash implements node.Message.
-func (m GetOK) Hash(h *node.Hasher) { h.Uint64(4); h.String(m.Value) }
+func (Get) Hash(h *node.Hasher) { h.Tag(tagGet) }
 
 // Hash implements node.Message.
-func (m Prepare) Hash(h *node.Hasher) { h.Uint64(5); hashBallot(h, m.Ballot) }
+func (m GetOK) Hash(h *node.Hasher) { h.Tag(tagGetOK); h.String(m.Value) }
+
+// Hash implements node.Message.
+func (m Prepare) Hash(h *node.Hasher) { h.Tag(tagPrepare); hashBallot(h, m.Ballot) }
 
 // Hash implements node.Message.
 func (m Promise) Hash(h *node.Hasher) {
-	h.Uint64(6)
+	h.Tag(tagPromise)
 	hashBallot(h, m.Ballot)
 	hashBallot(h, m.AcceptedAt)
 	h.String(m.Value)
 }
 
 // Hash implements node.Message.
-func (m Accept) Hash(h *node.Hasher) { h.Uint64(7); hashBallot(h, m.Ballot); h.String(m.Value) }
+func (m Accept) Hash(h *node.Hasher) { h.Tag(tagAccept); hashBallot(h, m.Ballot); h.String(m.Value) }
 
 // Hash implements node.Message.
-func (m Accepted) Hash(h *node.Hasher) { h.Uint64(8); hashBallot(h, m.Ballot) }
+func (m Accepted) Hash(h *node.Hasher) { h.Tag(tagAccepted); hashBallot(h, m.Ballot) }
 
 // Hash implements node.Message.
-func (m Decided) Hash(h *node.Hasher) { h.Uint64(9); h.String(m.Value) }
+func (m Decided) Hash(h *node.Hasher) { h.Tag(tagDecided); h.String(m.Value) }
 
 func hashBallot(h *node.Hasher, b Ballot) { h.Int(b.Round); h.Int(b.Server) }
 

@@ -31,21 +31,30 @@ type (
 	Abort    struct{}
 )
 
-// Hash implements node.Message.
-func (m Prepared) Hash(h *node.Hasher) { h.Uint64(1); h.Int(m.RM) }
+// The hash type tags of the messages and the timer. A protocol's tags
+// need only differ from each other: no checker run mixes two protocols.
+const (
+	tagPrepared node.Tag = 1
+	tagCommit   node.Tag = 2
+	tagAbort    node.Tag = 3
+	tagDecide   node.Tag = 4
+)
 
 // Hash implements node.Message.
-func (Commit) Hash(h *node.Hasher) { h.Uint64(2) }
+func (m Prepared) Hash(h *node.Hasher) { h.Tag(tagPrepared); h.Int(m.RM) }
 
 // Hash implements node.Message.
-func (Abort) Hash(h *node.Hasher) { h.Uint64(3) }
+func (Commit) Hash(h *node.Hasher) { h.Tag(tagCommit) }
+
+// Hash implements node.Message.
+func (Abort) Hash(h *node.Hasher) { h.Tag(tagAbort) }
 
 // decide is a timer: the RM prepares (Prepare) or aborts on its own, or
 // the TM aborts on its own.
 type decide struct{ Prepare bool }
 
 // Hash implements node.Timer.
-func (t decide) Hash(h *node.Hasher) { h.Uint64(4); h.Bool(t.Prepare) }
+func (t decide) Hash(h *node.Hasher) { h.Tag(tagDecide); h.Bool(t.Prepare) }
 
 // String describes the timer in traces.
 func (t decide) String() string {

@@ -106,6 +106,11 @@ func (es Effects) Filter(keep func(Effect) bool) Effects {
 	return out
 }
 
+// Messages keeps the messages, sent and streamed.
+func (es Effects) Messages() Effects {
+	return es.Filter(func(e Effect) bool { return e.Kind != Timer })
+}
+
 // Addrs lists the receivers of the messages, in order.
 func (es Effects) Addrs() []node.Addr {
 	var out []node.Addr

@@ -1,0 +1,22 @@
+package recovery
+
+import "time"
+
+// How often a rebuilding server re-asks for unanswered snapshot parts.
+const (
+	RetryMin = 50 * time.Millisecond
+	RetryMax = 100 * time.Millisecond
+)
+
+// Pacing limits the background rebuild's rate of a data or parity server:
+// after each stripe it rebuilt in the background, the server waits Pause
+// before the next one. Pause is a setting of the host (SetRebuildPause),
+// not protocol state: not hashed, not persisted, kept across incarnations.
+// Waiting (the server's rebuildPaused timer is pending) is hashed, because
+// handlers act on it; it is not persisted, because a restart ends timers
+// and Init resumes the rebuild. With Pause 0 (the default) the next stripe
+// starts at once.
+type Pacing struct {
+	Pause   time.Duration
+	Waiting bool
+}
