@@ -154,6 +154,51 @@ func timerReady(ts []pendingTimer, j int) bool {
 // state before the handler's effects, with the budget updated.
 func (s *State) Apply(e Event) (*State, error) { return s.apply(e, !s.sys.noMemo, nil) }
 
+// Sent is what the handler of one event asked for: unordered messages,
+// stream appends and timers, in the order the handler made them
+// (messages to crashed or unknown nodes included: the network drops them).
+type Sent struct {
+	Sends, Streams []Envelope
+	Timers         []SentTimer
+}
+
+// SentTimer is a timer a handler set.
+type SentTimer struct {
+	T        node.Timer
+	Min, Max time.Duration
+}
+
+// Lines describes each item of what was sent, one line each, in the
+// order send, stream, timer.
+func (st Sent) Lines() []string {
+	var out []string
+	for _, e := range st.Sends {
+		out = append(out, fmt.Sprintf("send %s -> %s %s", e.From, e.To, Describe(e.Msg)))
+	}
+	for _, e := range st.Streams {
+		out = append(out, fmt.Sprintf("stream %s -> %s %s", e.From, e.To, Describe(e.Msg)))
+	}
+	for _, t := range st.Timers {
+		out = append(out, fmt.Sprintf("timer %s [%v, %v]", Describe(t.T), t.Min, t.Max))
+	}
+	return out
+}
+
+// ApplySent is Apply that also reports what the event's handler sent
+// (nothing for Drop and Crash, or when the receiver has crashed).
+func (s *State) ApplySent(e Event) (*State, Sent, error) {
+	b := &builder{memo: !s.sys.noMemo, touched: -1, n: s.copyState()}
+	n, err := s.applyWith(b, e)
+	var st Sent
+	if ef := b.ran; ef != nil {
+		st.Sends, st.Streams = ef.sends, ef.streams
+		for _, t := range ef.timers {
+			st.Timers = append(st.Timers, SentTimer{T: t.T, Min: t.Min, Max: t.Max})
+		}
+	}
+	return n, st, err
+}
+
 // scratch holds one worker's buffers for successor states that are built,
 // fingerprinted and, unless new, thrown away: a state built in scratch
 // borrows its buffers for the slices it changed, until freeze copies them.
@@ -217,6 +262,12 @@ func (s *State) apply(e Event, memo bool, sc *scratch) (*State, error) {
 	} else {
 		b.n = s.copyState()
 	}
+	return s.applyWith(b, e)
+}
+
+// applyWith applies e with builder b, whose new state starts as a copy of s.
+func (s *State) applyWith(b *builder, e Event) (*State, error) {
+	sc := b.sc
 	var err error
 	switch e.Kind {
 	case Deliver, Duplicate, Drop:
@@ -331,6 +382,8 @@ type builder struct {
 	net, streams, timers, nodes bool
 	// touched is the node whose part was taken out of nodeSum (-1: none)
 	touched int
+	// ran is the effect of the handler the event ran, if any
+	ran *effect
 }
 
 func (b *builder) ownNet() {
@@ -453,6 +506,7 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 			n.sys.memo.Put(key, shard, ef)
 		}
 	}
+	b.ran = ef
 	b.touch(i)
 	b.ownNodes()
 	n.nodes[i] = ef.inst

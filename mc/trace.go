@@ -40,6 +40,8 @@ type TraceEvent struct {
 	Node  string `json:"node,omitempty"`
 	Timer string `json:"timer,omitempty"` // timer hash, hex
 	Desc  string `json:"desc"`            // human-readable; ignored on load
+	// Sent lists what the event's handler sent (Sent.Lines); ignored on load.
+	Sent []string `json:"sent,omitempty"`
 }
 
 func encodeEvent(e Event) TraceEvent {
@@ -101,8 +103,18 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 func NewTraceFile(sc *Scenario, r *Result) *TraceFile {
 	tf := &TraceFile{Version: TraceVersion, Scenario: sc.Name, Initial: strconv.FormatUint(sc.Init().Fingerprint(), 16),
 		Predicate: r.Predicate, Explanation: r.Explanation}
+	s := sc.Init()
 	for _, e := range r.Trace {
-		tf.Events = append(tf.Events, encodeEvent(e))
+		te := encodeEvent(e)
+		if s != nil {
+			next, sent, err := s.ApplySent(e)
+			te.Sent = sent.Lines()
+			if err != nil {
+				next = nil
+			}
+			s = next
+		}
+		tf.Events = append(tf.Events, te)
 	}
 	return tf
 }
@@ -339,15 +351,17 @@ func Explain(sc *Scenario, r *Result) {
 	r.Trace = Reorder(sc.Init(), r.Trace, inv, r.Predicate)
 }
 
-// PrintTrace writes a readable step list: each event and the state of the
-// node that handled it afterwards, as describe tells it (nil: Describe).
+// PrintTrace writes a readable step list: each event, the state of the
+// node that handled it afterwards, as describe tells it (nil: Describe),
+// and what its handler sent, one line each ("-> send ...", "-> stream
+// ...", "-> timer ...").
 func PrintTrace(w io.Writer, init *State, events []Event, describe func(node.Node) string) {
 	if describe == nil {
 		describe = func(n node.Node) string { return Describe(n) }
 	}
 	s := init
 	for i, e := range events {
-		next, err := s.Apply(e)
+		next, sent, err := s.ApplySent(e)
 		fmt.Fprintf(w, "%3d. %v\n", i+1, e)
 		if err != nil {
 			fmt.Fprintf(w, "     !! %v\n", err)
@@ -355,6 +369,9 @@ func PrintTrace(w io.Writer, init *State, events []Event, describe func(node.Nod
 		}
 		if n := next.Node(e.Target()); n != nil && e.Kind != Drop {
 			fmt.Fprintf(w, "     %s: %s\n", e.Target(), describe(n))
+		}
+		for _, l := range sent.Lines() {
+			fmt.Fprintf(w, "     -> %s\n", l)
 		}
 		s = next
 	}
