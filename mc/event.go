@@ -1,6 +1,7 @@
 package mc
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -85,6 +86,16 @@ type Settings struct {
 	// CrashTargets are the nodes that may crash; nil means every node
 	// except the clients (see Client).
 	CrashTargets []node.Addr
+	// SkipNoOps makes a delivery of an unordered message (Deliver or
+	// Duplicate) or a timer firing whose handler leaves the node's hash
+	// unchanged and sends, streams and sets nothing no step at all: the
+	// search makes no state of it, and the message stays in flight (the
+	// timer stays pending). Stream deliveries are always steps (a stream's
+	// head must be consumed for the rest to arrive). This is Stateright's
+	// rule. It is sound only for predicates that a message in flight or a
+	// pending timer more cannot turn from false to true (see
+	// docs/model-checking.md); off by default.
+	SkipNoOps bool
 }
 
 func allows(max, used int) bool { return max == Unlimited || used < max }
@@ -152,7 +163,11 @@ func timerReady(ts []pendingTimer, j int) bool {
 // (ignoring Settings bounds, which Events applies) and a *HandlerPanic when
 // the node's handler panics; the state returned with a HandlerPanic is the
 // state before the handler's effects, with the budget updated.
-func (s *State) Apply(e Event) (*State, error) { return s.apply(e, !s.sys.noMemo, nil) }
+func (s *State) Apply(e Event) (*State, error) { return s.apply(e, !s.sys.noMemo, nil, false) }
+
+// errNoOp is apply's answer, with skip, for an event Settings.SkipNoOps
+// makes no step.
+var errNoOp = errors.New("mc: no-op event")
 
 // Sent is what the handler of one event asked for: unordered messages,
 // stream appends and timers, in the order the handler made them
@@ -251,8 +266,8 @@ func (sc *scratch) freeze() *State {
 
 // apply is Apply; memo says whether handler results may be reused, and
 // sc, if not nil, holds the new state.
-func (s *State) apply(e Event, memo bool, sc *scratch) (*State, error) {
-	b := &builder{memo: memo, touched: -1, sc: sc}
+func (s *State) apply(e Event, memo bool, sc *scratch, skip bool) (*State, error) {
+	b := &builder{memo: memo, touched: -1, sc: sc, skip: skip && (e.Kind == Deliver || e.Kind == Duplicate || e.Kind == Fire)}
 	if sc != nil {
 		sc.st = *s
 		b.n = &sc.st
@@ -344,6 +359,9 @@ func (s *State) applyWith(b *builder, e Event) (*State, error) {
 	default:
 		return nil, fmt.Errorf("mc: unknown event kind %d", e.Kind)
 	}
+	if b.noop && err == nil {
+		return nil, errNoOp
+	}
 	b.finish()
 	if sc != nil {
 		// Keep the buffers the new state grew, and note what it borrowed.
@@ -384,6 +402,8 @@ type builder struct {
 	touched int
 	// ran is the effect of the handler the event ran, if any
 	ran *effect
+	// skip: the event is no step if its handler is a no-op (noop is set)
+	skip, noop bool
 }
 
 func (b *builder) ownNet() {
@@ -507,6 +527,10 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 		}
 	}
 	b.ran = ef
+	if b.skip && ef.inst.h == n.nodes[i].h && len(ef.sends) == 0 && len(ef.streams) == 0 && len(ef.timers) == 0 && ef.replies == 0 {
+		b.noop = true
+		return nil
+	}
 	b.touch(i)
 	b.ownNodes()
 	n.nodes[i] = ef.inst

@@ -90,7 +90,7 @@ func newMCRunCmd(gl *globalFlags) *cobra.Command {
 		maxDepth, maxStates         int
 		workers                     int
 		seed                        uint64
-		quiet                       bool
+		quiet, skipNoOps            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run <scenario>",
@@ -136,6 +136,11 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 			if !quiet {
 				opt.Progress = cmd.ErrOrStderr()
 			}
+			if skipNoOps {
+				c := *sc
+				c.Settings.SkipNoOps = true
+				sc = &c
+			}
 			r := sc.Run(st, opt)
 			mc.Explain(sc, r)
 			sum := mcSummary{Scenario: sc.Name, System: sc.System, Strategy: strategy, States: r.States, MaxDepth: r.MaxDepth,
@@ -177,6 +182,7 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 	f.StringVar(&checks, "checks", "", "self-checks: determinism,clone-hash,idempotence")
 	f.StringVar(&saveTrace, "save-trace", "", "write a violation's trace to this JSON file")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	f.BoolVar(&skipNoOps, "skip-noops", false, "deliveries and timer firings that change nothing are no step (Settings.SkipNoOps)")
 	return cmd
 }
 
