@@ -19,10 +19,11 @@ const (
 	Drop                           // lose an unordered message
 	StreamIn                       // deliver the head of an ordered stream
 	Fire                           // fire a node's timer
-	Crash                          // crash a node: it stops, its streams end
+	Crash                          // crash a node: it stops, its streams end (stall, with restarts)
+	Restart                        // restart a crashed node from what it persisted
 )
 
-var kindNames = [...]string{"?", "deliver", "duplicate", "drop", "stream", "fire", "crash"}
+var kindNames = [...]string{"?", "deliver", "duplicate", "drop", "stream", "fire", "crash", "restart"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(kindNames) {
@@ -51,9 +52,10 @@ type Event struct {
 	T     node.Timer // the timer to fire, for descriptions
 }
 
-// Target is the node that handles the event (the crashed node for Crash).
+// Target is the node that handles the event (the crashed node for Crash,
+// the restarted one for Restart).
 func (e Event) Target() node.Addr {
-	if e.Kind == Fire || e.Kind == Crash {
+	if e.Kind == Fire || e.Kind == Crash || e.Kind == Restart {
 		return e.Node
 	}
 	return e.Env.To
@@ -68,6 +70,8 @@ func (e Event) String() string {
 		return fmt.Sprintf("fire %s timer %s", e.Node, Describe(e.T))
 	case Crash:
 		return fmt.Sprintf("crash %s", e.Node)
+	case Restart:
+		return fmt.Sprintf("restart %s", e.Node)
 	}
 	return fmt.Sprintf("%s %s -> %s %s", e.Kind, e.Env.From, e.Env.To, Describe(e.Env.Msg))
 }
@@ -83,6 +87,9 @@ type Settings struct {
 	MaxDuplicates int // unordered messages delivered while a copy stays in flight
 	MaxCrashes    int // nodes crashed
 	MaxTimerFires int // timers fired (0: timers never fire)
+	// MaxRestarts bounds restarts of crashed nodes from what they
+	// persisted; only systems with a restorer (State.Restartable) restart.
+	MaxRestarts int
 	// CrashTargets are the nodes that may crash; nil means every node
 	// except the clients (see Client).
 	CrashTargets []node.Addr
@@ -122,6 +129,9 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 		}
 	}
 	for _, q := range s.streams {
+		if q.msgs[0].to > 0 && s.crashed[q.msgs[0].to-1] {
+			continue // stalled until the receiver restarts (State.Restartable)
+		}
 		out = append(out, Event{Kind: StreamIn, Env: q.msgs[0]})
 	}
 	if allows(set.MaxTimerFires, s.used.Fires) {
@@ -141,6 +151,13 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 			if set.CrashTargets == nil && !slices.Contains(s.sys.clients, i) ||
 				slices.Contains(set.CrashTargets, a) {
 				out = append(out, Event{Kind: Crash, Node: a})
+			}
+		}
+	}
+	if s.sys.restore != nil && allows(set.MaxRestarts, s.used.Restarts) {
+		for i, a := range s.sys.addrs {
+			if _, ok := s.nodes[i].nd.(node.Persistent); ok && s.crashed[i] {
+				out = append(out, Event{Kind: Restart, Node: a})
 			}
 		}
 	}
@@ -339,14 +356,16 @@ func (s *State) applyWith(b *builder, e Event) (*State, error) {
 		b.n.crashed[i] = true
 		b.ownTimers()
 		b.n.timers[i] = nil
-		b.ownStreams()
-		b.n.streams = slices.DeleteFunc(b.n.streams, func(q stream) bool {
-			if q.link.From == e.Node || q.link.To == e.Node {
-				b.n.streamSum -= streamPart(&q)
-				return true
-			}
-			return false
-		})
+		if s.sys.restore == nil {
+			b.ownStreams()
+			b.n.streams = slices.DeleteFunc(b.n.streams, func(q stream) bool {
+				if q.link.From == e.Node || q.link.To == e.Node {
+					b.n.streamSum -= streamPart(&q)
+					return true
+				}
+				return false
+			})
+		}
 		// Unordered messages to a crashed node can never be delivered.
 		b.ownNet()
 		b.n.net = slices.DeleteFunc(b.n.net, func(x Envelope) bool {
@@ -356,6 +375,22 @@ func (s *State) applyWith(b *builder, e Event) (*State, error) {
 			}
 			return false
 		})
+	case Restart:
+		i, ok := s.sys.index[e.Node]
+		if !ok || !s.crashed[i] || s.sys.restore == nil {
+			return nil, fmt.Errorf("mc: %v: not a crashed node of a restartable system", e)
+		}
+		b.n.used.Restarts++
+		b.touch(i)
+		b.n.crashed = slices.Clone(s.crashed)
+		b.n.crashed[i] = false
+		var ef *effect
+		if ef, err = s.restart(i); err == nil {
+			b.ran = ef
+			b.ownNodes()
+			b.n.nodes[i] = ef.inst
+			b.flush(i, ef.sends, ef.streams, ef.timers)
+		}
 	default:
 		return nil, fmt.Errorf("mc: unknown event kind %d", e.Kind)
 	}

@@ -101,7 +101,7 @@ const HandlerPanicPredicate = "no handler panics"
 type tnode struct {
 	parent *tnode
 	hash   uint64 // envelope hash, or timer hash for Fire
-	node   int32  // node index for Fire and Crash
+	node   int32  // node index for Fire, Crash and Restart
 	kind   EventKind
 	depth  int32
 }
@@ -111,7 +111,7 @@ func newTnode(parent *tnode, s *State, e Event) *tnode {
 	switch e.Kind {
 	case Fire:
 		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
-	case Crash:
+	case Crash, Restart:
 		t.node, t.hash = int32(s.sys.index[e.Node]), 0
 	}
 	return t
@@ -125,7 +125,7 @@ func (t *tnode) trace(init *State) []Event {
 	}
 	slices.Reverse(path)
 	all := Settings{MaxDrops: Unlimited, MaxDuplicates: Unlimited, MaxCrashes: Unlimited, MaxTimerFires: Unlimited,
-		CrashTargets: init.sys.addrs}
+		MaxRestarts: Unlimited, CrashTargets: init.sys.addrs}
 	out := make([]Event, 0, len(path))
 	s := init
 	for i, n := range path {
@@ -151,7 +151,7 @@ func (t *tnode) matches(s *State, e Event) bool {
 	switch e.Kind {
 	case Fire:
 		return e.Timer == t.hash && s.sys.index[e.Node] == int(t.node)
-	case Crash:
+	case Crash, Restart:
 		return s.sys.index[e.Node] == int(t.node)
 	}
 	return e.Env.hash == t.hash

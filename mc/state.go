@@ -63,7 +63,7 @@ type stream struct {
 // to a state. Settings bound them per path; the counts are part of the
 // state, so two states that differ only in the budget left are distinct.
 type Budget struct {
-	Drops, Duplicates, Crashes, Fires int
+	Drops, Duplicates, Crashes, Fires, Restarts int
 }
 
 // State is one global state. States are immutable once built: Apply makes
@@ -111,6 +111,9 @@ type system struct {
 	// off (tests compare both).
 	memo   *Cache[memoKey, *effect]
 	noMemo bool
+	// restore makes a fresh node to restore a crashed one into (see
+	// Restartable); nil: crashes are for good.
+	restore func(a node.Addr, crashed node.Node) node.Persistent
 }
 
 // instance is one node value as states hold it: the node, its hash
@@ -283,6 +286,7 @@ const (
 	kLink    = 0xe7037ed1a0b428db
 	kReturn  = 0x8ebc6af09c88c6e3
 	kFP      = 0x589965cc75374cc3
+	kRestart = 0x1d8e4e27c47d124f
 )
 
 // nodePart hashes node i's state, crash flag and timers (in order).
@@ -338,6 +342,9 @@ func (s *State) fingerprint() uint64 {
 	h = mix(h ^ uint64(s.used.Duplicates))
 	h = mix(h ^ uint64(s.used.Crashes))
 	h = mix(h ^ uint64(s.used.Fires))
+	if s.used.Restarts != 0 { // fingerprints without restarts are unchanged
+		h = mix(h ^ kRestart*uint64(s.used.Restarts))
+	}
 	return mix(h ^ s.retHash)
 }
 

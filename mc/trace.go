@@ -49,7 +49,7 @@ func encodeEvent(e Event) TraceEvent {
 	switch e.Kind {
 	case Fire:
 		te.Node, te.Timer = string(e.Node), strconv.FormatUint(e.Timer, 16)
-	case Crash:
+	case Crash, Restart:
 		te.Node = string(e.Node)
 	default:
 		te.From, te.To, te.Msg = string(e.Env.From), string(e.Env.To), strconv.FormatUint(e.Env.hash, 16)
@@ -67,7 +67,7 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 	switch k {
 	case Fire:
 		h, err = strconv.ParseUint(te.Timer, 16, 64)
-	case Crash:
+	case Crash, Restart:
 	default:
 		h, err = strconv.ParseUint(te.Msg, 16, 64)
 	}
@@ -75,7 +75,7 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 		return Event{}, fmt.Errorf("bad hash in %q: %v", te.Desc, err)
 	}
 	all := s.Events(Settings{MaxDrops: Unlimited, MaxDuplicates: Unlimited, MaxCrashes: Unlimited,
-		MaxTimerFires: Unlimited, CrashTargets: s.sys.addrs})
+		MaxTimerFires: Unlimited, MaxRestarts: Unlimited, CrashTargets: s.sys.addrs})
 	for _, e := range all {
 		if e.Kind != k {
 			continue
@@ -85,7 +85,7 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 			if string(e.Node) == te.Node && e.Timer == h {
 				return e, nil
 			}
-		case Crash:
+		case Crash, Restart:
 			if string(e.Node) == te.Node {
 				return e, nil
 			}
@@ -260,7 +260,7 @@ func Reorder(init *State, events []Event, inv []Predicate, pred string) []Event 
 	lastAt := map[node.Addr]int{}
 	s := init
 	for i, e := range events {
-		if e.Kind != Fire && e.Kind != Crash {
+		if e.Kind != Fire && e.Kind != Crash && e.Kind != Restart {
 			if j, ok := sender[e.Env.hash]; ok {
 				deps[i] = append(deps[i], j)
 			}

@@ -80,8 +80,10 @@ func TestMCList(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := mcScenarios()
-	if len(all) != len(check.Scenarios())+len(baselines.Scenarios()) {
-		t.Fatalf("%d scenarios offered, want %d of Amalgam and %d of the baselines", len(all), len(check.Scenarios()), len(baselines.Scenarios()))
+	failover := []*mc.Scenario{check.FailoverOne, check.FailoverTwo}
+	if len(all) != len(check.Scenarios())+len(failover)+len(baselines.Scenarios()) {
+		t.Fatalf("%d scenarios offered, want %d of Amalgam, %d failover and %d of the baselines", len(all), len(check.Scenarios()),
+			len(failover), len(baselines.Scenarios()))
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != len(all) {
