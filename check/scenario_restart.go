@@ -29,6 +29,11 @@ func Restorer(cfg0 msg.Config, code *erasure.Code) func(node.Addr, node.Node) no
 	}
 }
 
+// persistMutant, when set (by the persistence mutation tests only),
+// changes what every restarted server reads back: a field its Persist
+// never wrote, or a record its Restore forgets.
+var persistMutant func(a node.Addr, disk map[string][]byte)
+
 // The restart scenarios: one server crashes at any moment and restarts
 // from what it persisted (mc.State.Restartable), at most once per path.
 // The clients send each request once (no timers), so a request lost with

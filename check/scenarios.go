@@ -64,6 +64,9 @@ func (sc *Scenario) Init() *mc.State {
 	s := mc.NewState(nodes)
 	if sc.Settings.MaxRestarts != 0 {
 		s.Restartable(Restorer(cfg, sc.Code()))
+		if persistMutant != nil {
+			s.CorruptDisk(persistMutant)
+		}
 	}
 	return s
 }

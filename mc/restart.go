@@ -32,6 +32,12 @@ func (s *State) Restartable(fresh func(a node.Addr, crashed node.Node) node.Pers
 	s.sys.restore = fresh
 }
 
+// CorruptDisk changes what restarted nodes read back: fn gets the address
+// and what the node persisted, and may change it before Restore reads it.
+// It is for mutation tests of persistence (a field never written, a record
+// lost), in s and every state built from it; set it on the initial state.
+func (s *State) CorruptDisk(fn func(a node.Addr, disk map[string][]byte)) { s.sys.corrupt = fn }
+
 // diskImage is what a node persisted: key -> value (node.Writer and
 // node.Reader over a map).
 type diskImage map[string][]byte
@@ -105,6 +111,9 @@ func (s *State) restart(i int) (ef *effect, err error) {
 	p := s.sys.restore(a, s.nodes[i].nd)
 	if p == nil {
 		return nil, fmt.Errorf("mc: restart %s: no restorer for the node", a)
+	}
+	if s.sys.corrupt != nil {
+		s.sys.corrupt(a, d)
 	}
 	p.TrackChanges()
 	if err := p.Restore(d); err != nil {

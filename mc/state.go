@@ -114,6 +114,7 @@ type system struct {
 	// restore makes a fresh node to restore a crashed one into (see
 	// Restartable); nil: crashes are for good.
 	restore func(a node.Addr, crashed node.Node) node.Persistent
+	corrupt func(a node.Addr, disk map[string][]byte) // see CorruptDisk
 }
 
 // instance is one node value as states hold it: the node, its hash
