@@ -87,3 +87,17 @@ var (
 		Settings: mc.Settings{MaxTimerFires: 2, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.DataAddr(0)}},
 	})
 )
+
+// PartitionServer cuts data/0 or parity/3 off from every other node for
+// 4 events, once per path, at any moment: the streams across the cut
+// (PREPAREs, COMMITs, acknowledgements) stall and resume when it heals;
+// the client's requests and replies across it are lost, and its retries
+// (2 timer firings) may cross after the cut heals.
+var PartitionServer = register(&Scenario{
+	Name: "partition-server",
+	Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; one client: write b0, read b0; data/0 or parity/3 cut off for 4 events " +
+		"at any moment; up to 2 timer firings per path",
+	Layout:   Normal.Layout,
+	Scripts:  Normal.Scripts,
+	Settings: mc.Settings{MaxTimerFires: 2, MaxPartitions: 1, CrashTargets: []node.Addr{msg.DataAddr(0), msg.ParityAddr(3)}},
+})

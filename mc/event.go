@@ -21,9 +21,11 @@ const (
 	Fire                           // fire a node's timer
 	Crash                          // crash a node: it stops, its streams end (stall, with restarts)
 	Restart                        // restart a crashed node from what it persisted
+	Partition                      // cut a node's links for at most Settings.PartitionEvents events
+	Heal                           // end the cut before its last event
 )
 
-var kindNames = [...]string{"?", "deliver", "duplicate", "drop", "stream", "fire", "crash", "restart"}
+var kindNames = [...]string{"?", "deliver", "duplicate", "drop", "stream", "fire", "crash", "restart", "partition", "heal"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(kindNames) {
@@ -43,7 +45,9 @@ func ParseEventKind(s string) (EventKind, error) {
 }
 
 // Event is one step from a state. Env names the message for message
-// events; Node and Timer the node and timer for Fire and Crash.
+// events; Node and Timer the node and timer for Fire, Node the node for
+// Crash, Restart and Partition (whose Timer is how many events the cut
+// lasts).
 type Event struct {
 	Kind  EventKind
 	Env   Envelope
@@ -55,7 +59,7 @@ type Event struct {
 // Target is the node that handles the event (the crashed node for Crash,
 // the restarted one for Restart).
 func (e Event) Target() node.Addr {
-	if e.Kind == Fire || e.Kind == Crash || e.Kind == Restart {
+	if e.Kind == Fire || e.Kind == Crash || e.Kind == Restart || e.Kind == Partition || e.Kind == Heal {
 		return e.Node
 	}
 	return e.Env.To
@@ -72,6 +76,10 @@ func (e Event) String() string {
 		return fmt.Sprintf("crash %s", e.Node)
 	case Restart:
 		return fmt.Sprintf("restart %s", e.Node)
+	case Partition:
+		return fmt.Sprintf("partition %s from every other node for at most %d events", e.Node, e.Timer)
+	case Heal:
+		return fmt.Sprintf("heal the cut of %s", e.Node)
 	}
 	return fmt.Sprintf("%s %s -> %s %s", e.Kind, e.Env.From, e.Env.To, Describe(e.Env.Msg))
 }
@@ -90,6 +98,14 @@ type Settings struct {
 	// MaxRestarts bounds restarts of crashed nodes from what they
 	// persisted; only systems with a restorer (State.Restartable) restart.
 	MaxRestarts int
+	// MaxPartitions bounds link cuts per path: a Partition event cuts
+	// every link of one node (a CrashTargets node) until a Heal event, or
+	// for at most the next PartitionEvents events (default 4). During a cut,
+	// unordered messages across it are lost (those in flight when it
+	// starts and those sent during it) and streams across it stall, then
+	// resume; one cut at a time.
+	MaxPartitions   int
+	PartitionEvents int
 	// CrashTargets are the nodes that may crash; nil means every node
 	// except the clients (see Client).
 	CrashTargets []node.Addr
@@ -120,6 +136,9 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 		if slices.ContainsFunc(s.net[:i], func(x Envelope) bool { return x.hash == e.hash }) {
 			continue // another copy of the same message
 		}
+		if s.across(e) {
+			continue // cannot happen: a cut drops such messages
+		}
 		out = append(out, Event{Kind: Deliver, Env: e})
 		if dup {
 			out = append(out, Event{Kind: Duplicate, Env: e})
@@ -129,8 +148,8 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 		}
 	}
 	for _, q := range s.streams {
-		if q.msgs[0].to > 0 && s.crashed[q.msgs[0].to-1] {
-			continue // stalled until the receiver restarts (State.Restartable)
+		if q.msgs[0].to > 0 && s.crashed[q.msgs[0].to-1] || s.across(q.msgs[0]) {
+			continue // stalled until the receiver restarts (State.Restartable) or the cut heals
 		}
 		out = append(out, Event{Kind: StreamIn, Env: q.msgs[0]})
 	}
@@ -151,6 +170,16 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 			if set.CrashTargets == nil && !slices.Contains(s.sys.clients, i) ||
 				slices.Contains(set.CrashTargets, a) {
 				out = append(out, Event{Kind: Crash, Node: a})
+			}
+		}
+	}
+	if s.cut != 0 {
+		out = append(out, Event{Kind: Heal, Node: s.sys.addrs[s.cut-1]})
+	}
+	if s.cut == 0 && set.MaxPartitions != 0 && allows(set.MaxPartitions, s.used.Partitions) {
+		for i, a := range s.sys.addrs {
+			if set.CrashTargets == nil && !slices.Contains(s.sys.clients, i) || slices.Contains(set.CrashTargets, a) {
+				out = append(out, Event{Kind: Partition, Node: a, Timer: uint64(cutLength(set))})
 			}
 		}
 	}
@@ -181,6 +210,17 @@ func timerReady(ts []pendingTimer, j int) bool {
 // the node's handler panics; the state returned with a HandlerPanic is the
 // state before the handler's effects, with the budget updated.
 func (s *State) Apply(e Event) (*State, error) { return s.apply(e, !s.sys.noMemo, nil, false) }
+
+// PartitionEvents is how long a cut lasts when Settings.PartitionEvents
+// is 0.
+const PartitionEvents = 4
+
+func cutLength(set Settings) int {
+	if set.PartitionEvents > 0 {
+		return set.PartitionEvents
+	}
+	return PartitionEvents
+}
 
 // errNoOp is apply's answer, with skip, for an event Settings.SkipNoOps
 // makes no step.
@@ -391,11 +431,39 @@ func (s *State) applyWith(b *builder, e Event) (*State, error) {
 			b.n.nodes[i] = ef.inst
 			b.flush(i, ef.sends, ef.streams, ef.timers)
 		}
+	case Partition:
+		i, ok := s.sys.index[e.Node]
+		if !ok || s.cut != 0 {
+			return nil, fmt.Errorf("mc: %v: unknown node or a cut already", e)
+		}
+		b.n.used.Partitions++
+		if e.Timer == 0 || e.Timer > 1<<20 {
+			return nil, fmt.Errorf("mc: %v: bad length %d", e, e.Timer)
+		}
+		b.n.cut, b.n.cutLeft = int32(i+1), int32(e.Timer)
+		b.ownNet()
+		b.n.net = slices.DeleteFunc(b.n.net, func(x Envelope) bool {
+			if b.n.across(x) {
+				b.n.netSum -= mix(x.hash)
+				return true
+			}
+			return false
+		})
+	case Heal:
+		if s.cut == 0 || s.sys.addrs[s.cut-1] != e.Node {
+			return nil, fmt.Errorf("mc: %v: no such cut", e)
+		}
+		b.n.cut, b.n.cutLeft = 0, 0
 	default:
 		return nil, fmt.Errorf("mc: unknown event kind %d", e.Kind)
 	}
 	if b.noop && err == nil {
 		return nil, errNoOp
+	}
+	if s.cut != 0 && e.Kind != Partition && e.Kind != Heal {
+		if b.n.cutLeft--; b.n.cutLeft <= 0 {
+			b.n.cut, b.n.cutLeft = 0, 0
+		}
 	}
 	b.finish()
 	if sc != nil {
@@ -653,6 +721,9 @@ func (b *builder) flush(i int, sends, streams []Envelope, timers []pendingTimer)
 		}
 	}
 	for _, e := range sends {
+		if n.across(e) {
+			continue // lost in the cut
+		}
 		if live(e) || b.startsAt(int(e.to)-1, e.Msg) {
 			b.ownNet()
 			n.net = append(n.net, e)

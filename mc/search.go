@@ -111,8 +111,10 @@ func newTnode(parent *tnode, s *State, e Event) *tnode {
 	switch e.Kind {
 	case Fire:
 		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
-	case Crash, Restart:
+	case Crash, Restart, Heal:
 		t.node, t.hash = int32(s.sys.index[e.Node]), 0
+	case Partition:
+		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
 	}
 	return t
 }
@@ -129,11 +131,17 @@ func (t *tnode) trace(init *State) []Event {
 	out := make([]Event, 0, len(path))
 	s := init
 	for i, n := range path {
-		j := slices.IndexFunc(s.Events(all), func(e Event) bool { return n.matches(s, e) })
-		if j < 0 {
-			panic(fmt.Sprintf("mc: event %d of a search path is not possible on replay", i+1))
+		var e Event
+		if n.kind == Partition {
+			e = Event{Kind: Partition, Node: s.sys.addrs[n.node], Timer: n.hash}
+		} else {
+			evs := s.Events(all)
+			j := slices.IndexFunc(evs, func(e Event) bool { return n.matches(s, e) })
+			if j < 0 {
+				panic(fmt.Sprintf("mc: event %d of a search path is not possible on replay", i+1))
+			}
+			e = evs[j]
 		}
-		e := s.Events(all)[j]
 		out = append(out, e)
 		next, err := s.Apply(e)
 		if err != nil {
@@ -151,7 +159,7 @@ func (t *tnode) matches(s *State, e Event) bool {
 	switch e.Kind {
 	case Fire:
 		return e.Timer == t.hash && s.sys.index[e.Node] == int(t.node)
-	case Crash, Restart:
+	case Crash, Restart, Heal:
 		return s.sys.index[e.Node] == int(t.node)
 	}
 	return e.Env.hash == t.hash

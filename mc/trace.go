@@ -49,8 +49,10 @@ func encodeEvent(e Event) TraceEvent {
 	switch e.Kind {
 	case Fire:
 		te.Node, te.Timer = string(e.Node), strconv.FormatUint(e.Timer, 16)
-	case Crash, Restart:
+	case Crash, Restart, Heal:
 		te.Node = string(e.Node)
+	case Partition:
+		te.Node, te.Timer = string(e.Node), strconv.FormatUint(e.Timer, 16)
 	default:
 		te.From, te.To, te.Msg = string(e.Env.From), string(e.Env.To), strconv.FormatUint(e.Env.hash, 16)
 	}
@@ -65,14 +67,20 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 	}
 	var h uint64
 	switch k {
-	case Fire:
+	case Fire, Partition:
 		h, err = strconv.ParseUint(te.Timer, 16, 64)
-	case Crash, Restart:
+	case Crash, Restart, Heal:
 	default:
 		h, err = strconv.ParseUint(te.Msg, 16, 64)
 	}
 	if err != nil {
 		return Event{}, fmt.Errorf("bad hash in %q: %v", te.Desc, err)
+	}
+	if k == Partition {
+		if _, ok := s.sys.index[node.Addr(te.Node)]; ok && s.cut == 0 && h > 0 {
+			return Event{Kind: Partition, Node: node.Addr(te.Node), Timer: h}, nil
+		}
+		return Event{}, fmt.Errorf("event partition %s (%q) is not possible here", te.Node, te.Desc)
 	}
 	all := s.Events(Settings{MaxDrops: Unlimited, MaxDuplicates: Unlimited, MaxCrashes: Unlimited,
 		MaxTimerFires: Unlimited, MaxRestarts: Unlimited, CrashTargets: s.sys.addrs})
@@ -85,7 +93,7 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 			if string(e.Node) == te.Node && e.Timer == h {
 				return e, nil
 			}
-		case Crash, Restart:
+		case Crash, Restart, Heal:
 			if string(e.Node) == te.Node {
 				return e, nil
 			}
@@ -260,7 +268,7 @@ func Reorder(init *State, events []Event, inv []Predicate, pred string) []Event 
 	lastAt := map[node.Addr]int{}
 	s := init
 	for i, e := range events {
-		if e.Kind != Fire && e.Kind != Crash && e.Kind != Restart {
+		if e.Kind != Fire && e.Kind != Crash && e.Kind != Restart && e.Kind != Partition && e.Kind != Heal {
 			if j, ok := sender[e.Env.hash]; ok {
 				deps[i] = append(deps[i], j)
 			}
