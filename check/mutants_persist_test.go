@@ -65,12 +65,13 @@ var persistMutants = []struct {
 	bug   func(node.Addr, map[string][]byte)
 	sc    *Scenario
 	finds string
+	st    mc.Strategy // BFS when empty
 }{
 	// The data server does not persist its op counter: a restarted server
 	// numbers its next operation from 1 again.
 	{"data-no-opnum", func(a node.Addr, d map[string][]byte) {
 		editDataMeta(a, d, func(m *dataMetaMirror) { m.OpNum = 1 })
-	}, RestartData, inv341},
+	}, RestartData, inv341, ""},
 	// The data server's Restore forgets the blocks it wrote.
 	{"data-no-blocks", func(a node.Addr, d map[string][]byte) {
 		if strings.HasPrefix(string(a), "data/") {
@@ -80,23 +81,40 @@ var persistMutants = []struct {
 				}
 			}
 		}
-	}, RestartData, "parity consistent on quiescent stripes"},
+	}, RestartData, "parity consistent on quiescent stripes", ""},
 	// A parity server's Restore forgets the PREPAREs it held.
-	{"parity-no-prepares", dropPrepares("parity/"), RestartParity, "parity consistent on quiescent stripes"},
+	{"parity-no-prepares", dropPrepares("parity/"), RestartParity, "parity consistent on quiescent stripes", ""},
 	// A witness's Restore forgets the PREPAREs it held.
-	{"witness-no-prepares", dropPrepares("witness/"), RestartWitness, inv341},
+	{"witness-no-prepares", dropPrepares("witness/"), RestartWitness, inv341, ""},
+	// A witness does not persist its incarnation and fences ("rc"): after
+	// a restart it takes PREPAREs from the replaced data server again.
+	{"witness-no-fence", func(a node.Addr, d map[string][]byte) {
+		if strings.HasPrefix(string(a), "witness/") {
+			delete(d, "rc")
+		}
+	}, RestartWitnessReplaceData, "results linearizable", mc.Random},
 }
 
-// TestPersistMutants: BFS of the restart scenarios finds each persistence
-// mutant within 60 s, with a trace that replays. (The unmutated protocol
-// passes the same searches: TestRestartScenariosExhaustive.)
+// TestPersistMutants: BFS of the restart scenarios (random walks, seed 1,
+// for the one with a replacement) finds each persistence mutant within
+// 60 s, with a trace that replays. The unmutated protocol passes the same
+// searches (TestRestartScenariosExhaustive; here, 10 s of the same walks).
 // Run with: go test -tags mutants -run TestPersistMutants -v ./check/
 func TestPersistMutants(t *testing.T) {
 	for _, c := range persistMutants {
 		t.Run(c.name, func(t *testing.T) {
+			st := c.st
+			if st == "" {
+				st = mc.BFS
+			}
+			if st == mc.Random {
+				if r := c.sc.Run(st, mc.Options{MaxTime: 10 * time.Second, Workers: 2, Seed: 1}); r.Outcome == mc.Violation {
+					t.Fatalf("unmutated protocol violates %s on %s: %s", r.Predicate, c.sc.Name, r.Explanation)
+				}
+			}
 			persistMutant = c.bug
 			defer func() { persistMutant = nil }()
-			r := c.sc.Run(mc.BFS, mc.Options{MaxTime: 60 * time.Second, Workers: 2})
+			r := c.sc.Run(st, mc.Options{MaxTime: 60 * time.Second, Workers: 2, Seed: 1})
 			if r.Outcome != mc.Violation {
 				t.Fatalf("mutant not found on %s: %s after %d states, %v", c.sc.Name, r.Outcome, r.States, r.Elapsed)
 			}

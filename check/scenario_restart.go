@@ -101,3 +101,17 @@ var PartitionServer = register(&Scenario{
 	Scripts:  Normal.Scripts,
 	Settings: mc.Settings{MaxTimerFires: 2, MaxPartitions: 1, CrashTargets: []node.Addr{msg.DataAddr(0), msg.ParityAddr(3)}},
 })
+
+// RestartWitnessReplaceData restarts the witness of a stripe whose data
+// server is replaced at a moment the search chooses: the witness must
+// come back still fencing the replaced incarnation (its incarnation and
+// fences are durable).
+var RestartWitnessReplaceData = register(&Scenario{
+	Name: "restart-witness-replace-data",
+	Doc: "g=3 f=2 w=1, 6 machines, 1 stripe; client 0: write b0, read b0; data/0 replaced at any moment; witness/5 " +
+		"crashes and restarts from what it persisted; up to 3 timer firings per path",
+	Layout:   WitnessLayout,
+	Scripts:  ReplaceData.Scripts,
+	Replace:  ReplaceData.Replace,
+	Settings: mc.Settings{MaxTimerFires: 3, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.WitnessAddr(5)}},
+})

@@ -80,6 +80,16 @@ func TestRestartScenariosReach(t *testing.T) {
 	if testing.Short() {
 		d = 5 * time.Second
 	}
+	// The witness restarting while data/0 is replaced: no violation.
+	w := RestartWitnessReplaceData.MC()
+	wo := w.Options(mc.Random)
+	wo.MaxTime, wo.Seed = d/2, 1
+	if r := mc.Search(w.Init(), wo); r.Outcome == mc.Violation {
+		t.Fatalf("%s: %s: %s", w.Name, r.Predicate, r.Explanation)
+	} else {
+		t.Logf("%s: %s, %d states, depth %d", w.Name, r.Outcome, r.States, r.MaxDepth)
+	}
+
 	m := RestartReplaceData.MC()
 	o := m.Options(mc.Random)
 	o.MaxTime, o.Seed = d, 1
