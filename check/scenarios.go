@@ -61,7 +61,14 @@ func (sc *Scenario) Init() *mc.State {
 	if sc.Replace != nil {
 		AddReconfig(nodes, cfg, sc.Replace)
 	}
-	return mc.NewState(nodes)
+	s := mc.NewState(nodes)
+	if sc.Settings.MaxRestarts != 0 {
+		s.Restartable(Restorer(cfg, sc.Code()))
+		if persistMutant != nil {
+			s.CorruptDisk(persistMutant)
+		}
+	}
+	return s
 }
 
 // Invariants is the Amalgam predicate library for the scenario's layout,

@@ -4,6 +4,7 @@ import (
 	"github.com/amalgam-store/amalgam/mc"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -94,5 +95,39 @@ func TestReplayRefusesRenamedTrace(t *testing.T) {
 	renamed.Initial = ""
 	if _, err := mc.Replay(Normal.MC(), &renamed); err != nil {
 		t.Fatalf("no initial field: %v", err)
+	}
+}
+
+// TestTraceTextStable: the printed trace of a violation is the same text
+// in two independent searches (no pointer addresses, nothing cut short),
+// and each step lists what its handler sent; the saved trace carries the
+// same lists.
+func TestTraceTextStable(t *testing.T) {
+	print := func() (string, *mc.TraceFile) {
+		r := oneReply.Run(mc.BFS, mc.Options{Workers: 1})
+		mc.Explain(oneReply.MC(), r)
+		var b strings.Builder
+		oneReply.MC().PrintTrace(&b, r.Trace)
+		return b.String(), mc.NewTraceFile(oneReply.MC(), r)
+	}
+	a, tf := print()
+	b, _ := print()
+	if a != b {
+		t.Fatalf("two runs print different traces:\n%s\n---\n%s", a, b)
+	}
+	if m := regexp.MustCompile(`0x[0-9a-f]{6,}`).FindString(a); m != "" {
+		t.Fatalf("trace prints an address %s:\n%s", m, a)
+	}
+	// The PREPARE carries the whole reply it will answer with: its
+	// description runs to the end, past 160 characters.
+	prep := regexp.MustCompile(`(?m)^     -> stream data/0 -> parity/3 (Prepare\{.*\})$`).FindStringSubmatch(a)
+	if prep == nil || len(prep[1]) <= 160 || !strings.Contains(prep[1], `Err:""}}`) {
+		t.Fatalf("no whole PREPARE among the first step's sends:\n%s", a)
+	}
+	if !strings.Contains(a, "     -> send data/0 -> client/0 Reply{") || !strings.Contains(a, "     -> timer retry{") {
+		t.Fatalf("trace lacks a reply or a timer among the sends:\n%s", a)
+	}
+	if len(tf.Events) == 0 || len(tf.Events[0].Sent) != 2 || !strings.HasPrefix(tf.Events[0].Sent[0], "stream data/0 -> parity/3 Prepare{") {
+		t.Fatalf("saved trace's first step sent %q", tf.Events[0].Sent)
 	}
 }

@@ -1,6 +1,7 @@
 package mc
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -18,10 +19,13 @@ const (
 	Drop                           // lose an unordered message
 	StreamIn                       // deliver the head of an ordered stream
 	Fire                           // fire a node's timer
-	Crash                          // crash a node: it stops, its streams end
+	Crash                          // crash a node: it stops, its streams end (stall, with restarts)
+	Restart                        // restart a crashed node from what it persisted
+	Partition                      // cut a node's links for at most Settings.PartitionEvents events
+	Heal                           // end the cut before its last event
 )
 
-var kindNames = [...]string{"?", "deliver", "duplicate", "drop", "stream", "fire", "crash"}
+var kindNames = [...]string{"?", "deliver", "duplicate", "drop", "stream", "fire", "crash", "restart", "partition", "heal"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(kindNames) {
@@ -41,7 +45,9 @@ func ParseEventKind(s string) (EventKind, error) {
 }
 
 // Event is one step from a state. Env names the message for message
-// events; Node and Timer the node and timer for Fire and Crash.
+// events; Node and Timer the node and timer for Fire, Node the node for
+// Crash, Restart and Partition (whose Timer is how many events the cut
+// lasts).
 type Event struct {
 	Kind  EventKind
 	Env   Envelope
@@ -50,9 +56,10 @@ type Event struct {
 	T     node.Timer // the timer to fire, for descriptions
 }
 
-// Target is the node that handles the event (the crashed node for Crash).
+// Target is the node that handles the event (the crashed node for Crash,
+// the restarted one for Restart).
 func (e Event) Target() node.Addr {
-	if e.Kind == Fire || e.Kind == Crash {
+	if e.Kind == Fire || e.Kind == Crash || e.Kind == Restart || e.Kind == Partition || e.Kind == Heal {
 		return e.Node
 	}
 	return e.Env.To
@@ -67,6 +74,12 @@ func (e Event) String() string {
 		return fmt.Sprintf("fire %s timer %s", e.Node, Describe(e.T))
 	case Crash:
 		return fmt.Sprintf("crash %s", e.Node)
+	case Restart:
+		return fmt.Sprintf("restart %s", e.Node)
+	case Partition:
+		return fmt.Sprintf("partition %s from every other node for at most %d events", e.Node, e.Timer)
+	case Heal:
+		return fmt.Sprintf("heal the cut of %s", e.Node)
 	}
 	return fmt.Sprintf("%s %s -> %s %s", e.Kind, e.Env.From, e.Env.To, Describe(e.Env.Msg))
 }
@@ -82,9 +95,30 @@ type Settings struct {
 	MaxDuplicates int // unordered messages delivered while a copy stays in flight
 	MaxCrashes    int // nodes crashed
 	MaxTimerFires int // timers fired (0: timers never fire)
+	// MaxRestarts bounds restarts of crashed nodes from what they
+	// persisted; only systems with a restorer (State.Restartable) restart.
+	MaxRestarts int
+	// MaxPartitions bounds link cuts per path: a Partition event cuts
+	// every link of one node (a CrashTargets node) until a Heal event, or
+	// for at most the next PartitionEvents events (default 4). During a cut,
+	// unordered messages across it are lost (those in flight when it
+	// starts and those sent during it) and streams across it stall, then
+	// resume; one cut at a time.
+	MaxPartitions   int
+	PartitionEvents int
 	// CrashTargets are the nodes that may crash; nil means every node
 	// except the clients (see Client).
 	CrashTargets []node.Addr
+	// SkipNoOps makes a delivery of an unordered message (Deliver or
+	// Duplicate) or a timer firing whose handler leaves the node's hash
+	// unchanged and sends, streams and sets nothing no step at all: the
+	// search makes no state of it, and the message stays in flight (the
+	// timer stays pending). Stream deliveries are always steps (a stream's
+	// head must be consumed for the rest to arrive). This is Stateright's
+	// rule. It is sound only for predicates that a message in flight or a
+	// pending timer more cannot turn from false to true (see
+	// docs/model-checking.md); off by default.
+	SkipNoOps bool
 }
 
 func allows(max, used int) bool { return max == Unlimited || used < max }
@@ -102,6 +136,9 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 		if slices.ContainsFunc(s.net[:i], func(x Envelope) bool { return x.hash == e.hash }) {
 			continue // another copy of the same message
 		}
+		if s.across(e) {
+			continue // cannot happen: a cut drops such messages
+		}
 		out = append(out, Event{Kind: Deliver, Env: e})
 		if dup {
 			out = append(out, Event{Kind: Duplicate, Env: e})
@@ -111,6 +148,9 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 		}
 	}
 	for _, q := range s.streams {
+		if q.msgs[0].to > 0 && s.crashed[q.msgs[0].to-1] || s.across(q.msgs[0]) {
+			continue // stalled until the receiver restarts (State.Restartable) or the cut heals
+		}
 		out = append(out, Event{Kind: StreamIn, Env: q.msgs[0]})
 	}
 	if allows(set.MaxTimerFires, s.used.Fires) {
@@ -133,6 +173,23 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 			}
 		}
 	}
+	if s.cut != 0 {
+		out = append(out, Event{Kind: Heal, Node: s.sys.addrs[s.cut-1]})
+	}
+	if s.cut == 0 && set.MaxPartitions != 0 && allows(set.MaxPartitions, s.used.Partitions) {
+		for i, a := range s.sys.addrs {
+			if set.CrashTargets == nil && !slices.Contains(s.sys.clients, i) || slices.Contains(set.CrashTargets, a) {
+				out = append(out, Event{Kind: Partition, Node: a, Timer: uint64(cutLength(set))})
+			}
+		}
+	}
+	if s.sys.restore != nil && allows(set.MaxRestarts, s.used.Restarts) {
+		for i, a := range s.sys.addrs {
+			if _, ok := s.nodes[i].nd.(node.Persistent); ok && s.crashed[i] {
+				out = append(out, Event{Kind: Restart, Node: a})
+			}
+		}
+	}
 	return out
 }
 
@@ -152,7 +209,67 @@ func timerReady(ts []pendingTimer, j int) bool {
 // (ignoring Settings bounds, which Events applies) and a *HandlerPanic when
 // the node's handler panics; the state returned with a HandlerPanic is the
 // state before the handler's effects, with the budget updated.
-func (s *State) Apply(e Event) (*State, error) { return s.apply(e, !s.sys.noMemo, nil) }
+func (s *State) Apply(e Event) (*State, error) { return s.apply(e, !s.sys.noMemo, nil, false) }
+
+// PartitionEvents is how long a cut lasts when Settings.PartitionEvents
+// is 0.
+const PartitionEvents = 4
+
+func cutLength(set Settings) int {
+	if set.PartitionEvents > 0 {
+		return set.PartitionEvents
+	}
+	return PartitionEvents
+}
+
+// errNoOp is apply's answer, with skip, for an event Settings.SkipNoOps
+// makes no step.
+var errNoOp = errors.New("mc: no-op event")
+
+// Sent is what the handler of one event asked for: unordered messages,
+// stream appends and timers, in the order the handler made them
+// (messages to crashed or unknown nodes included: the network drops them).
+type Sent struct {
+	Sends, Streams []Envelope
+	Timers         []SentTimer
+}
+
+// SentTimer is a timer a handler set.
+type SentTimer struct {
+	T        node.Timer
+	Min, Max time.Duration
+}
+
+// Lines describes each item of what was sent, one line each, in the
+// order send, stream, timer.
+func (st Sent) Lines() []string {
+	var out []string
+	for _, e := range st.Sends {
+		out = append(out, fmt.Sprintf("send %s -> %s %s", e.From, e.To, Describe(e.Msg)))
+	}
+	for _, e := range st.Streams {
+		out = append(out, fmt.Sprintf("stream %s -> %s %s", e.From, e.To, Describe(e.Msg)))
+	}
+	for _, t := range st.Timers {
+		out = append(out, fmt.Sprintf("timer %s [%v, %v]", Describe(t.T), t.Min, t.Max))
+	}
+	return out
+}
+
+// ApplySent is Apply that also reports what the event's handler sent
+// (nothing for Drop and Crash, or when the receiver has crashed).
+func (s *State) ApplySent(e Event) (*State, Sent, error) {
+	b := &builder{memo: !s.sys.noMemo, touched: -1, n: s.copyState()}
+	n, err := s.applyWith(b, e)
+	var st Sent
+	if ef := b.ran; ef != nil {
+		st.Sends, st.Streams = ef.sends, ef.streams
+		for _, t := range ef.timers {
+			st.Timers = append(st.Timers, SentTimer{T: t.T, Min: t.Min, Max: t.Max})
+		}
+	}
+	return n, st, err
+}
 
 // scratch holds one worker's buffers for successor states that are built,
 // fingerprinted and, unless new, thrown away: a state built in scratch
@@ -206,8 +323,8 @@ func (sc *scratch) freeze() *State {
 
 // apply is Apply; memo says whether handler results may be reused, and
 // sc, if not nil, holds the new state.
-func (s *State) apply(e Event, memo bool, sc *scratch) (*State, error) {
-	b := &builder{memo: memo, touched: -1, sc: sc}
+func (s *State) apply(e Event, memo bool, sc *scratch, skip bool) (*State, error) {
+	b := &builder{memo: memo, touched: -1, sc: sc, skip: skip && (e.Kind == Deliver || e.Kind == Duplicate || e.Kind == Fire)}
 	if sc != nil {
 		sc.st = *s
 		b.n = &sc.st
@@ -217,6 +334,12 @@ func (s *State) apply(e Event, memo bool, sc *scratch) (*State, error) {
 	} else {
 		b.n = s.copyState()
 	}
+	return s.applyWith(b, e)
+}
+
+// applyWith applies e with builder b, whose new state starts as a copy of s.
+func (s *State) applyWith(b *builder, e Event) (*State, error) {
+	sc := b.sc
 	var err error
 	switch e.Kind {
 	case Deliver, Duplicate, Drop:
@@ -273,7 +396,9 @@ func (s *State) apply(e Event, memo bool, sc *scratch) (*State, error) {
 		b.n.crashed[i] = true
 		b.ownTimers()
 		b.n.timers[i] = nil
-		b.endStreams(e.Node)
+		if s.sys.restore == nil {
+			b.endStreams(e.Node)
+		}
 		// Unordered messages to a crashed node can never be delivered.
 		b.ownNet()
 		b.n.net = slices.DeleteFunc(b.n.net, func(x Envelope) bool {
@@ -283,8 +408,55 @@ func (s *State) apply(e Event, memo bool, sc *scratch) (*State, error) {
 			}
 			return false
 		})
+	case Restart:
+		i, ok := s.sys.index[e.Node]
+		if !ok || !s.crashed[i] || s.sys.restore == nil {
+			return nil, fmt.Errorf("mc: %v: not a crashed node of a restartable system", e)
+		}
+		b.n.used.Restarts++
+		b.touch(i)
+		b.n.crashed = slices.Clone(s.crashed)
+		b.n.crashed[i] = false
+		var ef *effect
+		if ef, err = s.restart(i); err == nil {
+			b.ran = ef
+			b.ownNodes()
+			b.n.nodes[i] = ef.inst
+			b.flush(i, ef.sends, ef.streams, ef.timers)
+		}
+	case Partition:
+		i, ok := s.sys.index[e.Node]
+		if !ok || s.cut != 0 {
+			return nil, fmt.Errorf("mc: %v: unknown node or a cut already", e)
+		}
+		b.n.used.Partitions++
+		if e.Timer == 0 || e.Timer > 1<<20 {
+			return nil, fmt.Errorf("mc: %v: bad length %d", e, e.Timer)
+		}
+		b.n.cut, b.n.cutLeft = int32(i+1), int32(e.Timer)
+		b.ownNet()
+		b.n.net = slices.DeleteFunc(b.n.net, func(x Envelope) bool {
+			if b.n.across(x) {
+				b.n.netSum -= mix(x.hash)
+				return true
+			}
+			return false
+		})
+	case Heal:
+		if s.cut == 0 || s.sys.addrs[s.cut-1] != e.Node {
+			return nil, fmt.Errorf("mc: %v: no such cut", e)
+		}
+		b.n.cut, b.n.cutLeft = 0, 0
 	default:
 		return nil, fmt.Errorf("mc: unknown event kind %d", e.Kind)
+	}
+	if b.noop && err == nil {
+		return nil, errNoOp
+	}
+	if s.cut != 0 && e.Kind != Partition && e.Kind != Heal {
+		if b.n.cutLeft--; b.n.cutLeft <= 0 {
+			b.n.cut, b.n.cutLeft = 0, 0
+		}
 	}
 	b.finish()
 	if sc != nil {
@@ -324,6 +496,10 @@ type builder struct {
 	net, streams, timers, nodes bool
 	// touched is the node whose part was taken out of nodeSum (-1: none)
 	touched int
+	// ran is the effect of the handler the event ran, if any
+	ran *effect
+	// skip: the event is no step if its handler is a no-op (noop is set)
+	skip, noop bool
 }
 
 func (b *builder) ownNet() {
@@ -463,6 +639,11 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 			n.sys.memo.Put(key, shard, ef)
 		}
 	}
+	b.ran = ef
+	if b.skip && ef.inst.h == n.nodes[i].h && len(ef.sends) == 0 && len(ef.streams) == 0 && len(ef.timers) == 0 && ef.replies == 0 {
+		b.noop = true
+		return nil
+	}
 	b.touch(i)
 	b.ownNodes()
 	n.nodes[i] = ef.inst
@@ -550,6 +731,9 @@ func (b *builder) flush(i int, sends, streams []Envelope, timers []pendingTimer)
 		}
 	}
 	for _, e := range sends {
+		if n.across(e) {
+			continue // lost in the cut
+		}
 		if live(e) || b.startsAt(int(e.to)-1, e.Msg) {
 			b.ownNet()
 			n.net = append(n.net, e)

@@ -10,7 +10,7 @@ func CheckSums(s *State) error { return s.checkSums() }
 type Scratch struct{ sc scratch }
 
 // Apply is State.Apply building the new state in the scratch buffers.
-func (x *Scratch) Apply(s *State, e Event) (*State, error) { return s.apply(e, true, &x.sc) }
+func (x *Scratch) Apply(s *State, e Event) (*State, error) { return s.apply(e, true, &x.sc, false) }
 
 // Freeze copies the state last built out of the buffers.
 func (x *Scratch) Freeze() *State { return x.sc.freeze() }

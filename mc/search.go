@@ -101,7 +101,7 @@ const HandlerPanicPredicate = "no handler panics"
 type tnode struct {
 	parent *tnode
 	hash   uint64 // envelope hash, or timer hash for Fire
-	node   int32  // node index for Fire and Crash
+	node   int32  // node index for Fire, Crash and Restart
 	kind   EventKind
 	depth  int32
 }
@@ -111,8 +111,10 @@ func newTnode(parent *tnode, s *State, e Event) *tnode {
 	switch e.Kind {
 	case Fire:
 		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
-	case Crash:
+	case Crash, Restart, Heal:
 		t.node, t.hash = int32(s.sys.index[e.Node]), 0
+	case Partition:
+		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
 	}
 	return t
 }
@@ -125,15 +127,21 @@ func (t *tnode) trace(init *State) []Event {
 	}
 	slices.Reverse(path)
 	all := Settings{MaxDrops: Unlimited, MaxDuplicates: Unlimited, MaxCrashes: Unlimited, MaxTimerFires: Unlimited,
-		CrashTargets: init.sys.addrs}
+		MaxRestarts: Unlimited, CrashTargets: init.sys.addrs}
 	out := make([]Event, 0, len(path))
 	s := init
 	for i, n := range path {
-		j := slices.IndexFunc(s.Events(all), func(e Event) bool { return n.matches(s, e) })
-		if j < 0 {
-			panic(fmt.Sprintf("mc: event %d of a search path is not possible on replay", i+1))
+		var e Event
+		if n.kind == Partition {
+			e = Event{Kind: Partition, Node: s.sys.addrs[n.node], Timer: n.hash}
+		} else {
+			evs := s.Events(all)
+			j := slices.IndexFunc(evs, func(e Event) bool { return n.matches(s, e) })
+			if j < 0 {
+				panic(fmt.Sprintf("mc: event %d of a search path is not possible on replay", i+1))
+			}
+			e = evs[j]
 		}
-		e := s.Events(all)[j]
 		out = append(out, e)
 		next, err := s.Apply(e)
 		if err != nil {
@@ -151,7 +159,7 @@ func (t *tnode) matches(s *State, e Event) bool {
 	switch e.Kind {
 	case Fire:
 		return e.Timer == t.hash && s.sys.index[e.Node] == int(t.node)
-	case Crash:
+	case Crash, Restart, Heal:
 		return s.sys.index[e.Node] == int(t.node)
 	}
 	return e.Env.hash == t.hash
@@ -326,13 +334,17 @@ func (sr *searcher) pruned(s *State) bool {
 }
 
 // step applies e to s, running the self-checks; a handler panic is
-// recorded as a violation (with the trace through parent) and yields nil.
+// recorded as a violation (with the trace through parent) and yields nil
+// and stop. An event Settings.SkipNoOps makes no step yields nil only.
 // With sc, the new state is built in sc (see scratch).
-func (sr *searcher) step(s *State, e Event, parent *tnode, sc *scratch) *State {
+func (sr *searcher) step(s *State, e Event, parent *tnode, sc *scratch) (_ *State, stop bool) {
 	var next *State
 	var err error
 	memo := !sr.opt.NoMemo && !s.sys.noMemo
-	next, err = s.apply(e, memo, sc)
+	next, err = s.apply(e, memo, sc, sr.opt.Settings.SkipNoOps)
+	if err == errNoOp {
+		return nil, false
+	}
 	if err != nil {
 		var hp *HandlerPanic
 		if errors.As(err, &hp) {
@@ -340,7 +352,7 @@ func (sr *searcher) step(s *State, e Event, parent *tnode, sc *scratch) *State {
 				next = sc.freeze()
 			}
 			sr.found(Violation, HandlerPanicPredicate, hp.Error(), newTnode(parent, s, e), next)
-			return nil
+			return nil, true
 		}
 		panic(fmt.Sprintf("mc: event %v from its own Events: %v", e, err))
 	}
@@ -350,10 +362,10 @@ func (sr *searcher) step(s *State, e Event, parent *tnode, sc *scratch) *State {
 				next = sc.freeze()
 			}
 			sr.found(Violation, "self-check", why, newTnode(parent, s, e), next)
-			return nil
+			return nil, true
 		}
 	}
-	return next
+	return next, false
 }
 
 func (sr *searcher) selfCheck(s *State, e Event, next *State) string {
@@ -361,7 +373,7 @@ func (sr *searcher) selfCheck(s *State, e Event, next *State) string {
 	if c.Determinism {
 		// Apply may reuse a handler result computed in another state with
 		// the same node; this runs the handler afresh.
-		again, err := s.apply(e, false, nil)
+		again, err := s.apply(e, false, nil, false)
 		if err != nil || again.fp != next.fp {
 			return fmt.Sprintf("determinism: %v applied twice to one state gives different states", e)
 		}
@@ -449,9 +461,12 @@ func (sr *searcher) bfs(init *State) Outcome {
 						}
 						evs = it.s.appendEvents(evs[:0], sr.opt.Settings)
 						for _, e := range evs {
-							ns := sr.step(it.s, e, it.t, sc)
-							if ns == nil {
+							ns, stop := sr.step(it.s, e, it.t, sc)
+							if stop {
 								return
+							}
+							if ns == nil {
+								continue
 							}
 							if _, fresh := sr.vis.add(ns.fp, depth+1); !fresh {
 								continue
@@ -519,9 +534,12 @@ func (sr *searcher) dfs(init *State) Outcome {
 		}
 		e := top.evs[0]
 		top.evs = top.evs[1:]
-		ns := sr.step(top.s, e, top.t, sc)
-		if ns == nil {
+		ns, stop := sr.step(top.s, e, top.t, sc)
+		if stop {
 			return ""
+		}
+		if ns == nil {
+			continue
 		}
 		expand, fresh := sr.vis.add(ns.fp, int(top.t.depth)+1)
 		if !expand {
@@ -575,13 +593,19 @@ func (sr *searcher) random(init *State) Outcome {
 				s, t := init, root
 				for d := 0; d < depth && !sr.pruned(s); d++ {
 					evs := s.Events(sr.opt.Settings)
-					if len(evs) == 0 {
-						break
+					var e Event
+					var ns *State
+					for len(evs) > 0 && ns == nil {
+						k := rng.IntN(len(evs))
+						e = evs[k]
+						var stop bool
+						if ns, stop = sr.step(s, e, t, nil); stop {
+							return
+						}
+						evs = slices.Delete(evs, k, k+1) // a no-op: choose again
 					}
-					e := evs[rng.IntN(len(evs))]
-					ns := sr.step(s, e, t, nil)
 					if ns == nil {
-						return
+						break
 					}
 					nt := newTnode(t, s, e)
 					sr.noteDepth(int(nt.depth))

@@ -63,7 +63,7 @@ type stream struct {
 // to a state. Settings bound them per path; the counts are part of the
 // state, so two states that differ only in the budget left are distinct.
 type Budget struct {
-	Drops, Duplicates, Crashes, Fires int
+	Drops, Duplicates, Crashes, Fires, Restarts, Partitions int
 }
 
 // State is one global state. States are immutable once built: Apply makes
@@ -81,6 +81,9 @@ type State struct {
 	net     []Envelope       // unordered messages, a multiset
 	streams []stream         // sorted by link
 	used    Budget
+	// cut is the node index plus one whose links are cut (0: none), for
+	// cutLeft more events (Settings.MaxPartitions).
+	cut, cutLeft int32
 	// returns lists, in order, the client (index into sys.clients) of every
 	// operation a client completed. It is the real-time order of the
 	// run's returns, which a closed-loop client's invocations follow.
@@ -111,6 +114,10 @@ type system struct {
 	// off (tests compare both).
 	memo   *Cache[memoKey, *effect]
 	noMemo bool
+	// restore makes a fresh node to restore a crashed one into (see
+	// Restartable); nil: crashes are for good.
+	restore func(a node.Addr, crashed node.Node) node.Persistent
+	corrupt func(a node.Addr, disk map[string][]byte) // see CorruptDisk
 }
 
 // instance is one node value as states hold it: the node, its hash
@@ -249,6 +256,20 @@ func (s *State) Returned() int { return len(s.returns) }
 // and the order of returns. The visited set of a search holds these.
 func (s *State) Fingerprint() uint64 { return s.fp }
 
+// across reports whether e crosses the current cut.
+func (s *State) across(e Envelope) bool {
+	return s.cut != 0 && (e.from == s.cut) != (e.to == s.cut) && e.from > 0 && e.to > 0
+}
+
+// Cut is the node whose links are cut in s and for how many more events
+// ("", 0 when none).
+func (s *State) Cut() (node.Addr, int) {
+	if s.cut == 0 {
+		return "", 0
+	}
+	return s.sys.addrs[s.cut-1], int(s.cutLeft)
+}
+
 // Quiet reports whether no message is in flight on any stream or the
 // unordered network.
 func (s *State) Quiet() bool {
@@ -277,12 +298,14 @@ func mix(x uint64) uint64 {
 }
 
 const (
-	kNode    = 0x9e3779b97f4a7c15
-	kCrashed = 0xd6e8feb86659fd93
-	kTimer   = 0xa0761d6478bd642f
-	kLink    = 0xe7037ed1a0b428db
-	kReturn  = 0x8ebc6af09c88c6e3
-	kFP      = 0x589965cc75374cc3
+	kNode      = 0x9e3779b97f4a7c15
+	kCrashed   = 0xd6e8feb86659fd93
+	kTimer     = 0xa0761d6478bd642f
+	kLink      = 0xe7037ed1a0b428db
+	kReturn    = 0x8ebc6af09c88c6e3
+	kFP        = 0x589965cc75374cc3
+	kRestart   = 0x1d8e4e27c47d124f
+	kPartition = 0x6c8e9cf570932bd5
 )
 
 // nodePart hashes node i's state, crash flag and timers (in order).
@@ -338,6 +361,13 @@ func (s *State) fingerprint() uint64 {
 	h = mix(h ^ uint64(s.used.Duplicates))
 	h = mix(h ^ uint64(s.used.Crashes))
 	h = mix(h ^ uint64(s.used.Fires))
+	if s.used.Restarts != 0 { // fingerprints without restarts are unchanged
+		h = mix(h ^ kRestart*uint64(s.used.Restarts))
+	}
+	if s.used.Partitions != 0 { // nor those without cuts
+		h = mix(h ^ kPartition*uint64(s.used.Partitions))
+		h = mix(h ^ uint64(s.cut)<<32 ^ uint64(s.cutLeft))
+	}
 	return mix(h ^ s.retHash)
 }
 

@@ -40,6 +40,8 @@ type TraceEvent struct {
 	Node  string `json:"node,omitempty"`
 	Timer string `json:"timer,omitempty"` // timer hash, hex
 	Desc  string `json:"desc"`            // human-readable; ignored on load
+	// Sent lists what the event's handler sent (Sent.Lines); ignored on load.
+	Sent []string `json:"sent,omitempty"`
 }
 
 func encodeEvent(e Event) TraceEvent {
@@ -47,8 +49,10 @@ func encodeEvent(e Event) TraceEvent {
 	switch e.Kind {
 	case Fire:
 		te.Node, te.Timer = string(e.Node), strconv.FormatUint(e.Timer, 16)
-	case Crash:
+	case Crash, Restart, Heal:
 		te.Node = string(e.Node)
+	case Partition:
+		te.Node, te.Timer = string(e.Node), strconv.FormatUint(e.Timer, 16)
 	default:
 		te.From, te.To, te.Msg = string(e.Env.From), string(e.Env.To), strconv.FormatUint(e.Env.hash, 16)
 	}
@@ -63,17 +67,23 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 	}
 	var h uint64
 	switch k {
-	case Fire:
+	case Fire, Partition:
 		h, err = strconv.ParseUint(te.Timer, 16, 64)
-	case Crash:
+	case Crash, Restart, Heal:
 	default:
 		h, err = strconv.ParseUint(te.Msg, 16, 64)
 	}
 	if err != nil {
 		return Event{}, fmt.Errorf("bad hash in %q: %v", te.Desc, err)
 	}
+	if k == Partition {
+		if _, ok := s.sys.index[node.Addr(te.Node)]; ok && s.cut == 0 && h > 0 {
+			return Event{Kind: Partition, Node: node.Addr(te.Node), Timer: h}, nil
+		}
+		return Event{}, fmt.Errorf("event partition %s (%q) is not possible here", te.Node, te.Desc)
+	}
 	all := s.Events(Settings{MaxDrops: Unlimited, MaxDuplicates: Unlimited, MaxCrashes: Unlimited,
-		MaxTimerFires: Unlimited, CrashTargets: s.sys.addrs})
+		MaxTimerFires: Unlimited, MaxRestarts: Unlimited, CrashTargets: s.sys.addrs})
 	for _, e := range all {
 		if e.Kind != k {
 			continue
@@ -83,7 +93,7 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 			if string(e.Node) == te.Node && e.Timer == h {
 				return e, nil
 			}
-		case Crash:
+		case Crash, Restart, Heal:
 			if string(e.Node) == te.Node {
 				return e, nil
 			}
@@ -101,8 +111,18 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 func NewTraceFile(sc *Scenario, r *Result) *TraceFile {
 	tf := &TraceFile{Version: TraceVersion, Scenario: sc.Name, Initial: strconv.FormatUint(sc.Init().Fingerprint(), 16),
 		Predicate: r.Predicate, Explanation: r.Explanation}
+	s := sc.Init()
 	for _, e := range r.Trace {
-		tf.Events = append(tf.Events, encodeEvent(e))
+		te := encodeEvent(e)
+		if s != nil {
+			next, sent, err := s.ApplySent(e)
+			te.Sent = sent.Lines()
+			if err != nil {
+				next = nil
+			}
+			s = next
+		}
+		tf.Events = append(tf.Events, te)
 	}
 	return tf
 }
@@ -248,7 +268,7 @@ func Reorder(init *State, events []Event, inv []Predicate, pred string) []Event 
 	lastAt := map[node.Addr]int{}
 	s := init
 	for i, e := range events {
-		if e.Kind != Fire && e.Kind != Crash {
+		if e.Kind != Fire && e.Kind != Crash && e.Kind != Restart && e.Kind != Partition && e.Kind != Heal {
 			if j, ok := sender[e.Env.hash]; ok {
 				deps[i] = append(deps[i], j)
 			}
@@ -339,15 +359,17 @@ func Explain(sc *Scenario, r *Result) {
 	r.Trace = Reorder(sc.Init(), r.Trace, inv, r.Predicate)
 }
 
-// PrintTrace writes a readable step list: each event and the state of the
-// node that handled it afterwards, as describe tells it (nil: Describe).
+// PrintTrace writes a readable step list: each event, the state of the
+// node that handled it afterwards, as describe tells it (nil: Describe),
+// and what its handler sent, one line each ("-> send ...", "-> stream
+// ...", "-> timer ...").
 func PrintTrace(w io.Writer, init *State, events []Event, describe func(node.Node) string) {
 	if describe == nil {
 		describe = func(n node.Node) string { return Describe(n) }
 	}
 	s := init
 	for i, e := range events {
-		next, err := s.Apply(e)
+		next, sent, err := s.ApplySent(e)
 		fmt.Fprintf(w, "%3d. %v\n", i+1, e)
 		if err != nil {
 			fmt.Fprintf(w, "     !! %v\n", err)
@@ -355,6 +377,9 @@ func PrintTrace(w io.Writer, init *State, events []Event, describe func(node.Nod
 		}
 		if n := next.Node(e.Target()); n != nil && e.Kind != Drop {
 			fmt.Fprintf(w, "     %s: %s\n", e.Target(), describe(n))
+		}
+		for _, l := range sent.Lines() {
+			fmt.Fprintf(w, "     -> %s\n", l)
 		}
 		s = next
 	}

@@ -7,7 +7,8 @@ import (
 )
 
 // Persistent is implemented by nodes whose state the production runtime
-// makes durable. The checker ignores it.
+// makes durable. The checker restarts crashed nodes through it (mc's
+// State.Restartable).
 //
 // The runtime calls TrackChanges once, after New (or Restore), and then
 // Persist after every batch of handler calls: Persist writes what changed

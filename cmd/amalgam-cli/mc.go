@@ -27,10 +27,13 @@ It needs no cluster. See docs/model-checking.md.`,
 }
 
 // mcScenarios is every scenario the mc commands offer, by system, then name.
-func mcScenarios() []*mc.Scenario { return check.Registry().All() }
+func mcScenarios() []*mc.Scenario { return mcRegistry().All() }
 
 // mcLookup finds a scenario of any system by name.
-func mcLookup(name string) (*mc.Scenario, error) { return check.Registry().Lookup(name) }
+func mcLookup(name string) (*mc.Scenario, error) { return mcRegistry().Lookup(name) }
+
+// mcRegistry builds the registry the mc commands offer (tests add to it).
+var mcRegistry = check.Registry
 
 func newMCListCmd(gl *globalFlags) *cobra.Command {
 	return &cobra.Command{
@@ -87,7 +90,7 @@ func newMCRunCmd(gl *globalFlags) *cobra.Command {
 		maxDepth, maxStates         int
 		workers                     int
 		seed                        uint64
-		quiet                       bool
+		quiet, skipNoOps            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run <scenario>",
@@ -97,7 +100,9 @@ counterexamples, --workers in parallel), dfs, random (seeded walks) and
 guided (the scenario's punctuated plan). A violation's trace is minimized,
 reordered by happens-before and printed; --save-trace writes it as JSON for
 mc replay. --checks takes a comma list of determinism, clone-hash and
-idempotence (self-checks, slower). Progress goes to stderr.`,
+idempotence (self-checks, slower). Progress goes to stderr. Exit status:
+0 when the search ends without a violation (exhausted, or a limit hit),
+3 on a violation (one line on stderr names it), 1 on any other error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sc, err := mcLookup(args[0])
@@ -131,6 +136,11 @@ idempotence (self-checks, slower). Progress goes to stderr.`,
 			if !quiet {
 				opt.Progress = cmd.ErrOrStderr()
 			}
+			if skipNoOps {
+				c := *sc
+				c.Settings.SkipNoOps = true
+				sc = &c
+			}
 			r := sc.Run(st, opt)
 			mc.Explain(sc, r)
 			sum := mcSummary{Scenario: sc.Name, System: sc.System, Strategy: strategy, States: r.States, MaxDepth: r.MaxDepth,
@@ -146,12 +156,18 @@ idempotence (self-checks, slower). Progress goes to stderr.`,
 			}
 			w := cmd.OutOrStdout()
 			if gl.output == "json" {
-				return writeJSON(w, sum)
+				if err := writeJSON(w, sum); err != nil {
+					return err
+				}
+			} else {
+				printSummary(w, sum, r.Idempotence)
+				if r.Outcome == mc.Violation || r.Outcome == mc.GoalFound {
+					fmt.Fprintln(w, "trace:")
+					sc.PrintTrace(w, r.Trace)
+				}
 			}
-			printSummary(w, sum, r.Idempotence)
-			if r.Outcome == mc.Violation || r.Outcome == mc.GoalFound {
-				fmt.Fprintln(w, "trace:")
-				sc.PrintTrace(w, r.Trace)
+			if r.Outcome == mc.Violation {
+				return violationExit(sc.Name, sum.Violation)
 			}
 			return nil
 		},
@@ -166,7 +182,19 @@ idempotence (self-checks, slower). Progress goes to stderr.`,
 	f.StringVar(&checks, "checks", "", "self-checks: determinism,clone-hash,idempotence")
 	f.StringVar(&saveTrace, "save-trace", "", "write a violation's trace to this JSON file")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	f.BoolVar(&skipNoOps, "skip-noops", false, "deliveries and timer firings that change nothing are no step (Settings.SkipNoOps)")
 	return cmd
+}
+
+// exitViolation is the status of mc run when the search finds a violation.
+const exitViolation = 3
+
+// violationExit is mc run's error for a violation: status exitViolation,
+// one line naming the scenario, the invariant and the trace's length (the
+// summary on stdout already documents it).
+func violationExit(scenario string, v *mcViolation) error {
+	return &exitError{code: exitViolation, documented: true,
+		err: fmt.Errorf("mc run: scenario %s violates %q (trace of %d steps)", scenario, v.Predicate, v.TraceLength)}
 }
 
 func printSummary(w io.Writer, s mcSummary, idem []string) {

@@ -22,8 +22,8 @@ func TestMCSaveTraceReplay(t *testing.T) {
 	defer func() { data.Mutant = "" }()
 	path := filepath.Join(t.TempDir(), "trace.json")
 	out, _, err := runMC(t, "--output", "json", "mc", "run", "normal", "--quiet", "--save-trace", path)
-	if err != nil {
-		t.Fatal(err)
+	if exitCode(err) != exitViolation {
+		t.Fatalf("run: %v (status %d, want %d)", err, exitCode(err), exitViolation)
 	}
 	var run mcSummary
 	if err := json.Unmarshal([]byte(out), &run); err != nil {

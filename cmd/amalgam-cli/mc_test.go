@@ -15,6 +15,7 @@ import (
 	"github.com/amalgam-store/amalgam/check/baselines"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/workload"
 )
 
 // runMC runs the CLI in-process with separate stdout and stderr.
@@ -55,6 +56,13 @@ func runBinary(t *testing.T, args ...string) (code int, stdout, stderr string) {
 func TestMainHelper(t *testing.T) {
 	if os.Getenv("AMALGAM_CLI_TEST_MAIN") != "1" {
 		t.Skip("child process of runBinary only")
+	}
+	if os.Getenv("AMALGAM_CLI_TEST_VIOLATION") == "1" {
+		mcRegistry = func() *mc.Registry {
+			r := check.Registry()
+			r.Add(oneReply.MC())
+			return r
+		}
 	}
 	for i, a := range os.Args {
 		if a == "--" {
@@ -364,8 +372,8 @@ func TestMCBaselineTraceReplay(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "sp.json")
 	out, _, err := runMC(t, "mc", "run", sc.Name, "--quiet", "--workers", "2", "--save-trace", path)
-	if err != nil {
-		t.Fatal(err)
+	if exitCode(err) != exitViolation || !strings.Contains(err.Error(), `violates "`+pred+`"`) {
+		t.Fatalf("run: error %v (status %d), want status %d", err, exitCode(err), exitViolation)
 	}
 	if !strings.Contains(out, "scenario shardedpaxos-normal, strategy bfs: violation") || !strings.Contains(out, `violation of "`+pred+`"`) ||
 		!strings.Contains(out, "saved to "+path) || !strings.Contains(out, "client/0: 2/2 replies") || !strings.Contains(out, ", ballot ") {
@@ -416,5 +424,48 @@ func TestMCBaselineTraceReplay(t *testing.T) {
 	if _, _, err := runMC(t, "mc", "replay", renamed); err == nil ||
 		!strings.Contains(err.Error(), `another initial state than scenario "shardedpaxos-normal"`) {
 		t.Fatalf("Amalgam trace for %s: %v", sc.Name, err)
+	}
+}
+
+// oneReply is scenario normal with an invariant the protocol breaks on
+// purpose: client/0 never gets its second reply.
+var oneReply = &check.Scenario{
+	Name: "test-one-reply", Layout: check.Normal.Layout, Scripts: check.Normal.Scripts,
+	Extra: []mc.Predicate{mc.Pred("client/0 has at most one reply", func(s *mc.State) (bool, string) {
+		n := len(s.Node("client/0").(*workload.Client).Replies())
+		return n <= 1, fmt.Sprintf("client/0 has %d replies", n)
+	})},
+}
+
+// TestMCRunViolationExit: through main, mc run exits with status 3 on a
+// violation and says so in one line on stderr, after the summary (JSON:
+// one object, no error object after it) and the trace (text: each step
+// with what it sent). A run without a violation exits 0.
+func TestMCRunViolationExit(t *testing.T) {
+	t.Setenv("AMALGAM_CLI_TEST_VIOLATION", "1")
+	code, out, stderr := runBinary(t, "--output", "json", "mc", "run", "test-one-reply", "--quiet", "--workers", "1")
+	var sum mcSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum.Result != "violation" || sum.Violation == nil ||
+		sum.Violation.Predicate != "client/0 has at most one reply" {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	want := fmt.Sprintf(`amalgam-cli: mc run: scenario test-one-reply violates "client/0 has at most one reply" (trace of %d steps)`+"\n", sum.Violation.TraceLength)
+	if code != exitViolation || stderr != want {
+		t.Fatalf("json: status %d, stderr %q; want %d, %q", code, stderr, exitViolation, want)
+	}
+
+	code, out, stderr = runBinary(t, "mc", "run", "test-one-reply", "--quiet", "--workers", "1")
+	if code != exitViolation || stderr != want {
+		t.Fatalf("text: status %d, stderr %q", code, stderr)
+	}
+	for _, s := range []string{"  1. deliver client/0 -> data/0", "     -> stream data/0 -> parity/", "     -> send data/0 -> client/0 "} {
+		if !strings.Contains(out, s) {
+			t.Errorf("text output lacks %q:\n%s", s, out)
+		}
+	}
+
+	code, _, stderr = runBinary(t, "mc", "run", "normal", "--quiet", "--workers", "1")
+	if code != 0 || stderr != "" {
+		t.Fatalf("clean run: status %d, stderr %q", code, stderr)
 	}
 }

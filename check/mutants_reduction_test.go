@@ -1,0 +1,90 @@
+//go:build mutants
+
+package check
+
+import (
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/reconfig"
+)
+
+// TestSkipNoOpsMutants: Settings.SkipNoOps leaves the violations found
+// unchanged on every mutant the checker's searches find (the protocol
+// mutants by BFS, the recovery mutants by random walks, the liveness
+// mutants by random walks): each search, run with and without it, finds
+// the same invariant, and the unmutated protocol none with it.
+// Run with: go test -tags mutants -run TestSkipNoOpsMutants -v ./check/
+func TestSkipNoOpsMutants(t *testing.T) {
+	type run struct {
+		name string
+		set  func(string)
+		sc   *mc.Scenario
+		st   mc.Strategy
+	}
+	var runs []run
+	for _, c := range mutantCases {
+		runs = append(runs, run{c.name, c.set, c.sc.MC(), c.st})
+	}
+	for _, c := range recoveryMutants {
+		if c.sc != nil {
+			runs = append(runs, run{c.name, c.set, c.sc.MC(), mc.Random})
+		}
+	}
+	for _, c := range livenessMutants {
+		runs = append(runs, run{c.name, func(m string) { reconfig.Mutant = m }, c.sc, mc.Random})
+	}
+	for _, c := range runs {
+		t.Run(c.name, func(t *testing.T) {
+			opt := mc.Options{MaxTime: 60 * time.Second, Workers: 2, Seed: 1}
+			if c.st == mc.BFS {
+				c.set("")
+				if r := reduced(c.sc).Run(c.st, opt); r.Outcome == mc.Violation {
+					t.Fatalf("unmutated protocol violates %s with no-ops skipped: %s", r.Predicate, r.Explanation)
+				}
+			}
+			c.set(c.name)
+			defer c.set("")
+			full := c.sc.Run(c.st, opt)
+			red := reduced(c.sc).Run(c.st, opt)
+			if full.Outcome != mc.Violation || red.Outcome != mc.Violation {
+				t.Fatalf("without: %s %q after %d states; with: %s %q after %d states",
+					full.Outcome, full.Predicate, full.States, red.Outcome, red.Predicate, red.States)
+			}
+			if full.Predicate != red.Predicate {
+				// Random walks take other paths with and without it, and a
+				// path may break another invariant first: each invariant
+				// found must then be found by both, searched alone.
+				if c.st == mc.BFS {
+					t.Fatalf("BFS finds %q without, %q with", full.Predicate, red.Predicate)
+				}
+				for _, p := range []string{full.Predicate, red.Predicate} {
+					for _, sc := range []*mc.Scenario{only(c.sc, p), reduced(only(c.sc, p))} {
+						if r := sc.Run(c.st, opt); r.Outcome != mc.Violation || r.Predicate != p {
+							t.Fatalf("%q alone, no-ops skipped %v: %s %q after %d states", p, sc.Settings.SkipNoOps, r.Outcome, r.Predicate, r.States)
+						}
+					}
+				}
+			}
+			t.Logf("%s (%s on %s): %q; %d states, trace %d, %v without; %d states, trace %d, %v with",
+				c.name, c.st, c.sc.Name, full.Predicate, full.States, len(full.Trace), full.Elapsed.Round(time.Millisecond),
+				red.States, len(red.Trace), red.Elapsed.Round(time.Millisecond))
+		})
+	}
+}
+
+// only is scenario sc checking the invariant named p alone.
+func only(sc *mc.Scenario, p string) *mc.Scenario {
+	o := *sc
+	o.Invariants = func() []mc.Predicate {
+		var out []mc.Predicate
+		for _, q := range sc.Invariants() {
+			if q.Name == p {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
+	return &o
+}

@@ -1,0 +1,117 @@
+package check
+
+import (
+	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/witness"
+)
+
+// Restorer makes the server a restarted process starts as, before it
+// restores what it persisted: the constructor the runtime calls, with
+// the initial configuration and the crashed server's machine (Restore
+// reads the configuration it was in from its store). It is what
+// mc.State.Restartable needs for Amalgam's servers.
+func Restorer(cfg0 msg.Config, code *erasure.Code) func(node.Addr, node.Node) node.Persistent {
+	return func(_ node.Addr, n node.Node) node.Persistent {
+		switch n := n.(type) {
+		case *data.Server:
+			return data.New(cfg0, n.Machine())
+		case *parity.Server:
+			return parity.New(cfg0, n.Machine(), code)
+		case *witness.Server:
+			return witness.New(cfg0, n.Machine())
+		}
+		return nil
+	}
+}
+
+// persistMutant, when set (by the persistence mutation tests only),
+// changes what every restarted server reads back: a field its Persist
+// never wrote, or a record its Restore forgets.
+var persistMutant func(a node.Addr, disk map[string][]byte)
+
+// The restart scenarios: one server crashes at any moment and restarts
+// from what it persisted (mc.State.Restartable), at most once per path.
+// The clients send each request once (no timers), so a request lost with
+// the crash is never answered: only safety is checked.
+var (
+	// RestartData restarts the data server of the written block: the
+	// crash may come between PREPARE and COMMIT, with the operation's
+	// acknowledgements in flight or the reply not yet sent.
+	RestartData = register(&Scenario{
+		Name: "restart-data",
+		Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; one client: write b0, read b0; data/0 crashes at any moment " +
+			"and restarts from what it persisted",
+		Layout:   Normal.Layout,
+		Scripts:  Normal.Scripts,
+		Settings: mc.Settings{MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.DataAddr(0)}},
+	})
+
+	// RestartParity restarts a parity server that may hold the PREPARE of
+	// an operation not yet committed, or have applied it.
+	RestartParity = register(&Scenario{
+		Name: "restart-parity",
+		Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; one client: write b0, read b0; parity/3 crashes at any moment " +
+			"and restarts from what it persisted",
+		Layout:   Normal.Layout,
+		Scripts:  Normal.Scripts,
+		Settings: mc.Settings{MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.ParityAddr(3)}},
+	})
+
+	// RestartWitness restarts the witness, whose held PREPAREs count in
+	// the quorum.
+	RestartWitness = register(&Scenario{
+		Name: "restart-witness",
+		Doc: "g=3 f=2 w=1, 6 machines, 1 stripe; one client: write b0, read b0; witness/5 crashes at any moment " +
+			"and restarts from what it persisted",
+		Layout:   WitnessLayout,
+		Scripts:  [][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}},
+		Settings: mc.Settings{MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.WitnessAddr(5)}},
+	})
+
+	// RestartReplaceData crashes data/0, which the service also replaces
+	// at a moment the search chooses: the old incarnation's restart races
+	// the new incarnation's start at the same slot (the NewConfig that
+	// starts it reaches the slot before or after the restart).
+	RestartReplaceData = register(&Scenario{
+		Name: "restart-replace-data",
+		Doc: "replace-data (g=3 f=2 w=0, client 0: write b0, read b0; data/0 replaced at any moment) with data/0 " +
+			"crashing and restarting from what it persisted; up to 2 timer firings per path",
+		Layout:   ReplaceData.Layout,
+		Scripts:  ReplaceData.Scripts,
+		Replace:  ReplaceData.Replace,
+		Settings: mc.Settings{MaxTimerFires: 2, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.DataAddr(0)}},
+	})
+)
+
+// PartitionServer cuts data/0 or parity/3 off from every other node for
+// 4 events, once per path, at any moment: the streams across the cut
+// (PREPAREs, COMMITs, acknowledgements) stall and resume when it heals;
+// the client's requests and replies across it are lost, and its retries
+// (2 timer firings) may cross after the cut heals.
+var PartitionServer = register(&Scenario{
+	Name: "partition-server",
+	Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; one client: write b0, read b0; data/0 or parity/3 cut off for 4 events " +
+		"at any moment; up to 2 timer firings per path",
+	Layout:   Normal.Layout,
+	Scripts:  Normal.Scripts,
+	Settings: mc.Settings{MaxTimerFires: 2, MaxPartitions: 1, CrashTargets: []node.Addr{msg.DataAddr(0), msg.ParityAddr(3)}},
+})
+
+// RestartWitnessReplaceData restarts the witness of a stripe whose data
+// server is replaced at a moment the search chooses: the witness must
+// come back still fencing the replaced incarnation (its incarnation and
+// fences are durable).
+var RestartWitnessReplaceData = register(&Scenario{
+	Name: "restart-witness-replace-data",
+	Doc: "g=3 f=2 w=1, 6 machines, 1 stripe; client 0: write b0, read b0; data/0 replaced at any moment; witness/5 " +
+		"crashes and restarts from what it persisted; up to 3 timer firings per path",
+	Layout:   WitnessLayout,
+	Scripts:  ReplaceData.Scripts,
+	Replace:  ReplaceData.Replace,
+	Settings: mc.Settings{MaxTimerFires: 3, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.WitnessAddr(5)}},
+})

@@ -1,0 +1,110 @@
+package check
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/parity"
+	"github.com/amalgam-store/amalgam/witness"
+	"github.com/amalgam-store/amalgam/workload"
+)
+
+// TestRestartScenariosExhaustive explores the restart scenarios to
+// exhaustion (BFS with 1 and 2 workers, DFS): no violation, exact counts.
+func TestRestartScenariosExhaustive(t *testing.T) {
+	for _, c := range []struct {
+		sc     *Scenario
+		states int
+	}{{RestartData, 252}, {RestartParity, 309}, {RestartWitness, 6626}} {
+		for _, o := range []struct {
+			st mc.Strategy
+			w  int
+		}{{mc.BFS, 1}, {mc.BFS, 2}, {mc.DFS, 1}} {
+			r := c.sc.Run(o.st, mc.Options{Workers: o.w})
+			if r.Outcome != mc.Exhausted || r.States != c.states {
+				t.Errorf("%s, %s with %d workers: %s after %d states, want exhausted after %d (%s: %s)",
+					c.sc.Name, o.st, o.w, r.Outcome, r.States, c.states, r.Predicate, r.Explanation)
+			}
+		}
+	}
+}
+
+// restarted holds once the server at a crashed, restarted from what it
+// persisted and is running, and has what has says it has.
+func restarted(a node.Addr, what string, has func(node.Node) bool) mc.Predicate {
+	return mc.Pred(fmt.Sprintf("%s restarted with %s", a, what), func(s *mc.State) (bool, string) {
+		return s.Used().Restarts == 1 && !s.Crashed(a) && has(s.Node(a)), ""
+	})
+}
+
+func clientDone(s *mc.State) bool {
+	c := s.Node(msg.ClientAddr(0)).(*workload.Client)
+	return len(c.Replies()) == len(c.Script())
+}
+
+// TestRestartScenariosReach shows each restart scenario reaches what it
+// is about: the server restarts in the middle of a commit (the data
+// server with its operation pending, a backup holding a PREPARE) and the
+// client still gets both replies after it; and the restart racing a
+// replacement is searched without a violation.
+func TestRestartScenariosReach(t *testing.T) {
+	for _, c := range []struct {
+		sc   *Scenario
+		goal mc.Predicate
+	}{
+		{RestartData, restarted(msg.DataAddr(0), "an operation pending", func(n node.Node) bool { return n.(*data.Server).PendingOps() > 0 })},
+		{RestartParity, restarted(msg.ParityAddr(3), "a PREPARE held", func(n node.Node) bool { return len(n.(*parity.Server).Prepares()) > 0 })},
+		{RestartWitness, restarted(msg.WitnessAddr(5), "a PREPARE held", func(n node.Node) bool { return len(n.(*witness.Server).Prepares()) > 0 })},
+	} {
+		m := c.sc.MC()
+		o := m.Options(mc.BFS)
+		o.Goals = []mc.Predicate{c.goal}
+		r := mc.Search(m.Init(), o)
+		if r.Outcome != mc.GoalFound {
+			t.Fatalf("%s: %q not reached: %s", c.sc.Name, c.goal.Name, r.Outcome)
+		}
+		// From there, the client finishes.
+		o.Goals = []mc.Predicate{mc.Pred("client/0 done", func(s *mc.State) (bool, string) { return clientDone(s), "" })}
+		if r2 := mc.Search(r.Final, o); r2.Outcome != mc.GoalFound {
+			t.Errorf("%s: client/0 never finishes after %q: %s", c.sc.Name, c.goal.Name, r2.Outcome)
+		}
+		t.Logf("%s: %q after %d steps", c.sc.Name, c.goal.Name, len(r.Trace))
+	}
+
+	d := 20 * time.Second
+	if testing.Short() {
+		d = 5 * time.Second
+	}
+	// The witness restarting while data/0 is replaced: no violation.
+	w := RestartWitnessReplaceData.MC()
+	wo := w.Options(mc.Random)
+	wo.MaxTime, wo.Seed = d/2, 1
+	if r := mc.Search(w.Init(), wo); r.Outcome == mc.Violation {
+		t.Fatalf("%s: %s: %s", w.Name, r.Predicate, r.Explanation)
+	} else {
+		t.Logf("%s: %s, %d states, depth %d", w.Name, r.Outcome, r.States, r.MaxDepth)
+	}
+
+	m := RestartReplaceData.MC()
+	o := m.Options(mc.Random)
+	o.MaxTime, o.Seed = d, 1
+	race := mc.Pred("data/0 restarted, then replaced", func(s *mc.State) (bool, string) {
+		n := s.Node(msg.DataAddr(0)).(*data.Server)
+		return s.Used().Restarts == 1 && n.Incarnation() > 0 && !s.Crashed(msg.DataAddr(0)), ""
+	})
+	o.Goals = []mc.Predicate{race}
+	if r := mc.Search(m.Init(), o); r.Outcome != mc.GoalFound {
+		t.Errorf("%s: %q not reached: %s after %d states", m.Name, race.Name, r.Outcome, r.States)
+	}
+	o.Goals = nil
+	r := mc.Search(m.Init(), o)
+	if r.Outcome == mc.Violation {
+		t.Fatalf("%s: %s: %s", m.Name, r.Predicate, r.Explanation)
+	}
+	t.Logf("%s: %s, %d states, depth %d in %v", m.Name, r.Outcome, r.States, r.MaxDepth, d)
+}

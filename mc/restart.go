@@ -1,0 +1,125 @@
+package mc
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Restartable makes the system's crashes restartable, in s and every state
+// built from it: a Restart event (Settings.MaxRestarts per path) brings a
+// crashed node.Persistent node back as the runtime does after a process
+// restart. fresh makes the node as its process starts (the runtime's
+// constructor, given the crashed node to read its identity from); the
+// checker then calls TrackChanges, Restore with what the crashed node
+// persisted, and Init, whose effects are the restart's.
+//
+// What the node persisted is what its Persist writes from scratch (after
+// TrackChanges) in the state it crashed in: in the checker one handler is
+// one batch, and a batch's state is durable before its messages are
+// released, so at any crash everything the node's handlers did is on
+// disk, and nothing else. Incremental Persist calls (what changed since
+// the last) are not exercised, nor a lost unsynced tail.
+//
+// With a restorer, a crash no longer ends the node's streams: they stall
+// (nothing is delivered to the crashed node; what it sent before the
+// crash still arrives) and resume on restart, as the runtime's persisted
+// streams do. Unordered messages to the crashed node are lost, as before.
+// Not for concurrent searches; set it on the initial state.
+func (s *State) Restartable(fresh func(a node.Addr, crashed node.Node) node.Persistent) {
+	s.sys.restore = fresh
+}
+
+// CorruptDisk changes what restarted nodes read back: fn gets the address
+// and what the node persisted, and may change it before Restore reads it.
+// It is for mutation tests of persistence (a field never written, a record
+// lost), in s and every state built from it; set it on the initial state.
+func (s *State) CorruptDisk(fn func(a node.Addr, disk map[string][]byte)) { s.sys.corrupt = fn }
+
+// diskImage is what a node persisted: key -> value (node.Writer and
+// node.Reader over a map).
+type diskImage map[string][]byte
+
+func (d diskImage) Put(k string, v []byte) { d[k] = slices.Clone(v) }
+func (d diskImage) Delete(k string)        { delete(d, k) }
+
+func (d diskImage) Get(k string) ([]byte, bool, error) {
+	v, ok := d[k]
+	return v, ok, nil
+}
+
+func (d diskImage) Scan(prefix string, fn func(k string, v []byte) error) error {
+	var keys []string
+	for k := range d {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := fn(k, d[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Persisted is what the node at a would find on disk if it crashed in s:
+// what its Persist writes from scratch (see Restartable). Nil for a node
+// that does not persist.
+func (s *State) Persisted(a node.Addr) map[string][]byte {
+	i, ok := s.sys.index[a]
+	if !ok {
+		return nil
+	}
+	d, ok := s.image(i)
+	if !ok {
+		return nil
+	}
+	return d
+}
+
+func (s *State) image(i int) (diskImage, bool) {
+	lk := &s.sys.cloneLocks[s.nodes[i].h%uint64(len(s.sys.cloneLocks))]
+	lk.Lock()
+	c := s.nodes[i].nd.Clone()
+	lk.Unlock()
+	p, ok := c.(node.Persistent)
+	if !ok {
+		return nil, false
+	}
+	d := diskImage{}
+	p.TrackChanges()
+	p.Persist(d)
+	return d, true
+}
+
+// restart rebuilds crashed node i from what it persisted and runs its Init.
+func (s *State) restart(i int) (ef *effect, err error) {
+	a := s.sys.addrs[i]
+	defer func() {
+		if r := recover(); r != nil {
+			ef, err = nil, &HandlerPanic{Node: a, Value: r}
+		}
+	}()
+	d, ok := s.image(i)
+	if !ok {
+		return nil, fmt.Errorf("mc: restart %s: the node persists nothing", a)
+	}
+	p := s.sys.restore(a, s.nodes[i].nd)
+	if p == nil {
+		return nil, fmt.Errorf("mc: restart %s: no restorer for the node", a)
+	}
+	if s.sys.corrupt != nil {
+		s.sys.corrupt(a, d)
+	}
+	p.TrackChanges()
+	if err := p.Restore(d); err != nil {
+		return nil, &HandlerPanic{Node: a, Value: fmt.Sprintf("restore: %v", err)}
+	}
+	ctx := &simContext{sys: s.sys, self: a}
+	p.Init(ctx)
+	return &effect{inst: &instance{nd: p, h: p.Hash()}, sends: ctx.sends, streams: ctx.streams, timers: ctx.timers}, nil
+}
