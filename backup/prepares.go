@@ -29,6 +29,18 @@ func Acceptable(cfg msg.Config, me int, role erasure.Role, m msg.Prepare) bool {
 	return r == erasure.RoleData && pos == m.Pos && (m.Delta == nil || len(m.Delta) == l.BlockSize)
 }
 
+// Fenced lists the data servers of the shards marked in stopped (a
+// backup's per-shard StopShard fences).
+func Fenced(stopped []bool) []node.Addr {
+	var out []node.Addr
+	for sh, s := range stopped {
+		if s {
+			out = append(out, msg.DataAddr(sh))
+		}
+	}
+	return out
+}
+
 // FromPrimary reports whether primary is the current data server of shard.
 func FromPrimary(cfg msg.Config, shard int, primary uint64) bool {
 	return shard >= 0 && shard < len(cfg.Data) && cfg.Data[shard] == primary

@@ -214,7 +214,9 @@ func (c *Client) Layout() erasure.Layout {
 
 // Status returns the cluster description and, from every machine that
 // answers, the state of its servers (machines that do not answer are
-// listed without node state).
+// listed without node state). Suspected comes from the leading
+// reconfiguration replica; ReconfigLeader stays set when the entry replica
+// does not lead and the leader could not be asked.
 func (c *Client) Status(ctx context.Context) (*wire.StatusResponse, error) {
 	if err := c.Refresh(ctx); err != nil {
 		return nil, err
@@ -223,7 +225,17 @@ func (c *Client) Status(ctx context.Context) (*wire.StatusResponse, error) {
 	st, bs := c.status, c.layout.BlockSize
 	c.cmu.Unlock()
 	out := &wire.StatusResponse{ConfigNum: st.ConfigNum, Layout: st.Layout, Machines: st.Machines, Durability: st.Durability,
-		Spares: st.Spares, Protocol: st.Protocol}
+		Spares: st.Spares, Protocol: st.Protocol, Suspected: st.Suspected, ReconfigLeader: st.ReconfigLeader}
+	if l := st.GetReconfigLeader(); l != "" {
+		// Only the leading replica knows which machines it suspects.
+		if cc, err := c.conn(l, 0); err == nil {
+			actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
+			if r, err := wire.NewClientClient(cc).Status(actx, &wire.StatusRequest{}); err == nil && r.GetReconfigLeader() == "" {
+				out.Suspected, out.ReconfigLeader = r.GetSuspected(), ""
+			}
+			cancel()
+		}
+	}
 	for _, m := range st.GetMachines() {
 		cc, err := c.conn(m.GetAddr(), bs)
 		if err != nil {

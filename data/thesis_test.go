@@ -197,6 +197,25 @@ func replaceParity3(s *Server, ctx *nodetest.Ctx) {
 	s.Handle(ctx, msg.ReconfigAddr, msg.NewConfig{Config: cfg})
 }
 
+// Fenced lists the backups stopped for a replacement, until the next
+// configuration (amalgam-server's readiness reports them).
+func TestFencedUntilNextConfig(t *testing.T) {
+	s, ctx := newServer(t)
+	if f := s.Fenced(); len(f) != 0 {
+		t.Fatalf("fenced %v before any replacement", f)
+	}
+	s.Handle(ctx, msg.ReconfigAddr, msg.StopBackup{Num: 1, Role: erasure.RoleParity, Machine: 3, Inc: 1})
+	if f := s.Fenced(); !slices.Equal(f, []node.Addr{msg.ParityAddr(3)}) {
+		t.Fatalf("after StopBackup of parity/3: fenced %v", f)
+	}
+	cfg := msg.InitialConfig(testLayout)
+	cfg.Num, cfg.Parity[3], cfg.Changed = 1, 2, msg.ParityAddr(3)
+	s.Handle(ctx, msg.ReconfigAddr, msg.NewConfig{Config: cfg})
+	if f := s.Fenced(); len(f) != 0 {
+		t.Fatalf("fenced %v in the configuration that replaced parity/3", f)
+	}
+}
+
 // 3.3.2.2: "Once all data servers agree to ignore future and locally
 // cached PREPARE-OKs from the old parity server, a replacement parity
 // server is initialized."

@@ -49,6 +49,11 @@ func (s *Server) PeerVersion() uint64 { return s.cfg.Num }
 // PeerIncarnations implements node.Peered.
 func (s *Server) PeerIncarnations(fn func(node.Addr, uint64)) { s.cfg.Incarnations(fn) }
 
+// Fenced lists the backups this server has fenced (StopBackup: their
+// acknowledgements no longer count) for a replacement in progress, until
+// the next configuration. Operations on their stripes wait meanwhile.
+func (s *Server) Fenced() []node.Addr { return slices.Clone(s.rc.stopped) }
+
 // Replacing reports whether backup a is being replaced as far as this
 // server knows: fenced (its acknowledgements no longer count) or a new
 // incarnation that has not acknowledged every pending operation yet.

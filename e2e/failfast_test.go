@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,17 @@ func TestFailFast(t *testing.T) {
 				t.Fatalf("took %v to fail (want under 3s): %s", took, line)
 			}
 			t.Logf("%v: %s", took.Round(time.Millisecond), line)
+
+			// export (and import) connect the same way.
+			start = time.Now()
+			_, errOut, err = cliRaw(tc.addr, append(tc.flags, "--dial-timeout", "1s", "export", "--blocks", "0-1", "-o", filepath.Join(dir, "out.img"))...)
+			took = time.Since(start)
+			if line := strings.TrimSpace(errOut); err == nil || strings.Contains(line, "\n") || !strings.Contains(line, tc.cause) {
+				t.Fatalf("export: %v, stderr %q: want one line naming %q", err, errOut, tc.cause)
+			}
+			if took > 3*time.Second {
+				t.Fatalf("export took %v to fail (want under 3s)", took)
+			}
 		})
 	}
 }

@@ -96,8 +96,11 @@ func TestHealthAndLocate(t *testing.T) {
 	var st struct {
 		Machines []struct{ State string } `json:"machines"`
 	}
+	// Down, or suspected once the reconfiguration leader has missed its
+	// heartbeats for --suspect-after (TestSuspectedMachine).
 	out, _, err = cliRaw(c.entry, "status")
-	if code := exitCode(t, err); code != 2 || json.Unmarshal([]byte(out), &st) != nil || st.Machines[victim].State != "down" || st.Machines[0].State != "up" {
+	if code := exitCode(t, err); code != 2 || json.Unmarshal([]byte(out), &st) != nil ||
+		st.Machines[victim].State != "down" && st.Machines[victim].State != "suspected" || st.Machines[0].State != "up" {
 		t.Fatalf("status with machine %d down: exit %d, %s", victim, code, out)
 	}
 	if _, _, err := cliRaw(c.entry, "status", "--exit-zero"); err != nil {
@@ -122,6 +125,71 @@ func TestHealthAndLocate(t *testing.T) {
 		t.Fatalf("write on a stripe without quorum: %q", errOut)
 	}
 	t.Logf("write on stripe 1: %s", errOut)
+}
+
+// TestSuspectedMachine: with no spare, a SIGKILLed machine is eventually
+// suspected by the reconfiguration leader and, having nowhere to move it,
+// the leader leaves it in place: status shows it "suspected" (text and
+// JSON) and health exits 2 naming it.
+func TestSuspectedMachine(t *testing.T) {
+	l := erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: 10, BlockSize: 64}
+	c := startCluster(t, l, "memory")
+	type statusJSON struct {
+		Machines []struct {
+			State, Why string
+		} `json:"machines"`
+		Suspected []int    `json:"suspected"`
+		Problems  []string `json:"problems"`
+	}
+	var st statusJSON
+	out, errOut, err := cliRaw(c.entry, "status")
+	if code := exitCode(t, err); code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Suspected == nil || len(st.Suspected) != 0 {
+		t.Fatalf("status of a healthy cluster: exit %d, %s%s", code, out, errOut)
+	}
+
+	const victim = 3
+	c.nodes[victim].kill()
+	// The leader suspects it after --suspect-after (3 s); the deadline
+	// only guards against a hang.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st = statusJSON{}
+		out, errOut, err = cliRaw(c.entry, "status")
+		if code := exitCode(t, err); code != 2 && code != 1 || json.Unmarshal([]byte(out), &st) != nil {
+			t.Fatalf("status with machine %d killed: exit %d, %s%s", victim, code, out, errOut)
+		}
+		if len(st.Machines) == l.N && st.Machines[victim].State == "suspected" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("machine %d was never shown suspected; last status:\n%s%s\nprocesses:\n%s", victim, out, errOut, c.logs())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(st.Suspected) != 1 || st.Suspected[0] != victim || !strings.Contains(st.Machines[victim].Why, "down (did not answer)") ||
+		!strings.Contains(st.Machines[victim].Why, "has not moved it to a spare") {
+		t.Fatalf("status with machine %d suspected: %s", victim, out)
+	}
+	for m, ms := range st.Machines {
+		if m != victim && ms.State != "up" {
+			t.Errorf("machine %d is %s: %s", m, ms.State, ms.Why)
+		}
+	}
+
+	var h struct {
+		Healthy  bool     `json:"healthy"`
+		Problems []string `json:"problems"`
+	}
+	out, errOut, err = cliRaw(c.entry, "health")
+	if code := exitCode(t, err); code != 2 || json.Unmarshal([]byte(out), &h) != nil || h.Healthy || len(h.Problems) == 0 ||
+		!strings.Contains(h.Problems[0], "machine 3 ") || !strings.Contains(h.Problems[0], "is suspected") {
+		t.Fatalf("health with machine %d suspected: exit %d, %s%s", victim, code, out, errOut)
+	}
+	text, _, err := cliText(c.entry, "status")
+	if exitCode(t, err) != 2 || !strings.Contains(text, "suspected") || !strings.Contains(text, "no spare is registered") {
+		t.Errorf("status text with machine %d suspected:\n%s", victim, text)
+	}
+	t.Logf("status with machine %d suspected:\n%s", victim, text)
 }
 
 // cliText is cliRaw with text output.

@@ -137,6 +137,13 @@ func (s *Server) record(p msg.Prepare) {
 	}
 }
 
+// Fenced lists the data servers this server has fenced (StopShard: it
+// refuses their PREPAREs) for a replacement in progress, until the next
+// configuration.
+func (s *Server) Fenced() []node.Addr {
+	return backup.Fenced(s.rc.stopped)
+}
+
 // onStopShard fences the shard's data server and reports what this server
 // holds of the shard (thesis 3.3.2.1 step 1).
 func (s *Server) onStopShard(ctx node.Context, from node.Addr, m msg.StopShard) {

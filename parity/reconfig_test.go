@@ -23,6 +23,9 @@ func TestInstallAppliesUpToAndDiscardsTheRest(t *testing.T) {
 	if got := s.Prepares(); len(got) != 2 {
 		t.Fatalf("held %d prepares before install", len(got))
 	}
+	if f := s.Fenced(); len(f) != 1 || f[0] != msg.DataAddr(1) {
+		t.Fatalf("after StopShard 1: fenced %v, want data/1", f)
+	}
 	// Fenced: the old primary's next PREPARE is refused.
 	ctx.Take()
 	s.Handle(ctx, msg.DataAddr(1), prepare(0, 1, 4, randDelta(rng)))
@@ -41,6 +44,9 @@ func TestInstallAppliesUpToAndDiscardsTheRest(t *testing.T) {
 	code.ApplyDelta(want, idx, chain2.Pos, chain2.Delta)
 	if !bytes.Equal(s.Block(0), want) {
 		t.Fatalf("parity after install %x, want %x (ops 1 and 2 once, not 3)", s.Block(0), want)
+	}
+	if f := s.Fenced(); len(f) != 0 {
+		t.Fatalf("fenced %v in the new configuration", f)
 	}
 	if len(s.Prepares()) != 0 || s.OpNum(1) != 0 {
 		t.Fatalf("after install: %d held, op number %d; want none and 0", len(s.Prepares()), s.OpNum(1))

@@ -278,6 +278,10 @@ type NodeStat struct {
 	Incarnation    uint64
 	ConfigNum      uint64
 	DegradedBlocks int
+	// Fenced lists the servers this one has fenced for a replacement in
+	// progress (until the next configuration): a data server's stopped
+	// backups, a parity server's or witness's stopped data servers.
+	Fenced []node.Addr
 }
 
 // NodeStats inspects the machine's nodes, in the order data, parity,
@@ -297,6 +301,9 @@ func (mc *Machine) NodeStats(ctx context.Context) []NodeStat {
 			s.ConfigNum = configNum(n)
 			if d, ok := n.(interface{ DegradedBlocks() int }); ok {
 				s.DegradedBlocks = d.DegradedBlocks()
+			}
+			if f, ok := n.(interface{ Fenced() []node.Addr }); ok {
+				s.Fenced = f.Fenced()
 			}
 			switch n := n.(type) {
 			case *data.Server:

@@ -732,9 +732,17 @@ type StatusResponse struct {
 	// Registered spare machines (host:port), from the reconfiguration service.
 	Spares []string `protobuf:"bytes,6,rep,name=spares,proto3" json:"spares,omitempty"`
 	// "amalgam" (or empty), "shardedpaxos" or "rspaxos": the protocol the cluster runs.
-	Protocol      string `protobuf:"bytes,7,opt,name=protocol,proto3" json:"protocol,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Protocol string `protobuf:"bytes,7,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// Machine slots the reconfiguration leader's failure detector suspects
+	// (silent for its --suspect-after) and has not moved to a spare yet. Only
+	// the leading replica knows them: a replica that does not lead leaves
+	// this empty and names the leader in reconfig_leader.
+	Suspected []int32 `protobuf:"varint,8,rep,packed,name=suspected,proto3" json:"suspected,omitempty"`
+	// host:port of the leading reconfiguration replica, set by a replica
+	// that does not lead (and knows the leader).
+	ReconfigLeader string `protobuf:"bytes,9,opt,name=reconfig_leader,json=reconfigLeader,proto3" json:"reconfig_leader,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -812,6 +820,20 @@ func (x *StatusResponse) GetSpares() []string {
 func (x *StatusResponse) GetProtocol() string {
 	if x != nil {
 		return x.Protocol
+	}
+	return ""
+}
+
+func (x *StatusResponse) GetSuspected() []int32 {
+	if x != nil {
+		return x.Suspected
+	}
+	return nil
+}
+
+func (x *StatusResponse) GetReconfigLeader() string {
+	if x != nil {
+		return x.ReconfigLeader
 	}
 	return ""
 }
@@ -5028,7 +5050,7 @@ const file_amalgam_proto_rawDesc = "" +
 	"\n" +
 	"config_num\x18\x06 \x01(\x04R\tconfigNum\x12'\n" +
 	"\x0fdegraded_blocks\x18\a \x01(\x03R\x0edegradedBlocks\x12!\n" +
-	"\fbytes_stored\x18\b \x01(\x03R\vbytesStored\"\x8e\x02\n" +
+	"\fbytes_stored\x18\b \x01(\x03R\vbytesStored\"\xd5\x02\n" +
 	"\x0eStatusResponse\x12\x1d\n" +
 	"\n" +
 	"config_num\x18\x01 \x01(\x04R\tconfigNum\x12*\n" +
@@ -5039,7 +5061,9 @@ const file_amalgam_proto_rawDesc = "" +
 	"durability\x12,\n" +
 	"\x05nodes\x18\x05 \x03(\v2\x16.amalgam.v1.NodeStatusR\x05nodes\x12\x16\n" +
 	"\x06spares\x18\x06 \x03(\tR\x06spares\x12\x1a\n" +
-	"\bprotocol\x18\a \x01(\tR\bprotocol\"U\n" +
+	"\bprotocol\x18\a \x01(\tR\bprotocol\x12\x1c\n" +
+	"\tsuspected\x18\b \x03(\x05R\tsuspected\x12'\n" +
+	"\x0freconfig_leader\x18\t \x01(\tR\x0ereconfigLeader\"U\n" +
 	"\aRequest\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\x04R\x06client\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12 \n" +

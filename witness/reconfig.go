@@ -60,6 +60,13 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
 }
 
+// Fenced lists the data servers this witness has fenced (StopShard: it
+// refuses their PREPAREs) for a replacement in progress, until the next
+// configuration.
+func (s *Server) Fenced() []node.Addr {
+	return backup.Fenced(s.stopped)
+}
+
 // Incarnation implements node.Incarnated.
 func (s *Server) Incarnation() uint64 { return s.inc }
 

@@ -93,6 +93,9 @@ func TestThesis333WitnessJoinsDataServerReplacement(t *testing.T) {
 	if len(oks) != 1 || oks[0].OpNum != 0 || len(oks[0].Prepares) != 1 || oks[0].Prepares[0].Key() != held.Key() {
 		t.Fatalf("StopShardOK %+v, want op_num 0 and only shard 1's PREPARE", oks)
 	}
+	if f := w.Fenced(); len(f) != 1 || f[0] != msg.DataAddr(1) {
+		t.Fatalf("after StopShard 1: fenced %v, want data/1", f)
+	}
 	w.Handle(ctx, msg.DataAddr(1), prep(1, 1, 5, 0))
 	if effs := ctx.Take(); len(effs) != 0 || len(w.Prepares()) != 2 {
 		t.Fatalf("the fenced data server's PREPARE: %v", effs)
@@ -102,6 +105,9 @@ func TestThesis333WitnessJoinsDataServerReplacement(t *testing.T) {
 	cfg := msg.InitialConfig(testLayout)
 	cfg.Num, cfg.Data[1], cfg.Changed = 1, 2, msg.DataAddr(1)
 	w.Handle(ctx, msg.ReconfigAddr, msg.NewConfig{Config: cfg, Install: &msg.Install{Shard: 1, Upto: 4}})
+	if f := w.Fenced(); len(f) != 0 {
+		t.Fatalf("fenced %v in the new configuration", f)
+	}
 	if held := w.Prepares(); len(held) != 1 || held[0].P.Shard != 2 {
 		t.Fatalf("after the replacement: held %+v, want only shard 2's", held)
 	}

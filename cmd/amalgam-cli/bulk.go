@@ -19,19 +19,17 @@ import (
 
 // Shared by import and export: a pool of clients, block ranges, progress.
 
-// dialPool connects n clients; the dial is bounded by --timeout.
+// dialPool connects n clients the way every command connects (dialWith);
+// --timeout bounds the dial only, not the transfer.
 func dialPool(cmd *cobra.Command, gl *globalFlags, n int) (*client.Pool, error) {
-	var opts client.Options
-	if gl.tlsCert != "" || gl.tlsKey != "" || gl.tlsCA != "" {
-		o, err := client.TLS(gl.tlsCert, gl.tlsKey, gl.tlsCA)
-		if err != nil {
-			return nil, err
-		}
-		opts.DialOptions = append(opts.DialOptions, o)
+	_, cancel, p, err := dialWith(cmd, gl, func(ctx context.Context, o client.Options) (*client.Pool, error) {
+		return client.DialPool(ctx, gl.cluster, o, n)
+	})
+	if err != nil {
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), gl.timeout)
-	defer cancel()
-	return client.DialPool(ctx, gl.cluster, opts, n)
+	cancel()
+	return p, nil
 }
 
 // parseBlockRange parses "A-B".

@@ -19,19 +19,35 @@ import (
 // Every operation is checked against the cluster's layout before anything
 // is sent, so bad input applies nothing.
 
-func connect(cmd *cobra.Command, gl *globalFlags) (context.Context, context.CancelFunc, *client.Client, error) {
+// dialWith is the CLI's one way to connect: dial runs with the client
+// options of the global flags (TLS, --dial-timeout, so that a cluster that
+// cannot be reached fails fast naming the cause) under a context bounded
+// by --timeout, which it returns with its cancel.
+func dialWith[T any](cmd *cobra.Command, gl *globalFlags, dial func(context.Context, client.Options) (T, error)) (context.Context, context.CancelFunc, T, error) {
+	var zero T
 	opts := client.Options{DialTimeout: gl.dialTimeout}
 	if gl.tlsCert != "" || gl.tlsKey != "" || gl.tlsCA != "" {
 		tlsOpt, err := client.TLS(gl.tlsCert, gl.tlsKey, gl.tlsCA)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, zero, err
 		}
 		opts.DialOptions = append(opts.DialOptions, tlsOpt)
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), gl.timeout)
-	c, err := client.Dial(ctx, gl.cluster, opts)
+	c, err := dial(ctx, opts)
 	if err != nil {
 		cancel()
+		return nil, nil, zero, err
+	}
+	return ctx, cancel, c, nil
+}
+
+// connect dials one client; done closes it.
+func connect(cmd *cobra.Command, gl *globalFlags) (context.Context, context.CancelFunc, *client.Client, error) {
+	ctx, cancel, c, err := dialWith(cmd, gl, func(ctx context.Context, o client.Options) (*client.Client, error) {
+		return client.Dial(ctx, gl.cluster, o)
+	})
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	return ctx, func() { c.Close(); cancel() }, c, nil

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/amalgam-store/amalgam/internal/settings"
 )
 
 // defaultCluster is the entry address used when neither --cluster nor
@@ -24,6 +26,19 @@ type globalFlags struct {
 	// Mutual TLS: the client's certificate and key, and the CA bundle
 	// the servers' certificates chain to.
 	tlsCert, tlsKey, tlsCA string
+	// configFile is a YAML file of settings for the flags above.
+	configFile string
+}
+
+// applyConfig fills the global flags not given on the command line from
+// AMALGAM_* environment variables, then from --config (keys: the global
+// flags' names).
+func applyConfig(root *cobra.Command, gl *globalFlags) error {
+	file, err := settings.Read(gl.configFile, "", nil)
+	if err != nil {
+		return err
+	}
+	return settings.Apply(root.PersistentFlags(), file, gl.configFile, "amalgam-cli")
 }
 
 func newRootCmd() *cobra.Command {
@@ -42,11 +57,20 @@ gRPC server, or which TLS check failed.
 For a cluster running mutual TLS, give --tls-cert, --tls-key and --tls-ca
 (or AMALGAM_TLS_CERT, AMALGAM_TLS_KEY and AMALGAM_TLS_CA).
 
+Every global flag can also come from an AMALGAM_* environment variable
+(--dial-timeout: AMALGAM_DIAL_TIMEOUT) or a YAML --config file (or
+AMALGAM_CLI_CONFIG) whose keys are their names (cluster, output, timeout,
+dial-timeout, tls-cert, tls-key, tls-ca); flags win over the environment,
+the environment over the file.
+
 Talking to a cluster: status, health, locate, read, write, rmw, txn, import, export, admin. Offline: layout, mc,
 version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd.Root(), gl); err != nil {
+				return err
+			}
 			switch gl.output {
 			case "text", "json":
 			case "raw": // bytes as they are: read only
@@ -81,6 +105,8 @@ version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 	pf.StringVar(&gl.tlsCert, "tls-cert", os.Getenv("AMALGAM_TLS_CERT"), "PEM client certificate for mutual TLS (env AMALGAM_TLS_CERT)")
 	pf.StringVar(&gl.tlsKey, "tls-key", os.Getenv("AMALGAM_TLS_KEY"), "PEM private key of --tls-cert (env AMALGAM_TLS_KEY)")
 	pf.StringVar(&gl.tlsCA, "tls-ca", os.Getenv("AMALGAM_TLS_CA"), "PEM CA bundle the servers' certificates chain to; turns TLS on (env AMALGAM_TLS_CA)")
+	pf.StringVar(&gl.configFile, "config", os.Getenv("AMALGAM_CLI_CONFIG"),
+		"YAML file whose keys are the global flags' names (env AMALGAM_CLI_CONFIG); flags > AMALGAM_* env > file > defaults")
 
 	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl), newMCCmd(gl),
 		newStatusCmd(gl), newHealthCmd(gl), newLocateCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl), newAdminCmd(gl),

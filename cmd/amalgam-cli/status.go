@@ -58,6 +58,9 @@ type statusDoc struct {
 	Machines   []statusMachineJSON `json:"machines"`
 	Nodes      []statusNodeJSON    `json:"nodes"`
 	Spares     []string            `json:"spares"`
+	// Suspected: the machine slots the reconfiguration leader suspects
+	// and has not moved to a spare (their state is "suspected").
+	Suspected []int `json:"suspected"`
 	// Healthy: every server answers, is in the newest configuration and
 	// has rebuilt all its blocks.
 	Healthy bool `json:"healthy"`
@@ -76,7 +79,7 @@ func fetchStatus(ctx context.Context, c *client.Client, cluster string) (*status
 	}
 	l := c.Layout()
 	doc := &statusDoc{Cluster: cluster, ConfigNum: st.GetConfigNum(), Durability: st.GetDurability(), Layout: layoutJSON(l),
-		Spares: append([]string{}, st.GetSpares()...), layout: l, at: time.Now()}
+		Spares: append([]string{}, st.GetSpares()...), Suspected: []int{}, layout: l, at: time.Now()}
 	doc.Layout.Rows = nil
 	doc.Protocol = st.GetProtocol()
 	if doc.Protocol == "" {
@@ -116,7 +119,10 @@ func fetchStatus(ctx context.Context, c *client.Client, cluster string) (*status
 		}
 		return doc, nil
 	}
-	doc.Machines = machineViews(l, doc.ConfigNum, st.GetMachines(), doc.Nodes)
+	for _, m := range st.GetSuspected() {
+		doc.Suspected = append(doc.Suspected, int(m))
+	}
+	doc.Machines = machineViews(l, doc.ConfigNum, st.GetMachines(), doc.Nodes, doc.Suspected)
 	doc.assessment = assess(l, doc.Machines, len(doc.Spares))
 	for _, m := range doc.Machines {
 		doc.Healthy = doc.Healthy && m.State == stateUp
@@ -269,8 +275,10 @@ func newStatusCmd(gl *globalFlags) *cobra.Command {
 		Use:   "status",
 		Short: "Show each machine's state, what is degraded and why, and rebuild progress",
 		Long: `status shows the cluster as an operator needs it: a table of machines with
-their servers, state (up; down: no answer; behind: in an older configuration;
-replaced: an older incarnation, fenced; rebuilding, with the percent done),
+their servers, state (up; down: no answer; suspected: the reconfiguration
+leader hears no heartbeat from it and has not moved it to a spare; behind: in
+an older configuration; replaced: an older incarnation, fenced; rebuilding,
+with the percent done),
 incarnations (data/parity[/witness]) and bytes stored; then what is degraded
 and why, whether a spare is registered, and what one more failure would mean.
 

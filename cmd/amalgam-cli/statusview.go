@@ -23,6 +23,9 @@ const (
 	stateBehind     = "behind"     // its servers are in an older configuration
 	stateReplaced   = "replaced"   // a server is an older incarnation than the configuration's: it is fenced
 	stateRebuilding = "rebuilding" // a replacement is rebuilding its blocks
+	// The reconfiguration leader's failure detector suspects it (no
+	// heartbeat for --suspect-after) and has not moved it to a spare.
+	stateSuspected = "suspected"
 )
 
 type statusMachineJSON struct {
@@ -40,11 +43,17 @@ type statusMachineJSON struct {
 	BytesStored        int64  `json:"bytes_stored"`
 	// RebuiltPercent is set while the machine rebuilds.
 	RebuiltPercent *float64 `json:"rebuilt_percent,omitempty"`
+
+	// down: some of its servers did not answer (whatever State says).
+	down bool
 }
 
-// machineViews derives each machine's state from the configuration and
-// the servers that answered.
-func machineViews(l erasure.Layout, cfgNum uint64, machines []*wire.Machine, nodes []statusNodeJSON) []statusMachineJSON {
+// unreachable reports whether some of the machine's servers did not answer.
+func (m statusMachineJSON) unreachable() bool { return m.down || m.State == stateDown }
+
+// machineViews derives each machine's state from the configuration, the
+// servers that answered and the slots the reconfiguration leader suspects.
+func machineViews(l erasure.Layout, cfgNum uint64, machines []*wire.Machine, nodes []statusNodeJSON, suspected []int) []statusMachineJSON {
 	var out []statusMachineJSON
 	for _, m := range machines {
 		v := statusMachineJSON{Index: int(m.GetIndex()), Addr: m.GetAddr(), State: stateUp,
@@ -89,6 +98,14 @@ func machineViews(l erasure.Layout, cfgNum uint64, machines []*wire.Machine, nod
 			v.State, v.RebuiltPercent = stateRebuilding, &pct
 			v.Why = fmt.Sprintf("%d of %d blocks left to rebuild (%.1f%% done)", left, blocks, pct)
 		}
+		v.down = len(missing) > 0
+		if slices.Contains(suspected, v.Index) {
+			why := "the reconfiguration leader hears no heartbeat from it and has not moved it to a spare"
+			if v.State != stateUp {
+				why = fmt.Sprintf("%s (%s); %s", v.State, v.Why, why)
+			}
+			v.State, v.Why, v.RebuiltPercent = stateSuspected, why, nil
+		}
 		out = append(out, v)
 	}
 	return out
@@ -110,10 +127,12 @@ type assessment struct {
 func assess(l erasure.Layout, machines []statusMachineJSON, spares int) assessment {
 	a := assessment{Problems: []string{}, SpareAvailable: spares > 0}
 	down := map[int]bool{}
+	suspected := false
 	for _, m := range machines {
-		if m.State == stateDown {
+		if m.unreachable() {
 			down[m.Index] = true
 		}
+		suspected = suspected || m.State == stateSuspected
 		if m.State != stateUp {
 			a.Problems = append(a.Problems, fmt.Sprintf("machine %d (%s) is %s: %s", m.Index, m.Addr, m.State, m.Why))
 		}
@@ -161,7 +180,7 @@ func assess(l erasure.Layout, machines []statusMachineJSON, spares int) assessme
 	default:
 		a.OneMore = "no data is lost, but with no spare the failed machine is not replaced: its shard stays unavailable until it returns (or amalgam-cli admin replace)"
 	}
-	if !a.SpareAvailable && len(down) > 0 {
+	if !a.SpareAvailable && (len(down) > 0 || suspected) {
 		a.Problems = append(a.Problems, "no spare is registered: down machines are not replaced automatically")
 	}
 	return a

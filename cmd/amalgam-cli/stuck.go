@@ -32,7 +32,7 @@ func explainStuck(cmd *cobra.Command, gl *globalFlags, c *client.Client, ops []m
 	}
 	down := map[int]bool{}
 	for _, m := range doc.Machines {
-		if m.State == stateDown {
+		if m.unreachable() {
 			down[m.Index] = true
 		}
 	}

@@ -3,19 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/runtime"
 )
 
 // readiness keeps the gRPC health service (grpc.health.v1, service "")
 // of every server this process runs in step with its machines: SERVING
 // when each hosted server answers and has every block, NOT_SERVING while
-// one rebuilds or does not answer (wedged).
+// one rebuilds, does not answer (wedged), or is stopped for a replacement
+// (it has fenced a peer being replaced and waits for the next
+// configuration).
 type readiness struct {
 	mu      sync.Mutex
 	servers []*health.Server
@@ -51,17 +55,36 @@ func notReady(ctx context.Context, ms []*runtime.Machine) string {
 		if m == nil || m.Slot() < 0 {
 			continue // a spare waiting for a slot is ready to take one
 		}
-		stats := m.NodeStats(ctx)
-		if len(stats) < 2 {
-			return fmt.Sprintf("machine %d: a server did not answer", m.Slot())
-		}
-		for _, s := range stats {
-			if s.DegradedBlocks > 0 {
-				return fmt.Sprintf("%s is rebuilding (%d blocks left)", s.Addr, s.DegradedBlocks)
-			}
+		if why := statsNotReady(m.Slot(), m.NodeStats(ctx)); why != "" {
+			return why
 		}
 	}
 	return ""
+}
+
+// statsNotReady says why machine slot, whose servers answered with stats,
+// is not ready, or "".
+func statsNotReady(slot int, stats []runtime.NodeStat) string {
+	if len(stats) < 2 {
+		return fmt.Sprintf("machine %d: a server did not answer", slot)
+	}
+	for _, s := range stats {
+		if s.DegradedBlocks > 0 {
+			return fmt.Sprintf("%s is rebuilding (%d blocks left)", s.Addr, s.DegradedBlocks)
+		}
+		if len(s.Fenced) > 0 {
+			return fmt.Sprintf("%s is stopped for a replacement: it has fenced %s until the next configuration", s.Addr, joinAddrs(s.Fenced))
+		}
+	}
+	return ""
+}
+
+func joinAddrs(as []node.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = string(a)
+	}
+	return strings.Join(s, ", ")
 }
 
 // track re-evaluates readiness every interval until ctx ends.

@@ -218,6 +218,13 @@ func (c *clientAPI) Status(context.Context, *wire.StatusRequest) (*wire.StatusRe
 	p := c.r.pub.Load()
 	cfg := p.history[len(p.history)-1]
 	out := &wire.StatusResponse{ConfigNum: cfg.Num, Layout: p.dir.GetLayout(), Durability: p.dir.GetDurability(), Spares: p.dir.GetSpares()}
+	if p.leader {
+		for _, m := range p.suspected {
+			out.Suspected = append(out.Suspected, int32(m))
+		}
+	} else {
+		out.ReconfigLeader = p.leaderAddr
+	}
 	for m, h := range p.dir.GetHosts() {
 		out.Machines = append(out.Machines, &wire.Machine{Index: int32(m), Addr: h, DataIncarnation: cfg.Data[m],
 			ParityIncarnation: cfg.Parity[m], WitnessIncarnation: cfg.Witness[m]})
