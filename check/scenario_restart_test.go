@@ -20,7 +20,7 @@ func TestRestartScenariosExhaustive(t *testing.T) {
 	for _, c := range []struct {
 		sc     *Scenario
 		states int
-	}{{RestartData, 252}, {RestartParity, 309}, {RestartWitness, 6626}} {
+	}{{RestartData, 216}, {RestartParity, 207}, {RestartWitness, 3747}} {
 		for _, o := range []struct {
 			st mc.Strategy
 			w  int

@@ -619,6 +619,9 @@ type effect struct {
 // the same run) and adds its effects to the state. A crashed node ignores
 // everything. The new node is hashed before it is shared.
 func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, evh uint64) error {
+	if b.startsAt(i, m) {
+		b.skip = false // starting an incarnation is a step even if its handler does nothing
+	}
 	b.startIncarnation(i, m)
 	n := b.n
 	if i < 0 || n.crashed[i] {
@@ -741,7 +744,10 @@ func (b *builder) flush(i int, sends, streams []Envelope, timers []pendingTimer)
 		}
 	}
 	for _, e := range streams {
-		if !live(e) {
+		// A crashed receiver that may restart keeps its streams: what is
+		// streamed to it waits for the restart, as the runtime's resumed
+		// streams do.
+		if !live(e) && (n.sys.restore == nil || e.to <= 0) {
 			continue
 		}
 		b.ownStreams()
