@@ -34,7 +34,9 @@ func (s *Server) transmit(ctx context.Context, conn net.Conn, ex *Export) error 
 		if errno == 0 && len(data) > 0 {
 			bufs = append(bufs, data)
 		}
-		_, werr = bufs.WriteTo(conn)
+		if _, werr = bufs.WriteTo(conn); werr != nil {
+			conn.Close() // the client cannot hear us: stop reading its requests
+		}
 	}
 	br := bufio.NewReaderSize(conn, 256<<10)
 	for {

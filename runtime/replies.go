@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
@@ -67,7 +68,7 @@ func (r *replies) takeReply(_, to node.Addr, m node.Message) bool {
 		return true
 	}
 	r.mu.Lock()
-	ws := r.waiters[waitKey{to, rep.Seq}]
+	ws := slices.Clone(r.waiters[waitKey{to, rep.Seq}]) // cancel edits the slice in place
 	r.mu.Unlock()
 	for _, w := range ws {
 		select {

@@ -44,7 +44,7 @@ Examples:
 func reportHealth(cmd *cobra.Command, gl *globalFlags, doc *statusDoc) error {
 	w := cmd.OutOrStdout()
 	if gl.output == "json" {
-		if err := writeJSON(w, healthJSON{Healthy: doc.Healthy, Problems: doc.Problems}); err != nil {
+		if err := writeJSON(w, healthJSON{Healthy: doc.Healthy, Problems: append([]string{}, doc.Problems...)}); err != nil {
 			return err
 		}
 	} else if doc.Healthy {

@@ -22,5 +22,18 @@ func applySettings(cmd *cobra.Command, configFile string) error {
 	if err != nil {
 		return err
 	}
+	// One file serves every subcommand: a key this command has no flag for
+	// but another has (log-format for version, say) is left to that one.
+	for key := range file {
+		if cmd.Flags().Lookup(key) != nil {
+			continue
+		}
+		for _, c := range cmd.Root().Commands() {
+			if c != cmd && c.Flags().Lookup(key) != nil {
+				delete(file, key)
+				break
+			}
+		}
+	}
 	return settings.Apply(cmd.Flags(), file, configFile, "amalgam-server "+cmd.Name())
 }

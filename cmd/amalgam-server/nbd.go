@@ -124,7 +124,7 @@ func runNBD(cmd *cobra.Command, fl nbdFlags) error {
 	if err != nil {
 		return err
 	}
-	var opts client.Options
+	opts := client.Options{DialTimeout: fl.dialTimeout}
 	if fl.tlsCert != "" || fl.tlsKey != "" || fl.tlsCA != "" {
 		o, err := client.TLS(fl.tlsCert, fl.tlsKey, fl.tlsCA)
 		if err != nil {

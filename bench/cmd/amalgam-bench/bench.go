@@ -139,7 +139,7 @@ See docs/benchmarks.md.`,
 	f.StringVar(&output, "output", "text", "output format: text or json")
 	// amalgam-cli's other global flags reach amalgam-bench with the rest of
 	// the command line; a benchmark needs no cluster, so they do nothing.
-	for _, name := range []string{"cluster", "timeout", "dial-timeout", "tls-cert", "tls-key", "tls-ca"} {
+	for _, name := range []string{"cluster", "timeout", "dial-timeout", "tls-cert", "tls-key", "tls-ca", "config"} {
 		f.String(name, "", "ignored (an amalgam-cli flag)")
 		_ = f.MarkHidden(name)
 	}
