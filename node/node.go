@@ -19,9 +19,11 @@
 //
 // An ordered stream (Context.Stream) joins one incarnation of its sender to
 // one incarnation of its receiver. It ends when either end is replaced or
-// crashes: when a Starter message starts a new incarnation at either
-// address, when either node crashes, or when the sender's node learns of a
-// newer incarnation of its receiver (Peered). Messages of an ended stream
+// crashes for good: when a Starter message starts a new incarnation at
+// either address, when either node crashes and will not restart, or when
+// the sender's node learns of a newer incarnation of its receiver
+// (Peered). A node that restarts from what it persisted (Persistent) is
+// the same incarnation: its streams wait for it and resume. Messages of an ended stream
 // that were not delivered are lost; what the node streams to that peer
 // afterwards opens a new stream, to the incarnation it now knows. Between
 // a replacement and the moment the sender's node learns of it, what the

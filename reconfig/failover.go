@@ -166,6 +166,15 @@ func (f *Failover) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 		f.term = m.Term
 		f.reset()
 	case Resumed:
+		// Rounds restart from 0: keep the rounds since each move and spare
+		// registration was proposed, so their retries keep their pace.
+		for s, mv := range f.moves {
+			mv.At -= f.since
+			f.moves[s] = mv
+		}
+		for h, at := range f.asked {
+			f.asked[h] = at - f.since
+		}
 		f.since = 0
 		if Mutant == "stale-after-resume" {
 			for h := range f.heard { // as wall-clock last-heard times would
