@@ -151,19 +151,18 @@ func (s *Server) tryRebuild(ctx node.Context) {
 	s.blocks.Put(uint64(r.Stripe), par[idx])
 	s.rc.degraded[r.Stripe] = false
 	s.rc.versions = append(s.rc.versions, version{stripe: r.Stripe, prims: r.Prims, opNums: r.OpNums})
-	reflected := func(p msg.Prepare) bool { return s.reflected(p) }
 	keep := s.rc.kept[:0:0]
 	for _, p := range s.rc.kept {
 		switch {
 		case p.Stripe != r.Stripe:
 			keep = append(keep, p)
-		case !reflected(p):
+		case !s.reflected(p):
 			s.code.ApplyDelta(s.blocks.Mutable(uint64(p.Stripe)), idx, p.Pos, p.Delta)
 		}
 	}
 	s.rc.kept = keep
 	for _, h := range s.prepares.List() {
-		if h.P.Stripe == r.Stripe && !h.Applied && reflected(h.P) {
+		if h.P.Stripe == r.Stripe && !h.Applied && s.reflected(h.P) {
 			s.prepares.MarkApplied(h.P.Key()) // the rebuilt block has it
 		}
 	}
