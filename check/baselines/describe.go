@@ -16,25 +16,9 @@ import (
 func DescribeNode(n node.Node) (string, bool) {
 	switch x := n.(type) {
 	case *shardedpaxos.Replica:
-		b, _ := x.Leading()
-		kind := ""
-		if !x.Full() {
-			kind = "witness, "
-		}
-		var slots []Slot[shardedpaxos.Ballot, shardedpaxos.ID]
-		for _, v := range x.Slots() {
-			slots = append(slots, Slot[shardedpaxos.Ballot, shardedpaxos.ID]{Slot: v.Slot,
-				Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
-		}
-		return kind + describeReplica(x.Role(), b, x.Promised(), x.Applied(), x.GC(), slots), true
+		return describeReplica(x), true
 	case *rspaxos.Replica:
-		b, _ := x.Leading()
-		var slots []Slot[rspaxos.Ballot, rspaxos.ID]
-		for _, v := range x.Slots() {
-			slots = append(slots, Slot[rspaxos.Ballot, rspaxos.ID]{Slot: v.Slot,
-				Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
-		}
-		return describeReplica(x.Role(), b, x.Promised(), x.Applied(), x.GC(), slots), true
+		return describeReplica(x), true
 	case Scripted:
 		var rs []string
 		for _, r := range x.Replies() {
@@ -45,9 +29,16 @@ func DescribeNode(n node.Node) (string, bool) {
 	return "", false
 }
 
-func describeReplica[B, V comparable](role string, bal, promised B, applied, gc uint64, slots []Slot[B, V]) string {
+// describeReplica is a member's role ("witness, " first for a witness),
+// ballot, promise, applied slots and log.
+func describeReplica[I comparable](r Replica[I]) string {
+	kind := ""
+	if !r.Full() {
+		kind = "witness, "
+	}
+	bal, _ := r.Leading()
 	var ss []string
-	for _, s := range slots {
+	for _, s := range slotsOf(r) {
 		var what []string
 		if s.Accepted {
 			what = append(what, fmt.Sprintf("accepted %v at %v", s.Acc, s.Ballot))
@@ -58,8 +49,8 @@ func describeReplica[B, V comparable](role string, bal, promised B, applied, gc 
 		ss = append(ss, fmt.Sprintf("%d: %s", s.Slot, strings.Join(what, ", ")))
 	}
 	gcs := ""
-	if gc > 0 {
-		gcs = fmt.Sprintf(", discarded to %d", gc)
+	if r.GC() > 0 {
+		gcs = fmt.Sprintf(", discarded to %d", r.GC())
 	}
-	return fmt.Sprintf("%s, ballot %v, promised %v, applied %d%s, log [%s]", role, bal, promised, applied, gcs, strings.Join(ss, "; "))
+	return fmt.Sprintf("%s%s, ballot %v, promised %v, applied %d%s, log [%s]", kind, r.Role(), bal, r.Promised(), r.Applied(), gcs, strings.Join(ss, "; "))
 }

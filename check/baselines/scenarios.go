@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/baselines/rspaxos"
 	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -19,35 +20,47 @@ func Scenarios() []*mc.Scenario {
 	return []*mc.Scenario{ShardedPaxosNormal, ShardedPaxosLossy, ShardedPaxosTwoClients, RSPaxosNormal, RSPaxosLossy, RSPaxosTwoClients}
 }
 
-// ShardedPaxosSlots collects every ShardedPaxos member's log for
-// OneValuePerSlot. Crashed members count: their acceptances happened.
-func ShardedPaxosSlots(s *mc.State) []Slot[shardedpaxos.Ballot, shardedpaxos.ID] {
-	var out []Slot[shardedpaxos.Ballot, shardedpaxos.ID]
+// Replica is what the checks read of a member: the paxos core's view
+// (paxos.Replica), which both baselines' replicas embed.
+type Replica[I comparable] interface {
+	node.Node
+	Group() int
+	Member() int
+	Full() bool
+	Role() string
+	Leading() (paxos.Ballot, bool)
+	Promised() paxos.Ballot
+	Applied() uint64
+	GC() uint64
+	Slots() []paxos.SlotView[I]
+}
+
+// Replicas lists the nodes of s of type R, in address order.
+func Replicas[R any](s *mc.State) []R {
+	var out []R
 	for _, a := range s.Addrs() {
-		r, ok := s.Node(a).(*shardedpaxos.Replica)
-		if !ok {
-			continue
-		}
-		for _, v := range r.Slots() {
-			out = append(out, Slot[shardedpaxos.Ballot, shardedpaxos.ID]{Group: r.Group(), Member: r.Member(), Slot: v.Slot,
-				Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
+		if r, ok := s.Node(a).(R); ok {
+			out = append(out, r)
 		}
 	}
 	return out
 }
 
-// RSPaxosSlots collects every RSPaxos member's log for OneValuePerSlot.
-func RSPaxosSlots(s *mc.State) []Slot[rspaxos.Ballot, rspaxos.ID] {
-	var out []Slot[rspaxos.Ballot, rspaxos.ID]
-	for _, a := range s.Addrs() {
-		r, ok := s.Node(a).(*rspaxos.Replica)
-		if !ok {
-			continue
-		}
-		for _, v := range r.Slots() {
-			out = append(out, Slot[rspaxos.Ballot, rspaxos.ID]{Group: r.Group(), Member: r.Member(), Slot: v.Slot,
-				Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
-		}
+// LogSlots collects the log of every member of type R in s for
+// OneValuePerSlot. Crashed members count: their acceptances happened.
+func LogSlots[I comparable, R Replica[I]](s *mc.State) []Slot[paxos.Ballot, I] {
+	var out []Slot[paxos.Ballot, I]
+	for _, r := range Replicas[R](s) {
+		out = append(out, slotsOf(r)...)
+	}
+	return out
+}
+
+func slotsOf[I comparable](r Replica[I]) []Slot[paxos.Ballot, I] {
+	var out []Slot[paxos.Ballot, I]
+	for _, v := range r.Slots() {
+		out = append(out, Slot[paxos.Ballot, I]{Group: r.Group(), Member: r.Member(), Slot: v.Slot,
+			Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
 	}
 	return out
 }
@@ -118,7 +131,7 @@ func spInit(scripts [][][]msg.Op, first ...int) func() *mc.State {
 
 func spInvariants() []mc.Predicate {
 	return []mc.Predicate{
-		OneValuePerSlotPred(ShardedPaxosSlots, spCfg.Quorum()),
+		OneValuePerSlotPred(LogSlots[shardedpaxos.ID, *shardedpaxos.Replica], spCfg.Quorum()),
 		GCSafe(func(n node.Node) bool { return n.(*shardedpaxos.Replica).Full() }),
 		mc.Linearizable(workload.Model(spCfg.Layout)),
 	}
@@ -143,7 +156,7 @@ func rsInit(scripts [][][]msg.Op) func() *mc.State {
 
 func rsInvariants() []mc.Predicate {
 	return []mc.Predicate{
-		OneValuePerSlotPred(RSPaxosSlots, rsCfg.Quorum()),
+		OneValuePerSlotPred(LogSlots[rspaxos.ID, *rspaxos.Replica], rsCfg.Quorum()),
 		GCSafe(func(node.Node) bool { return true }),
 		mc.Linearizable(workload.Model(rsCfg.Layout)),
 	}
