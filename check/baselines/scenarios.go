@@ -166,58 +166,36 @@ func rsInvariants() []mc.Predicate {
 // operations each. The "normal" ones are small enough to explore to
 // exhaustion; the others are searched within time limits.
 var (
-	ShardedPaxosNormal = &mc.Scenario{
-		Name:   "shardedpaxos-normal",
-		System: "shardedpaxos", Describe: DescribeNode,
-		Doc: "ShardedPaxos f=1 (2 replicas + 1 witness), 1 group; one client: write b0, read b0; " +
+	ShardedPaxosNormal = scenario("shardedpaxos", "normal",
+		"ShardedPaxos f=1 (2 replicas + 1 witness), 1 group; one client: write b0, read b0; "+
 			"one timer firing per path (an election at any point, a heartbeat or a retry), no loss",
-		Init:       spInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}),
-		Settings:   mc.Settings{MaxTimerFires: 1},
-		Invariants: spInvariants,
-	}
-	ShardedPaxosLossy = &mc.Scenario{
-		Name:   "shardedpaxos-lossy",
-		System: "shardedpaxos", Describe: DescribeNode,
-		Doc: "shardedpaxos-normal with up to 1 drop, 1 duplicate and 3 timer firings per path " +
+		spInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}), mc.Settings{MaxTimerFires: 1}, spInvariants)
+	ShardedPaxosLossy = scenario("shardedpaxos", "lossy",
+		"shardedpaxos-normal with up to 1 drop, 1 duplicate and 3 timer firings per path "+
 			"(elections, heartbeats, retries)",
-		Init:       ShardedPaxosNormal.Init,
-		Settings:   mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 3},
-		Invariants: spInvariants,
-	}
-	ShardedPaxosTwoClients = &mc.Scenario{
-		Name:   "shardedpaxos-two-clients",
-		System: "shardedpaxos", Describe: DescribeNode,
-		Doc: "ShardedPaxos f=1, 1 group; client 0 writes b0 (starting at member 0, the leader), client 1 " +
+		ShardedPaxosNormal.Init, mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 3}, spInvariants)
+	ShardedPaxosTwoClients = scenario("shardedpaxos", "two-clients",
+		"ShardedPaxos f=1, 1 group; client 0 writes b0 (starting at member 0, the leader), client 1 "+
 			"reads b0 (starting at member 1); up to 2 timer firings per path, no loss",
-		Init:       spInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}, 0, 1),
-		Settings:   mc.Settings{MaxTimerFires: 2},
-		Invariants: spInvariants,
-	}
-	RSPaxosNormal = &mc.Scenario{
-		Name:   "rspaxos-normal",
-		System: "rspaxos", Describe: DescribeNode,
-		Doc: "RSPaxos f=1 (4 replicas, quorums of 3, 2 data + 2 parity pieces), 1 group; one client: " +
+		spInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}, 0, 1), mc.Settings{MaxTimerFires: 2}, spInvariants)
+	RSPaxosNormal = scenario("rspaxos", "normal",
+		"RSPaxos f=1 (4 replicas, quorums of 3, 2 data + 2 parity pieces), 1 group; one client: "+
 			"PUT b0, GET b0; no timers, no loss",
-		Init:       rsInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}),
-		Invariants: rsInvariants,
-	}
-	RSPaxosLossy = &mc.Scenario{
-		Name:       "rspaxos-lossy",
-		System:     "rspaxos",
-		Doc:        "rspaxos-normal with up to 1 drop, 1 duplicate and 2 timer firings per path",
-		Init:       RSPaxosNormal.Init,
-		Settings:   mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 2},
-		Invariants: rsInvariants,
-	}
-	RSPaxosTwoClients = &mc.Scenario{
-		Name:       "rspaxos-two-clients",
-		System:     "rspaxos",
-		Doc:        "RSPaxos f=1, 1 group; client 0 PUTs b0, client 1 GETs b0; up to 1 timer firing per path, no loss",
-		Init:       rsInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}),
-		Settings:   mc.Settings{MaxTimerFires: 1},
-		Invariants: rsInvariants,
-	}
+		rsInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}), mc.Settings{}, rsInvariants)
+	RSPaxosLossy = scenario("rspaxos", "lossy",
+		"rspaxos-normal with up to 1 drop, 1 duplicate and 2 timer firings per path",
+		RSPaxosNormal.Init, mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 2}, rsInvariants)
+	RSPaxosTwoClients = scenario("rspaxos", "two-clients",
+		"RSPaxos f=1, 1 group; client 0 PUTs b0, client 1 GETs b0; up to 1 timer firing per path, no loss",
+		rsInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}), mc.Settings{MaxTimerFires: 1}, rsInvariants)
 )
+
+// scenario is the scenario system-name of a baseline, whose traces
+// DescribeNode describes.
+func scenario(system, name, doc string, init func() *mc.State, settings mc.Settings, inv func() []mc.Predicate) *mc.Scenario {
+	return &mc.Scenario{Name: system + "-" + name, System: system, Describe: DescribeNode, Doc: doc, Init: init, Settings: settings,
+		Invariants: inv}
+}
 
 // DefaultTime bounds the scenario searches of the tests that are not
 // exhaustive.
