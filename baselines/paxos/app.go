@@ -35,7 +35,7 @@ type Value[V any, I ID] interface {
 // Tags are one protocol's hash type tags for the core's messages and timers.
 type Tags struct {
 	P1a, P1b, P2a, P2b, Nack, Heartbeat, HeartbeatOK, Learn, Redirect node.Tag
-	ElectionTimer, HeartbeatTimer                                     node.Tag
+	ElectionTimer, HeartbeatTimer, Retry                              node.Tag
 }
 
 // Deployment is what a baseline's configuration holds; each baseline

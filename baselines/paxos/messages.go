@@ -203,3 +203,12 @@ func (t HeartbeatTimer[V, I]) Hash(h *node.Hasher) {
 	h.Tag(tags[V, I]().HeartbeatTimer)
 	t.Ballot.Hash(h)
 }
+
+// Retry is a client's retry timer for the request numbered Seq.
+type Retry[V Value[V, I], I ID] struct{ Seq uint64 }
+
+// Hash implements node.Timer.
+func (t Retry[V, I]) Hash(h *node.Hasher) {
+	h.Tag(tags[V, I]().Retry)
+	h.Uint64(t.Seq)
+}

@@ -76,6 +76,7 @@ var tags = paxos.Tags{
 	Redirect:       node.TagRSRedirect,
 	ElectionTimer:  node.TagRSElectionTimer,
 	HeartbeatTimer: node.TagRSHeartbeatTimer,
+	Retry:          node.TagRSRetry,
 }
 
 // The messages of the paxos core.
@@ -92,6 +93,7 @@ type (
 	Learn       = paxos.Learn[Value, ID]
 	Redirect    = paxos.Redirect[Value, ID]
 	SlotView    = paxos.SlotView[ID]
+	Retry       = paxos.Retry[Value, ID] // the client's timer
 )
 
 func (id ID) String() string {

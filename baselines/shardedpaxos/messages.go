@@ -77,6 +77,7 @@ var tags = paxos.Tags{
 	Redirect:       node.TagShardedRedirect,
 	ElectionTimer:  node.TagShardedElectionTimer,
 	HeartbeatTimer: node.TagShardedHeartbeatTimer,
+	Retry:          node.TagShardedRetry,
 }
 
 // The messages (see package paxos).
@@ -93,4 +94,5 @@ type (
 	Learn       = paxos.Learn[Value, ID]
 	Redirect    = paxos.Redirect[Value, ID]
 	SlotView    = paxos.SlotView[ID]
+	Retry       = paxos.Retry[Value, ID] // the client's timer
 )
