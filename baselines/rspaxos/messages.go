@@ -115,8 +115,7 @@ func (v Value) Hash(h *node.Hasher) {
 	v.ID().Hash(h)
 	h.String(string(v.From))
 	h.Uint64(v.Block)
-	h.Bool(v.Piece != nil)
-	h.Bytes(v.Piece)
+	h.OptBytes(v.Piece)
 }
 
 // PieceReply is a replica's piece of Block as of executing the GET in

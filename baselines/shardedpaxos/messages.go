@@ -50,10 +50,7 @@ func (id ID) Hash(h *node.Hasher) {
 func (v Value) Hash(h *node.Hasher) {
 	v.ID().Hash(h)
 	h.String(string(v.From))
-	h.Int(len(v.Ops))
-	for _, op := range v.Ops {
-		op.Hash(h)
-	}
+	node.HashAll(h, v.Ops)
 }
 
 // WithPiece returns v: values are not erasure-coded.
