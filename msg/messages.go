@@ -1,6 +1,17 @@
 package msg
 
-import "github.com/amalgam-store/amalgam/node"
+import (
+	"time"
+
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// RetryMin and RetryMax bound how long a client or the reconfiguration
+// service waits for an answer before it sends again.
+const (
+	RetryMin = 50 * time.Millisecond
+	RetryMax = 100 * time.Millisecond
+)
 
 // Request asks a data server to run Ops atomically (thesis 3.3.1 step 1).
 // Client and Seq make retries idempotent: a client has one request
