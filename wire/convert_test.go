@@ -33,6 +33,24 @@ func roundTrip(t *testing.T, m node.Message) node.Message {
 	return got
 }
 
+// roundTripAll checks that each message survives the round trip with its
+// hash, and returns the number of message types among them.
+func roundTripAll(t *testing.T, cases []node.Message) int {
+	t.Helper()
+	seen := map[reflect.Type]bool{}
+	for _, m := range cases {
+		got := roundTrip(t, m)
+		if !reflect.DeepEqual(got, m) {
+			t.Errorf("round trip changed the message:\n got %#v\nwant %#v", got, m)
+		}
+		if node.HashOf(got) != node.HashOf(m) {
+			t.Errorf("round trip changed the hash of %T", m)
+		}
+		seen[reflect.TypeOf(m)] = true
+	}
+	return len(seen)
+}
+
 func TestMessageRoundTrip(t *testing.T) {
 	ops := []msg.Op{
 		{Kind: msg.OpRead, Block: 7, Offset: 3, Length: 9},
@@ -56,21 +74,11 @@ func TestMessageRoundTrip(t *testing.T) {
 		msg.Commit{Shard: 4, Primary: 3, OpNum: 2, Stripe: 1},
 		msg.PrepareDrop{Shard: 9, Primary: 8, OpNum: 7, Stripe: 6},
 	}
-	seen := map[reflect.Type]bool{}
-	for _, m := range cases {
-		got := roundTrip(t, m)
-		if !reflect.DeepEqual(got, m) {
-			t.Errorf("round trip changed the message:\n got %#v\nwant %#v", got, m)
-		}
-		if node.HashOf(got) != node.HashOf(m) {
-			t.Errorf("round trip changed the hash of %T", m)
-		}
-		seen[reflect.TypeOf(m)] = true
-	}
+	types := roundTripAll(t, cases)
 	// Every message type of package msg is covered, and nil vs empty delta
 	// (read-only prepare vs a zero-length change) survives.
-	if len(seen) != 6 {
-		t.Errorf("covered %d message types, want 6", len(seen))
+	if types != 6 {
+		t.Errorf("covered %d message types, want 6", types)
 	}
 	if d := roundTrip(t, cases[6]).(msg.Prepare).Delta; d != nil {
 		t.Errorf("nil delta came back as %v", d)
