@@ -13,7 +13,6 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
-	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/workload"
 	"github.com/anishathalye/porcupine"
 )
@@ -118,7 +117,7 @@ type simRun struct {
 
 // run runs the clients' scripts with 10% loss and 10% duplication, then
 // checks that every settled group's pieces are one codeword.
-func (r simRun) run(t *testing.T) (int, node.Addr) {
+func (r simRun) run(t *testing.T) (steps int, crashed bool) {
 	t.Helper()
 	cfg := rspaxos.Config{Layout: r.layout}
 	code, err := cfg.NewCode()
@@ -141,13 +140,13 @@ func (r simRun) run(t *testing.T) (int, node.Addr) {
 	w.Skip = func(r msg.Reply) bool { return len(r.Outcome.Results) == 1 && r.Outcome.Results[0].Data != nil }
 	sim := paxostest.Sim[rspaxos.ID, *rspaxos.Replica]{Seed: r.seed, Loss: 0.1, Dup: 0.1, Crash: r.crash, CheckEvery: 5,
 		Ops: r.clients * r.ops, Layout: r.layout, Config: cfg, Groups: groups}
-	s, steps, crashed := sim.Run(t, s, rng, w)
+	s, steps, crashedAt := sim.Run(t, s, rng, w)
 	for _, g := range groups {
 		if err := checkPieces(s, cfg, code, g); err != nil {
 			t.Fatalf("seed %d: %v", r.seed, err)
 		}
 	}
-	return steps, crashed
+	return steps, crashedAt != ""
 }
 
 func TestRandomized(t *testing.T) {
@@ -171,7 +170,7 @@ func TestRandomized(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			n, steps, crashes := paxostest.Seeds(c.seeds, func(seed uint64, crash bool) (int, node.Addr) {
+			n, steps, crashes := paxostest.Seeds(c.seeds, func(seed uint64, crash bool) (int, bool) {
 				return simRun{layout: c.layout, clients: c.clients, ops: c.ops, blocks: c.blocks, mixed: c.mixed, seed: seed, crash: crash}.run(t)
 			})
 			t.Logf("%d seeds (%d with a leader crashed), %d clients x %d operations, 10%% loss, 10%% duplication: linearizable, one value per slot, pieces one codeword; %d steps in all",
