@@ -12,10 +12,10 @@ import (
 
 // Layout of the message-sequence chart.
 const (
-	lane   = 110 // px between node lanes
-	row    = 26  // px per step
-	left   = 60  // px before the first lane
-	header = 40  // px above step 0
+	lane   = 96 // px between node lanes
+	row    = 26 // px per step
+	left   = 60 // px before the first lane
+	header = 40 // px above step 0
 )
 
 // msc draws the path as a message-sequence chart: a lane per node, a row

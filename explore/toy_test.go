@@ -46,7 +46,7 @@ func (n *toyNode) Handle(ctx node.Context, from node.Addr, m node.Message) {
 	if p, ok := m.(ping); ok {
 		n.Last = p.N
 		ctx.Send(from, ping{p.N + 1})
-		ctx.Stream(from, note{p.N})
+		ctx.Stream(from, note(p))
 	}
 }
 

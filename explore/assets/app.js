@@ -55,6 +55,7 @@ async function render() {
   renderMessages();
   const r = await fetch("api/msc.svg");
   $("msc").innerHTML = await r.text();
+  $("right").scrollTop = $("right").scrollHeight; // the current step is the last row
 }
 
 function renderEvents() {
@@ -94,9 +95,10 @@ function renderTree() {
   const chain = (t) => {
     const ul = el("ul", {});
     for (;;) {
+      const step = t.step;
       const cls = (t.step === V.step ? "current " : "") + (onPath.has(t.step) ? "onpath " : "") + (t.pred ? "bad" : "");
       const li = el("li", { "data-step": t.step, class: cls },
-        el("span", { title: t.pred ? "violates " + t.pred : "", onclick: () => goTo(t.step) }, `#${t.step} (${t.depth}) ${t.desc}`));
+        el("span", { title: t.pred ? "violates " + t.pred : "", onclick: () => goTo(step) }, `#${t.step} (${t.depth}) ${t.desc}`));
       ul.append(li);
       const cs = kids.get(t.step) || [];
       if (cs.length === 1) { t = cs[0]; continue; }
@@ -138,8 +140,8 @@ function diff(a, b) {
     let i = 0, j = 0;
     while (i < n || j < m) {
       if (i < n && j < m && xm[i] === ym[j]) { out.push(document.createTextNode(ym[j])); i++; j++; }
-      else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) { out.push(el("ins", {}, ym[j])); j++; }
-      else { out.push(el("del", {}, xm[i])); i++; }
+      else if (i < n && (j === m || L[i + 1][j] >= L[i][j + 1])) { out.push(el("del", {}, xm[i])); i++; }
+      else { out.push(el("ins", {}, ym[j])); j++; }
     }
   }
   out.push(document.createTextNode(y.slice(y.length - s).join("")));

@@ -65,7 +65,7 @@ func Screenshots(t *testing.T) string {
 // Shot saves a full-page screenshot as dir/name.png.
 func Shot(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}

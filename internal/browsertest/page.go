@@ -23,25 +23,25 @@ const Bound = 5 * time.Second
 // Open navigates to url and waits for its first rendered answer.
 func (p *Page) Open(url string) time.Duration {
 	p.T.Helper()
-	return p.act("open "+url, func() error { return chromedp.Do(p.Ctx, chromedp.Navigate(url)) })
+	return p.act("open "+url, func(ctx context.Context) error { return chromedp.Do(ctx, chromedp.Navigate(url)) })
 }
 
 // Do runs the actions (a click, a key) and waits for the page to render
 // the answer; it fails the test past Bound and returns the time taken.
 func (p *Page) Do(name string, steps ...chromedp.Action[chromedp.Void]) time.Duration {
 	p.T.Helper()
-	return p.act(name, func() error { return chromedp.Do(p.Ctx, steps...) })
+	return p.act(name, func(ctx context.Context) error { return chromedp.Do(ctx, steps...) })
 }
 
-func (p *Page) act(name string, run func() error) time.Duration {
+func (p *Page) act(name string, run func(context.Context) error) time.Duration {
 	p.T.Helper()
 	before := p.actions()
 	start := time.Now()
-	if err := run(); err != nil {
-		p.T.Fatalf("%s: %v", name, err)
-	}
 	ctx, cancel := context.WithTimeout(p.Ctx, 30*time.Second)
 	defer cancel()
+	if err := run(ctx); err != nil {
+		p.T.Fatalf("%s: %v", name, err)
+	}
 	expr := fmt.Sprintf(`(+document.body.dataset.actions || 0) > %d`, before)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(5*time.Millisecond))); err != nil {
 		p.T.Fatalf("%s: the page rendered no answer: %v", name, err)
