@@ -174,8 +174,17 @@ function renderMessages() {
     `${b.Restarts} restarts, ${b.Partitions} partitions` + (V.cut ? `; ${V.cut}` : "");
 }
 
-function search() {
-  call("POST", "api/search", { target: $("target").value, maxStates: +$("maxStates").value, maxSeconds: +$("maxSeconds").value });
+async function search() {
+  const b = $("search");
+  if (b.disabled) return;
+  b.disabled = true;
+  b.textContent = "searching…";
+  try {
+    await call("POST", "api/search", { target: $("target").value, maxStates: +$("maxStates").value, maxSeconds: +$("maxSeconds").value });
+  } finally {
+    b.disabled = false;
+    b.textContent = "search";
+  }
 }
 
 $("home").onclick = () => goTo(V.path[0].step);
