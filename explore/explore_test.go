@@ -2,6 +2,7 @@ package explore
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -186,5 +187,26 @@ func TestLoadFollowsTrace(t *testing.T) {
 	// Loading it again adds no steps.
 	if err := sv.Load(mc.NewTraceFile(sc, r)); err != nil || len(sv.t.steps) != 31 {
 		t.Fatalf("reload: %v, %d steps", err, len(sv.t.steps))
+	}
+}
+
+// TestChartArrows: each arrow starts at the row of the step that sent its
+// message (row 0: Init) and ends at the row of its delivery.
+func TestChartArrows(t *testing.T) {
+	sc := toy(1, 1000)
+	tr := newTree(sc)
+	last, err := tr.takeAll(tr.root(), pingPath(sc, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := string(msc(last.path(), tr.root().st.Addrs()))
+	y := func(i int) int { return header + row/2 + i*row }
+	for i, want := range []string{
+		fmt.Sprintf(`y1="%d" x2="%d" y2="%d"`, y(0), left+lane/2+lane, y(1)), // Init's ping a -> b
+		fmt.Sprintf(`y1="%d" x2="%d" y2="%d"`, y(1), left+lane/2, y(2)),      // b's answer, sent at step 1
+	} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("arrow %d: no %s in\n%s", i+1, want, svg)
+		}
 	}
 }
