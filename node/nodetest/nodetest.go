@@ -164,8 +164,15 @@ func Format(v any) string {
 }
 
 func format(b *strings.Builder, v reflect.Value, top bool) {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			b.WriteString("nil")
+			return
+		}
+		v = v.Elem()
+	}
 	switch v.Kind() {
-	case reflect.Struct, reflect.Pointer, reflect.Interface, reflect.Slice, reflect.Array, reflect.Map:
+	case reflect.Struct, reflect.Slice, reflect.Array, reflect.Map:
 	default:
 		if s, ok := stringer(v); ok {
 			b.WriteString(s) // a named value such as an enum
@@ -173,12 +180,6 @@ func format(b *strings.Builder, v reflect.Value, top bool) {
 		}
 	}
 	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			b.WriteString("nil")
-			return
-		}
-		format(b, v.Elem(), top)
 	case reflect.Struct:
 		if top {
 			b.WriteString(v.Type().Name()) // nested structs go by their field name
