@@ -123,6 +123,12 @@ func ratioStr(x float64) string {
 // Plot draws Amalgam's per-round ops/s ratio to each etcd cluster, per
 // workload (points: rounds; bar: median), into dir/vs-etcd.svg.
 func (r *VsReport) Plot(dir string) (string, error) {
+	path := filepath.Join(dir, "vs-etcd.svg")
+	return path, r.plotFile(path)
+}
+
+// plotFile draws the plot into path (its extension picks the format).
+func (r *VsReport) plotFile(path string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Amalgam (durable, n=5 g=3 f=2) / etcd ops/s, per round (%d rounds)", r.Rounds)
 	p.Y.Label.Text = "Amalgam / etcd (ops/s)"
@@ -156,12 +162,12 @@ func (r *VsReport) Plot(dir string) (string, error) {
 		}
 		sc, err := plotter.NewScatter(pts)
 		if err != nil {
-			return "", err
+			return err
 		}
 		sc.GlyphStyle = draw.GlyphStyle{Shape: draw.CircleGlyph{}, Radius: vg.Points(2), Color: plotutil.Color(i)}
 		m, err := plotter.NewScatter(med)
 		if err != nil {
-			return "", err
+			return err
 		}
 		m.GlyphStyle = draw.GlyphStyle{Shape: draw.BoxGlyph{}, Radius: vg.Points(4), Color: plotutil.Color(i)}
 		p.Add(sc, m)
@@ -171,14 +177,11 @@ func (r *VsReport) Plot(dir string) (string, error) {
 	one := plotter.NewFunction(func(float64) float64 { return 1 })
 	one.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	p.Add(one, plotter.NewGrid())
-	p.Legend.Top = true
-	p.Y.Min, p.Y.Max = 0, top
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(10)
+	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend
 	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
-	path := filepath.Join(dir, "vs-etcd.svg")
-	if err := p.Save(10*vg.Inch, 5*vg.Inch, path); err != nil {
-		return "", err
-	}
-	return path, nil
+	return p.Save(10*vg.Inch, 5*vg.Inch, path)
 }
 
 // Markdown prints the summary as a Markdown table (docs/performance.md).

@@ -44,6 +44,7 @@ bandwidth limit (--bandwidth), which models the thesis's network-bound
 testbed.
 
 Experiments: all, ` + strings.Join(harness.ExperimentNames(), ", ") + `.
+amalgam-bench vs-etcd (a subcommand) compares durable Amalgam with etcd clusters.
 --quick runs every experiment briefly (bench all --quick: under 2 minutes).
 Results: text tables (default), --output json, --csv FILE, --plot DIR (SVG).
 See docs/benchmarks.md.`,
