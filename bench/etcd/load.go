@@ -32,6 +32,7 @@ func load(args []string, out io.Writer) error {
 	fs.DurationVar(&s.Warmup, "warmup", time.Second, "warm-up")
 	fs.DurationVar(&s.Duration, "duration", 5*time.Second, "measured interval")
 	fs.Uint64Var(&s.Seed, "seed", 1, "workload seed")
+	fs.Int64Var(&s.MinOps, "min-ops", 0, "measure past --duration until this many operations completed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

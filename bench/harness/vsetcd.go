@@ -36,6 +36,12 @@ type VsEtcdOptions struct {
 	// Src is the Amalgam source tree (the main module's root); the
 	// harness builds amalgam-server and amalgam-etcd from it.
 	Src string
+	// MinOps extends every measured interval until that many operations
+	// completed (loadgen.Spec.MinOps).
+	MinOps int64
+	// NoPerf turns off counting sync system calls with perf stat (by
+	// default on when perf can count them).
+	NoPerf bool
 	// Progress, if set, is told what runs.
 	Progress func(string)
 }
@@ -73,8 +79,13 @@ type VsPoint struct {
 	// Server processes (all of them, summed) during the measured interval.
 	Processes  int     `json:"server_processes"`
 	CPUusPerOp float64 `json:"server_cpu_us_per_op"`
-	// FsyncsPerOp is nil where the system exports no count (Amalgam).
-	FsyncsPerOp *float64 `json:"fsyncs_per_op"`
+	// SyncCallsPerOp counts fsync and fdatasync system calls of the
+	// server processes (perf stat; nil without perf).
+	SyncCallsPerOp *float64 `json:"sync_syscalls_per_op"`
+	// MetricSyncsPerOp is what the system's own metrics count as syncs
+	// (etcd: WAL fsyncs + backend commits); nil where it exports none
+	// (Amalgam).
+	MetricSyncsPerOp *float64 `json:"metric_syncs_per_op"`
 	// DiskPerLogical is /proc/<pid>/io write_bytes of the servers over
 	// ops x block size.
 	DiskPerLogical float64 `json:"disk_bytes_per_logical_byte"`
@@ -83,18 +94,19 @@ type VsPoint struct {
 // VsSummary is one system on one workload over the rounds: medians, and
 // for the ratios also min and max, of per-round values.
 type VsSummary struct {
-	Workload       string    `json:"workload"`
-	System         string    `json:"system"`
-	OpsPerSec      Spread    `json:"ops_per_sec"`
-	MBPerSec       Spread    `json:"mb_per_sec"`
-	P50ms          Spread    `json:"p50_ms"`
-	P99ms          Spread    `json:"p99_ms"`
-	CPUusPerOp     Spread    `json:"server_cpu_us_per_op"`
-	FsyncsPerOp    *Spread   `json:"fsyncs_per_op"`
-	DiskPerLogical Spread    `json:"disk_bytes_per_logical_byte"`
-	Retries        int64     `json:"retries"`
-	Errors         int64     `json:"errors"`
-	RatioRounds    []float64 `json:"amalgam_ratio_per_round,omitempty"`
+	Workload         string    `json:"workload"`
+	System           string    `json:"system"`
+	OpsPerSec        Spread    `json:"ops_per_sec"`
+	MBPerSec         Spread    `json:"mb_per_sec"`
+	P50ms            Spread    `json:"p50_ms"`
+	P99ms            Spread    `json:"p99_ms"`
+	CPUusPerOp       Spread    `json:"server_cpu_us_per_op"`
+	SyncCallsPerOp   *Spread   `json:"sync_syscalls_per_op"`
+	MetricSyncsPerOp *Spread   `json:"metric_syncs_per_op"`
+	DiskPerLogical   Spread    `json:"disk_bytes_per_logical_byte"`
+	Retries          int64     `json:"retries"`
+	Errors           int64     `json:"errors"`
+	RatioRounds      []float64 `json:"amalgam_ratio_per_round,omitempty"`
 	// Ratio is Amalgam's ops/s over this system's, per round (empty
 	// for Amalgam itself).
 	Ratio *Spread `json:"amalgam_ratio,omitempty"`
@@ -183,6 +195,10 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	bins.perf = !o.NoPerf && perfWorks()
+	if !bins.perf && o.Progress != nil {
+		o.Progress("perf stat cannot count sync system calls here: that column stays empty")
+	}
 	rep := &VsReport{Started: time.Now().UTC(), Cores: Cores(), LoadBefore: loadAvg(), Rounds: o.Rounds,
 		Warmup: o.Warmup, Duration: o.Duration, Systems: []string{Amalgam}}
 	for _, m := range o.Members {
@@ -241,7 +257,10 @@ func vsWorkloadNames() []string {
 }
 
 // vsBinaries are the programs vs-etcd runs.
-type vsBinaries struct{ server, etcd string }
+type vsBinaries struct {
+	server, etcd string
+	perf         bool // run servers under perf stat
+}
 
 // buildVsBinaries builds amalgam-server (main module) and amalgam-etcd
 // (the nested module bench/etcd) into dir.
@@ -265,16 +284,25 @@ func buildVsBinaries(src, dir string, progress func(string)) (vsBinaries, error)
 
 // procCluster is a cluster of server processes.
 type procCluster struct {
-	procs    []*exec.Cmd
-	entry    string // load --endpoints
-	system   string // load --system
+	procs    []*exec.Cmd // what was started: the servers, or perf running them
+	pids     []int       // the servers
+	perf     []string    // perf stat output files
+	entry    string      // load --endpoints
+	system   string      // load --system
 	fsyncs   func() (float64, bool)
 	logFiles []*os.File
 }
 
+func (c *procCluster) add(s started) {
+	c.procs, c.pids, c.logFiles = append(c.procs, s.cmd), append(c.pids, s.pid), append(c.logFiles, s.log)
+	if s.perf != "" {
+		c.perf = append(c.perf, s.perf)
+	}
+}
+
 func (c *procCluster) stop() {
-	for _, p := range c.procs {
-		_ = p.Process.Signal(syscall.SIGTERM)
+	for _, pid := range c.pids {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
 	for _, p := range c.procs {
 		done := make(chan struct{})
@@ -293,20 +321,22 @@ func (c *procCluster) stop() {
 
 // counters reads the servers' CPU time, bytes written to disk and syncs.
 type counters struct {
-	cpu       time.Duration
-	diskBytes int64
-	fsyncs    float64
-	hasFsyncs bool
+	cpu          time.Duration
+	diskBytes    int64
+	syncCalls    float64
+	hasSyncCalls bool
+	metricSyncs  float64
+	hasMetric    bool
 }
 
 func (c *procCluster) read() (counters, error) {
 	var out counters
-	for _, p := range c.procs {
-		cpu, err := procCPU(p.Process.Pid)
+	for _, pid := range c.pids {
+		cpu, err := procCPU(pid)
 		if err != nil {
 			return out, err
 		}
-		wb, err := procWriteBytes(p.Process.Pid)
+		wb, err := procWriteBytes(pid)
 		if err != nil {
 			return out, err
 		}
@@ -314,31 +344,56 @@ func (c *procCluster) read() (counters, error) {
 		out.diskBytes += wb
 	}
 	if c.fsyncs != nil {
-		out.fsyncs, out.hasFsyncs = c.fsyncs()
+		out.metricSyncs, out.hasMetric = c.fsyncs()
+	}
+	if len(c.perf) > 0 {
+		out.hasSyncCalls = true
+		for _, f := range c.perf {
+			n, err := perfCount(f)
+			if err != nil {
+				return out, err
+			}
+			out.syncCalls += n
+		}
 	}
 	return out, nil
 }
 
-// startProc starts one server process and waits until a line of its
-// stdout contains ready; its stderr goes to dir/name.log.
-func startProc(dir, name, ready string, prog string, args ...string) (*exec.Cmd, *os.File, error) {
+// started is one server process startProc started.
+type started struct {
+	cmd  *exec.Cmd // the server, or perf stat running it
+	pid  int       // the server
+	perf string    // perf stat's output, if it runs under perf
+	log  *os.File
+}
+
+// startProc starts one server process (under perf stat if b.perf) and
+// waits until a line of its stdout contains ready; its stderr goes to
+// dir/name.log.
+func startProc(b vsBinaries, dir, name, ready string, prog string, args ...string) (started, error) {
+	var st started
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, err
+		return st, err
 	}
 	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
-		return nil, nil, err
+		return st, err
 	}
 	c := exec.Command(prog, args...)
+	if b.perf {
+		st.perf = filepath.Join(dir, name+".perf")
+		c = exec.Command("perf", append([]string{"stat", "-I", strconv.Itoa(perfIntervalMS), "-x", ",", "-o", st.perf,
+			"-e", strings.Join(perfSyncEvents, ","), "--", prog}, args...)...)
+	}
 	c.Stderr = logf
 	out, err := c.StdoutPipe()
 	if err != nil {
 		_ = logf.Close()
-		return nil, nil, err
+		return st, err
 	}
 	if err := c.Start(); err != nil {
 		_ = logf.Close()
-		return nil, nil, err
+		return st, err
 	}
 	found := make(chan bool, 1)
 	go func() {
@@ -354,18 +409,69 @@ func startProc(dir, name, ready string, prog string, args ...string) (*exec.Cmd,
 			found <- false
 		}
 	}()
+	ok := false
 	select {
-	case ok := <-found:
-		if ok {
-			return c, logf, nil
-		}
+	case ok = <-found:
 	case <-time.After(2 * time.Minute):
+	}
+	st.cmd, st.pid, st.log = c, c.Process.Pid, logf
+	if ok && b.perf {
+		st.pid, err = onlyChild(c.Process.Pid)
+		ok = err == nil
+	}
+	if ok {
+		return st, nil
 	}
 	_ = c.Process.Kill()
 	_ = c.Wait()
 	_ = logf.Close()
 	msg, _ := os.ReadFile(filepath.Join(dir, name+".log"))
-	return nil, nil, fmt.Errorf("%s did not get ready: %s", name, lastLines(string(msg), 5))
+	return st, fmt.Errorf("%s did not get ready: %v %s", name, err, lastLines(string(msg), 5))
+}
+
+// perfSyncEvents are the system calls counted as syncs.
+var perfSyncEvents = []string{"syscalls:sys_enter_fsync", "syscalls:sys_enter_fdatasync"}
+
+// perfIntervalMS is how often perf stat writes its counts: a reading
+// at a mark misses at most this much of the interval.
+const perfIntervalMS = 50
+
+// perfWorks reports whether perf stat can count sync system calls of a
+// program it runs.
+func perfWorks() bool {
+	return exec.Command("perf", "stat", "-x", ",", "-o", os.DevNull, "-e", strings.Join(perfSyncEvents, ","), "--", "true").Run() == nil
+}
+
+// perfCount sums the counts perf stat -I has written to file so far.
+func perfCount(file string) (float64, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(strings.TrimSpace(line), ",")
+		if len(f) < 4 || !slices.Contains(perfSyncEvents, f[3]) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil { // "<not counted>": nothing yet
+			sum += v
+		}
+	}
+	return sum, nil
+}
+
+// onlyChild is the one child process of pid (perf's: the server).
+func onlyChild(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 1 {
+		return 0, fmt.Errorf("process %d has children %q, want one", pid, f)
+	}
+	return strconv.Atoi(f[0])
 }
 
 func lastLines(s string, n int) string {
@@ -382,14 +488,16 @@ func startAmalgamDev(b vsBinaries, dir string, blockSize int) (*procCluster, err
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", base)
-	c, logf, err := startProc(dir, "amalgam", "dev cluster ready at", b.server, "dev",
+	st, err := startProc(b, dir, "amalgam", "dev cluster ready at", b.server, "dev",
 		"--data-dir", filepath.Join(dir, "data"), "--addr", addr, "--machines", "5", "--g", "3", "--f", "2",
 		"--block-size", strconv.Itoa(blockSize), "--blocks", strconv.Itoa(vsBlocks),
 		"--durability", "durable", "--suspect-after", "0")
 	if err != nil {
 		return nil, err
 	}
-	return &procCluster{procs: []*exec.Cmd{c}, entry: addr, system: "amalgam", logFiles: []*os.File{logf}}, nil
+	cl := &procCluster{entry: addr, system: "amalgam"}
+	cl.add(st)
+	return cl, nil
 }
 
 // startEtcd starts an etcd cluster of n member processes.
@@ -404,19 +512,18 @@ func startEtcd(b vsBinaries, dir string, n int) (*procCluster, error) {
 		clients = append(clients, fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]))
 	}
 	cl := &procCluster{entry: strings.Join(clients, ","), system: "etcd"}
-	type started struct {
-		c   *exec.Cmd
-		f   *os.File
+	type result struct {
+		st  started
 		err error
 	}
-	ch := make(chan started, n)
+	ch := make(chan result, n)
 	for i := range n {
 		go func() {
-			c, f, err := startProc(dir, fmt.Sprintf("m%d", i), "ready", b.etcd, "serve",
+			st, err := startProc(b, dir, fmt.Sprintf("m%d", i), "ready", b.etcd, "serve",
 				"--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, fmt.Sprintf("m%d", i)),
 				"--peer-url", fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]), "--client-url", clients[i],
 				"--initial-cluster", strings.Join(initial, ","))
-			ch <- started{c, f, err}
+			ch <- result{st, err}
 		}()
 	}
 	var errs []error
@@ -426,7 +533,7 @@ func startEtcd(b vsBinaries, dir string, n int) (*procCluster, error) {
 			errs = append(errs, s.err)
 			continue
 		}
-		cl.procs, cl.logFiles = append(cl.procs, s.c), append(cl.logFiles, s.f)
+		cl.add(s.st)
 	}
 	if len(errs) > 0 {
 		cl.stop()
@@ -487,11 +594,11 @@ func etcdSyncs(clientURL string) (float64, error) {
 // runVsLoad runs amalgam-etcd load against cl and reads the servers'
 // counters when the measured interval starts and ends.
 func runVsLoad(b vsBinaries, cl *procCluster, w VsWorkload, o VsEtcdOptions) (VsPoint, error) {
-	p := VsPoint{Workload: w.Name(), VsWorkload: w, Processes: len(cl.procs)}
+	p := VsPoint{Workload: w.Name(), VsWorkload: w, Processes: len(cl.pids)}
 	c := exec.Command(b.etcd, "load", "--system", cl.system, "--endpoints", cl.entry,
 		"--workload", w.Workload, "--block-size", strconv.Itoa(w.BlockSize), "--blocks", strconv.Itoa(vsBlocks),
 		"--clients", strconv.Itoa(w.Clients), "--warmup", o.Warmup.String(), "--duration", o.Duration.String(),
-		"--seed", strconv.FormatUint(o.Seed, 10))
+		"--seed", strconv.FormatUint(o.Seed, 10), "--min-ops", strconv.FormatInt(o.MinOps, 10))
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
 	out, err := c.StdoutPipe()
@@ -530,9 +637,13 @@ func runVsLoad(b vsBinaries, cl *procCluster, w VsWorkload, o VsEtcdOptions) (Vs
 		ops := float64(p.Ops)
 		p.CPUusPerOp = float64((c1.cpu - c0.cpu).Microseconds()) / ops
 		p.DiskPerLogical = float64(c1.diskBytes-c0.diskBytes) / (ops * float64(w.BlockSize))
-		if c0.hasFsyncs && c1.hasFsyncs {
-			f := (c1.fsyncs - c0.fsyncs) / ops
-			p.FsyncsPerOp = &f
+		if c0.hasMetric && c1.hasMetric {
+			f := (c1.metricSyncs - c0.metricSyncs) / ops
+			p.MetricSyncsPerOp = &f
+		}
+		if c0.hasSyncCalls && c1.hasSyncCalls {
+			f := (c1.syncCalls - c0.syncCalls) / ops
+			p.SyncCallsPerOp = &f
 		}
 	}
 	return p, nil

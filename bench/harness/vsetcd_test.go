@@ -22,7 +22,7 @@ func TestVsReportSummary(t *testing.T) {
 			p := VsPoint{Round: round + 1, System: sys, Workload: w.Name(), VsWorkload: w,
 				Result: loadgen.Result{Ops: int64(ops[i]), OpsPerSec: ops[i]}}
 			if sys != Amalgam {
-				p.FsyncsPerOp = &f
+				p.MetricSyncsPerOp = &f
 			}
 			r.Points = append(r.Points, p)
 		}
@@ -32,14 +32,14 @@ func TestVsReportSummary(t *testing.T) {
 		t.Fatalf("summary has %d rows, want 2", len(r.Summary))
 	}
 	a, e := r.Summary[0], r.Summary[1]
-	if a.Ratio != nil || a.FsyncsPerOp != nil || a.OpsPerSec.Median != 200 {
+	if a.Ratio != nil || a.MetricSyncsPerOp != nil || a.OpsPerSec.Median != 200 {
 		t.Errorf("amalgam row %+v", a)
 	}
 	if e.Ratio == nil || e.Ratio.Min != 0.5 || e.Ratio.Max != 3 || e.Ratio.Median != 1.75 {
 		t.Errorf("etcd ratio %+v, want median 1.75 of 0.5 and 3", e.Ratio)
 	}
-	if e.FsyncsPerOp == nil || e.FsyncsPerOp.Median != 2 {
-		t.Errorf("etcd fsyncs %+v", e.FsyncsPerOp)
+	if e.MetricSyncsPerOp == nil || e.MetricSyncsPerOp.Median != 2 || e.SyncCallsPerOp != nil {
+		t.Errorf("etcd syncs %+v, %+v", e.MetricSyncsPerOp, e.SyncCallsPerOp)
 	}
 	var b strings.Builder
 	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), "1.75 (0.50-3.00)") {
@@ -55,13 +55,14 @@ func TestVsReportSummary(t *testing.T) {
 }
 
 // TestVsEtcdSmoke starts both systems as processes, loads them briefly
-// and checks that every measure is there. It checks no speed.
+// and checks that every measure is there. It checks no speed: every run
+// measures until it has 5 operations, however long that takes.
 func TestVsEtcdSmoke(t *testing.T) {
 	if !*etcdBench {
 		t.Skip("needs -etcd-bench")
 	}
 	rep, err := VsEtcd(VsEtcdOptions{Rounds: 1, Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond,
-		Members: []int{3}, Workloads: []string{"write-4KiB-1", "add-4KiB-1"}, Src: ".", Progress: func(s string) { t.Log(s) }})
+		Members: []int{3}, Workloads: []string{"write-4KiB-1", "add-4KiB-1"}, Src: ".", MinOps: 5, Progress: func(s string) { t.Log(s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +73,11 @@ func TestVsEtcdSmoke(t *testing.T) {
 		if p.Ops == 0 || p.Errors != 0 || p.CPUusPerOp <= 0 {
 			t.Errorf("%s %s: %d ops, %d errors (%s), %.0f us CPU/op", p.System, p.Workload, p.Ops, p.Errors, p.FirstError, p.CPUusPerOp)
 		}
-		if (p.FsyncsPerOp != nil) != (p.System != Amalgam) {
-			t.Errorf("%s: fsyncs/op %v", p.System, p.FsyncsPerOp)
+		if (p.MetricSyncsPerOp != nil) != (p.System != Amalgam) {
+			t.Errorf("%s: metric syncs/op %v", p.System, p.MetricSyncsPerOp)
+		}
+		if perfWorks() && (p.SyncCallsPerOp == nil || *p.SyncCallsPerOp <= 0) {
+			t.Errorf("%s: sync calls/op %v", p.System, p.SyncCallsPerOp)
 		}
 	}
 	var b strings.Builder

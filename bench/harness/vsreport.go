@@ -28,6 +28,36 @@ func spreadOf(xs []float64) Spread {
 	return Spread{Median: m, Min: s[0], Max: s[len(s)-1]}
 }
 
+// optional collects a measure some points lack.
+type optional struct {
+	xs      []float64
+	missing bool
+}
+
+func (o *optional) add(x *float64) {
+	if x == nil {
+		o.missing = true
+		return
+	}
+	o.xs = append(o.xs, *x)
+}
+
+// spread is nil if any point lacked the measure.
+func (o *optional) spread() *Spread {
+	if o.missing || len(o.xs) == 0 {
+		return nil
+	}
+	s := spreadOf(o.xs)
+	return &s
+}
+
+func medianOrNA(s *Spread) string {
+	if s == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", s.Median)
+}
+
 // summarise fills r.Summary: per workload and system, medians over the
 // rounds, and Amalgam's per-round ops/s ratio to each other system.
 func (r *VsReport) summarise(wls []VsWorkload) {
@@ -41,19 +71,16 @@ func (r *VsReport) summarise(wls []VsWorkload) {
 		}
 		for _, sys := range r.Systems {
 			s := VsSummary{Workload: w.Name(), System: sys}
-			var ops, mb, p50, p99, cpu, fs, disk []float64
-			hasFsyncs := true
+			var ops, mb, p50, p99, cpu, disk []float64
+			var calls, metric optional
 			for _, p := range r.Points {
 				if p.Workload != w.Name() || p.System != sys {
 					continue
 				}
 				ops, mb, p50, p99 = append(ops, p.OpsPerSec), append(mb, p.MBPerSec), append(p50, p.P50ms), append(p99, p.P99ms)
 				cpu, disk = append(cpu, p.CPUusPerOp), append(disk, p.DiskPerLogical)
-				if p.FsyncsPerOp == nil {
-					hasFsyncs = false
-				} else {
-					fs = append(fs, *p.FsyncsPerOp)
-				}
+				calls.add(p.SyncCallsPerOp)
+				metric.add(p.MetricSyncsPerOp)
 				s.Retries += p.Retries
 				s.Errors += p.Errors
 				if a, ok := amalgam[p.Round]; ok && sys != Amalgam {
@@ -62,10 +89,7 @@ func (r *VsReport) summarise(wls []VsWorkload) {
 			}
 			s.OpsPerSec, s.MBPerSec, s.P50ms, s.P99ms = spreadOf(ops), spreadOf(mb), spreadOf(p50), spreadOf(p99)
 			s.CPUusPerOp, s.DiskPerLogical = spreadOf(cpu), spreadOf(disk)
-			if hasFsyncs && len(fs) > 0 {
-				f := spreadOf(fs)
-				s.FsyncsPerOp = &f
-			}
+			s.SyncCallsPerOp, s.MetricSyncsPerOp = calls.spread(), metric.spread()
 			if len(s.RatioRounds) > 0 {
 				rt := spreadOf(s.RatioRounds)
 				s.Ratio = &rt
@@ -89,14 +113,10 @@ func (r *VsReport) WriteText(w io.Writer) error {
 }
 
 var vsColumns = []string{"workload", "system", "ops/s median (min-max)", "MB/s", "p50 ms", "p99 ms", "server CPU us/op",
-	"fsyncs/op", "disk B / logical B", "Amalgam / system, per round: median (min-max)"}
+	"fsync+fdatasync calls/op", "etcd metric syncs/op", "disk B / logical B", "Amalgam / system, per round: median (min-max)"}
 
 // cells formats a summary row in the order of vsColumns.
 func (s VsSummary) cells() []string {
-	fsyncs := "n/a"
-	if s.FsyncsPerOp != nil {
-		fsyncs = fmt.Sprintf("%.2f", s.FsyncsPerOp.Median)
-	}
 	ratio := "-"
 	if s.Ratio != nil {
 		ratio = fmt.Sprintf("%.2f (%.2f-%.2f)", s.Ratio.Median, s.Ratio.Min, s.Ratio.Max)
@@ -110,7 +130,7 @@ func (s VsSummary) cells() []string {
 	return []string{s.Workload, s.System,
 		fmt.Sprintf("%s (%s-%s)", ratioStr(s.OpsPerSec.Median), ratioStr(s.OpsPerSec.Min), ratioStr(s.OpsPerSec.Max)),
 		fmt.Sprintf("%.2f", s.MBPerSec.Median), fmt.Sprintf("%.2f", s.P50ms.Median), fmt.Sprintf("%.1f", s.P99ms.Median),
-		fmt.Sprintf("%.0f", s.CPUusPerOp.Median), fsyncs, fmt.Sprintf("%.2f", s.DiskPerLogical.Median), ratio}
+		fmt.Sprintf("%.0f", s.CPUusPerOp.Median), medianOrNA(s.SyncCallsPerOp), medianOrNA(s.MetricSyncsPerOp), fmt.Sprintf("%.2f", s.DiskPerLogical.Median), ratio}
 }
 
 func ratioStr(x float64) string {

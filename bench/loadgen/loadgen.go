@@ -37,6 +37,10 @@ type Spec struct {
 	Warmup    time.Duration `json:"warmup"`
 	Duration  time.Duration `json:"duration"`
 	Seed      uint64        `json:"seed"`
+	// MinOps, if set, extends the measured interval past Duration until
+	// that many operations completed (bounded only by the context), so
+	// that a starved machine gives a longer run rather than an empty one.
+	MinOps int64 `json:"min_ops,omitempty"`
 }
 
 // Validate checks the spec.
@@ -122,6 +126,7 @@ func ApplyAdd(old []byte, blockSize int, op msg.Op) []byte {
 // so that the caller can read the servers' counters at those moments.
 func Run(ctx context.Context, s Spec, doers []Doer, mark func(string)) Result {
 	var phase atomic.Int32 // 0 warm-up, 1 measuring, 2 stopping
+	var measured atomic.Int64
 	type rec struct {
 		lat           []time.Duration
 		errs, retries int64
@@ -146,6 +151,7 @@ func Run(ctx context.Context, s Spec, doers []Doer, mark func(string)) Result {
 					continue
 				}
 				r.lat = append(r.lat, time.Since(t0))
+				measured.Add(1)
 				r.retries += int64(n)
 				if err != nil {
 					r.errs++
@@ -168,6 +174,9 @@ func Run(ctx context.Context, s Spec, doers []Doer, mark func(string)) Result {
 	select {
 	case <-time.After(s.Duration):
 	case <-ctx.Done():
+	}
+	for measured.Load() < s.MinOps && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
 	}
 	phase.Store(2)
 	elapsed := time.Since(start)

@@ -85,6 +85,8 @@ cluster as a median with its min-max spread. See docs/benchmarks.md.`,
 	f.StringVar(&o.Src, "src", ".", "Amalgam source tree to build the servers from (or a directory inside it)")
 	f.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file")
 	f.StringVar(&plotDir, "plot", "", "also draw the ratios into DIR/vs-etcd.svg")
+	f.Int64Var(&o.MinOps, "min-ops", 0, "measure past --duration until this many operations completed")
+	f.BoolVar(&o.NoPerf, "no-perf", false, "do not run the servers under perf stat (which counts their fsync and fdatasync calls)")
 	f.BoolVar(&noProgress, "no-progress", false, "do not report progress on stderr")
 	return cmd
 }
