@@ -32,10 +32,11 @@ etcd clusters (--members, default 3 and 5 member processes). Every system gets
 the same closed-loop generator (amalgam-etcd load: bench/loadgen) on the same
 workloads: ` + strings.Join(vsNames(), ", ") + `
 (workload-blocksize-clients; add is a read-modify-write increment).
-It reports ops/s, MB/s, latency, the servers' CPU per operation, fsyncs per
-operation (etcd's metrics; Amalgam exports none) and bytes written to disk per
-logical byte (/proc/<pid>/io), and Amalgam's per-round ratio to each etcd
-cluster as a median with its min-max spread. See docs/benchmarks.md.`,
+It reports ops/s, MB/s, latency, the servers' CPU per operation, their fsync
+and fdatasync calls per operation (perf stat; etcd's own sync metrics beside
+them), bytes written to disk per logical byte (/proc/<pid>/io), and Amalgam's
+per-round ratio to each etcd cluster as a median with its min-max spread.
+See docs/benchmarks.md.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
