@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	ossignal "os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -186,12 +187,15 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 	if len(wls) == 0 {
 		return nil, fmt.Errorf("no workload matches %v (known: %s)", o.Workloads, strings.Join(vsWorkloadNames(), ", "))
 	}
+	// SIGINT or SIGTERM stops the run, and with it every process started.
+	ctx, stop := ossignal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	tmp, err := os.MkdirTemp("", "amalgam-vs-etcd-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	bins, err := buildVsBinaries(src, tmp, o.Progress)
+	bins, err := buildVsBinaries(ctx, src, tmp, o.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +217,9 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 	for r := 1; r <= o.Rounds; r++ {
 		for _, bs := range sizes {
 			for si, sys := range rep.Systems {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
 				dir := filepath.Join(tmp, fmt.Sprintf("r%d-%s-%d", r, sys, bs))
 				var cl *procCluster
 				if si == 0 {
@@ -230,7 +237,7 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 					if o.Progress != nil {
 						o.Progress(fmt.Sprintf("round %d/%d %s %s", r, o.Rounds, sys, w.Name()))
 					}
-					p, err := runVsLoad(bins, cl, w, o)
+					p, err := runVsLoad(ctx, bins, cl, w, o)
 					if err != nil {
 						cl.stop()
 						return nil, fmt.Errorf("round %d: %s %s: %w", r, sys, w.Name(), err)
@@ -264,7 +271,7 @@ type vsBinaries struct {
 
 // buildVsBinaries builds amalgam-server (main module) and amalgam-etcd
 // (the nested module bench/etcd) into dir.
-func buildVsBinaries(src, dir string, progress func(string)) (vsBinaries, error) {
+func buildVsBinaries(ctx context.Context, src, dir string, progress func(string)) (vsBinaries, error) {
 	b := vsBinaries{server: filepath.Join(dir, "amalgam-server"), etcd: filepath.Join(dir, "amalgam-etcd")}
 	for _, step := range []struct{ dir, out, pkg string }{
 		{src, b.server, "./cmd/amalgam-server"},
@@ -273,7 +280,7 @@ func buildVsBinaries(src, dir string, progress func(string)) (vsBinaries, error)
 		if progress != nil {
 			progress("building " + step.out)
 		}
-		c := exec.Command("go", "build", "-o", step.out, step.pkg)
+		c := exec.CommandContext(ctx, "go", "build", "-o", step.out, step.pkg)
 		c.Dir = step.dir
 		if out, err := c.CombinedOutput(); err != nil {
 			return b, fmt.Errorf("go build %s in %s: %v\n%s", step.pkg, step.dir, err, out)
@@ -593,9 +600,9 @@ func etcdSyncs(clientURL string) (float64, error) {
 
 // runVsLoad runs amalgam-etcd load against cl and reads the servers'
 // counters when the measured interval starts and ends.
-func runVsLoad(b vsBinaries, cl *procCluster, w VsWorkload, o VsEtcdOptions) (VsPoint, error) {
+func runVsLoad(ctx context.Context, b vsBinaries, cl *procCluster, w VsWorkload, o VsEtcdOptions) (VsPoint, error) {
 	p := VsPoint{Workload: w.Name(), VsWorkload: w, Processes: len(cl.pids)}
-	c := exec.Command(b.etcd, "load", "--system", cl.system, "--endpoints", cl.entry,
+	c := exec.CommandContext(ctx, b.etcd, "load", "--system", cl.system, "--endpoints", cl.entry,
 		"--workload", w.Workload, "--block-size", strconv.Itoa(w.BlockSize), "--blocks", strconv.Itoa(vsBlocks),
 		"--clients", strconv.Itoa(w.Clients), "--warmup", o.Warmup.String(), "--duration", o.Duration.String(),
 		"--seed", strconv.FormatUint(o.Seed, 10), "--min-ops", strconv.FormatInt(o.MinOps, 10))
