@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/amalgam-store/amalgam/bench/harness"
 )
@@ -42,6 +44,7 @@ bandwidth limit (--bandwidth), which models the thesis's network-bound
 testbed.
 
 Experiments: all, ` + strings.Join(harness.ExperimentNames(), ", ") + `.
+amalgam-bench vs-etcd (a subcommand) compares durable Amalgam with etcd clusters.
 --quick runs every experiment briefly (bench all --quick: under 2 minutes).
 Results: text tables (default), --output json, --csv FILE, --plot DIR (SVG).
 See docs/benchmarks.md.`,
@@ -112,16 +115,8 @@ See docs/benchmarks.md.`,
 				return err
 			}
 			if csvFile != "" {
-				f, err := os.Create(csvFile)
-				if err != nil {
-					return err
-				}
-				if err := rep.WriteCSV(f); err != nil {
-					_ = f.Close()
+				if err := createFile(csvFile, rep.WriteCSV); err != nil {
 					return fmt.Errorf("--csv %s: %w", csvFile, err)
-				}
-				if err := f.Close(); err != nil {
-					return err
 				}
 			}
 			if plotDir != "" {
@@ -137,12 +132,7 @@ See docs/benchmarks.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&output, "output", "text", "output format: text or json")
-	// amalgam-cli's other global flags reach amalgam-bench with the rest of
-	// the command line; a benchmark needs no cluster, so they do nothing.
-	for _, name := range []string{"cluster", "timeout", "dial-timeout", "tls-cert", "tls-key", "tls-ca", "config"} {
-		f.String(name, "", "ignored (an amalgam-cli flag)")
-		_ = f.MarkHidden(name)
-	}
+	ignoreCLIFlags(f)
 	f.BoolVar(&o.Quick, "quick", false, "run every experiment briefly (CI)")
 	f.DurationVar(&o.Warmup, "warmup", 0, "warm-up before each measured run (default 1s, quick 250ms)")
 	f.DurationVar(&o.Duration, "duration", 0, "measured interval of each run (default 5s, quick 900ms)")
@@ -156,5 +146,29 @@ See docs/benchmarks.md.`,
 	f.StringVar(&csvFile, "csv", "", "also write the points as CSV to this file")
 	f.StringVar(&plotDir, "plot", "", "also draw SVG plots into this directory")
 	f.BoolVar(&noProgress, "no-progress", false, "do not draw the progress bar (on stderr)")
+	cmd.AddCommand(newVsEtcdCmd())
 	return cmd
+}
+
+// ignoreCLIFlags accepts amalgam-cli's other global flags, which reach
+// amalgam-bench with the rest of the command line; a benchmark needs no
+// cluster, so they do nothing.
+func ignoreCLIFlags(f *pflag.FlagSet) {
+	for _, name := range []string{"cluster", "timeout", "dial-timeout", "tls-cert", "tls-key", "tls-ca", "config"} {
+		f.String(name, "", "ignored (an amalgam-cli flag)")
+		_ = f.MarkHidden(name)
+	}
+}
+
+// createFile writes a new file with write.
+func createFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amalgam-store/amalgam/bench/harness"
+)
+
+// newVsEtcdCmd is amalgam-bench vs-etcd: durable Amalgam against stock etcd
+// clusters, as separate server processes, alternated round by round.
+func newVsEtcdCmd() *cobra.Command {
+	var (
+		o          harness.VsEtcdOptions
+		output     string
+		jsonFile   string
+		plotDir    string
+		noProgress bool
+	)
+	cmd := &cobra.Command{
+		Use:   "vs-etcd",
+		Short: "Durable Amalgam (amalgam-server dev) against 3- and 5-member etcd clusters, alternated",
+		Long: `vs-etcd builds amalgam-server and amalgam-etcd (the nested Go module bench/etcd)
+from the source tree (--src, default: the one around the working directory),
+then in every round starts, loads and stops each system in turn: Amalgam
+(amalgam-server dev --durability durable, n=5 g=3 f=2, one process) and stock
+etcd clusters (--members, default 3 and 5 member processes). Every system gets
+the same closed-loop generator (amalgam-etcd load: bench/loadgen) on the same
+workloads: ` + strings.Join(vsNames(), ", ") + `
+(workload-blocksize-clients; add is a read-modify-write increment).
+It reports ops/s, MB/s, latency, the servers' CPU per operation, their fsync
+and fdatasync calls per operation (perf stat; etcd's own sync metrics beside
+them), bytes written to disk per logical byte (/proc/<pid>/io), and Amalgam's
+per-round ratio to each etcd cluster as a median with its min-max spread.
+See docs/benchmarks.md.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" && output != "markdown" {
+				return fmt.Errorf("--output must be text, json or markdown, got %q", output)
+			}
+			if !noProgress {
+				o.Progress = func(s string) { fmt.Fprintf(os.Stderr, "vs-etcd: %s\n", s) }
+			}
+			rep, err := harness.VsEtcd(o)
+			if err != nil {
+				return err
+			}
+			if jsonFile != "" {
+				if err := createFile(jsonFile, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
+					return fmt.Errorf("--json %s: %w", jsonFile, err)
+				}
+			}
+			if plotDir != "" {
+				if err := os.MkdirAll(plotDir, 0o755); err != nil {
+					return err
+				}
+				if _, err := rep.Plot(plotDir); err != nil {
+					return err
+				}
+			}
+			switch output {
+			case "json":
+				return writeJSON(cmd.OutOrStdout(), rep)
+			case "markdown":
+				rep.Markdown(cmd.OutOrStdout())
+				return nil
+			}
+			return rep.WriteText(cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	ignoreCLIFlags(f)
+	f.StringVar(&output, "output", "text", "output format: text, json or markdown")
+	f.IntVar(&o.Rounds, "rounds", 3, "rounds; every round runs every system once")
+	f.DurationVar(&o.Warmup, "warmup", 0, "warm-up before each measured run (default 1s)")
+	f.DurationVar(&o.Duration, "duration", 0, "measured interval of each run (default 5s)")
+	f.Uint64Var(&o.Seed, "seed", 1, "workload seed")
+	f.IntSliceVar(&o.Members, "members", []int{3, 5}, "etcd cluster sizes")
+	f.StringSliceVar(&o.Workloads, "workloads", nil, "run only these workloads (default all: "+strings.Join(vsNames(), ",")+")")
+	f.StringVar(&o.Src, "src", ".", "Amalgam source tree to build the servers from (or a directory inside it)")
+	f.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file")
+	f.StringVar(&plotDir, "plot", "", "also draw the ratios into DIR/vs-etcd.svg")
+	f.Int64Var(&o.MinOps, "min-ops", 0, "measure past --duration until this many operations completed")
+	f.BoolVar(&o.NoPerf, "no-perf", false, "do not run the servers under perf stat (which counts their fsync and fdatasync calls)")
+	f.BoolVar(&noProgress, "no-progress", false, "do not report progress on stderr")
+	return cmd
+}
+
+func vsNames() []string {
+	var out []string
+	for _, w := range harness.VsWorkloads {
+		out = append(out, w.Name())
+	}
+	return out
+}

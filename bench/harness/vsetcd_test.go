@@ -1,0 +1,88 @@
+package harness
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/bench/loadgen"
+)
+
+var etcdBench = flag.Bool("etcd-bench", false, "run the vs-etcd smoke test (builds amalgam-server and the nested etcd module; needs its Go modules)")
+
+func TestVsReportSummary(t *testing.T) {
+	w := VsWorkloads[0]
+	f := 2.0
+	r := &VsReport{Rounds: 2, Systems: []string{Amalgam, "etcd3"}}
+	for round, ops := range [][2]float64{{100, 200}, {300, 100}} {
+		for i, sys := range r.Systems {
+			p := VsPoint{Round: round + 1, System: sys, Workload: w.Name(), VsWorkload: w,
+				Result: loadgen.Result{Ops: int64(ops[i]), OpsPerSec: ops[i]}}
+			if sys != Amalgam {
+				p.MetricSyncsPerOp = &f
+			}
+			r.Points = append(r.Points, p)
+		}
+	}
+	r.summarise([]VsWorkload{w})
+	if len(r.Summary) != 2 {
+		t.Fatalf("summary has %d rows, want 2", len(r.Summary))
+	}
+	a, e := r.Summary[0], r.Summary[1]
+	if a.Ratio != nil || a.MetricSyncsPerOp != nil || a.OpsPerSec.Median != 200 {
+		t.Errorf("amalgam row %+v", a)
+	}
+	if e.Ratio == nil || e.Ratio.Min != 0.5 || e.Ratio.Max != 3 || e.Ratio.Median != 1.75 {
+		t.Errorf("etcd ratio %+v, want median 1.75 of 0.5 and 3", e.Ratio)
+	}
+	if e.MetricSyncsPerOp == nil || e.MetricSyncsPerOp.Median != 2 || e.SyncCallsPerOp != nil {
+		t.Errorf("etcd syncs %+v, %+v", e.MetricSyncsPerOp, e.SyncCallsPerOp)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), "1.75 (0.50-3.00)") {
+		t.Errorf("text (%v):\n%s", err, b.String())
+	}
+	dir := t.TempDir()
+	if _, err := r.Plot(dir); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "vs-etcd.svg")); err != nil || fi.Size() == 0 {
+		t.Errorf("plot: %v", err)
+	}
+}
+
+// TestVsEtcdSmoke starts both systems as processes, loads them briefly
+// and checks that every measure is there. It checks no speed: every run
+// measures until it has 5 operations, however long that takes.
+func TestVsEtcdSmoke(t *testing.T) {
+	if !*etcdBench {
+		t.Skip("needs -etcd-bench")
+	}
+	rep, err := VsEtcd(VsEtcdOptions{Rounds: 1, Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond,
+		Members: []int{3}, Workloads: []string{"write-4KiB-1", "add-4KiB-1"}, Src: ".", MinOps: 5, Progress: func(s string) { t.Log(s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Points) != 4 {
+		t.Fatalf("%d points, want 4", len(rep.Points))
+	}
+	for _, p := range rep.Points {
+		if p.Ops == 0 || p.Errors != 0 || p.CPUusPerOp <= 0 {
+			t.Errorf("%s %s: %d ops, %d errors (%s), %.0f us CPU/op", p.System, p.Workload, p.Ops, p.Errors, p.FirstError, p.CPUusPerOp)
+		}
+		if (p.MetricSyncsPerOp != nil) != (p.System != Amalgam) {
+			t.Errorf("%s: metric syncs/op %v", p.System, p.MetricSyncsPerOp)
+		}
+		if perfWorks() && (p.SyncCallsPerOp == nil || *p.SyncCallsPerOp <= 0) {
+			t.Errorf("%s: sync calls/op %v", p.System, p.SyncCallsPerOp)
+		}
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + b.String())
+}
