@@ -434,8 +434,10 @@ func (sr *searcher) bfs(init *State) Outcome {
 		var next [][]item
 		var limitHit atomic.Value
 		var idx atomic.Int64
-		const chunk = 32
-		w := min(sr.opt.Workers, 1+len(level)/chunk)
+		// Chunks of up to 32 states, smaller in small levels so that no
+		// worker waits long at the level's end for another's last chunk.
+		w := min(sr.opt.Workers, 1+len(level)/32)
+		chunk := max(1, min(32, len(level)/(4*w)))
 		next = make([][]item, w)
 		var wg sync.WaitGroup
 		for k := 0; k < w; k++ {
@@ -446,7 +448,7 @@ func (sr *searcher) bfs(init *State) Outcome {
 				var evs []Event
 				sc := &scratch{}
 				for !sr.stop.Load() {
-					lo := int(idx.Add(chunk)) - chunk
+					lo := int(idx.Add(int64(chunk))) - chunk
 					if lo >= len(level) {
 						break
 					}
