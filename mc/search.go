@@ -59,6 +59,11 @@ type Options struct {
 	Seed       uint64 // random walks
 	Walks      int    // random walks: number of walks (0: until a limit)
 	Checks     Checks
+	// SleepSets prunes transitions with sleep sets (BFS only; see
+	// sleep.go): every reachable state is still found, through fewer
+	// transitions. A state some sleep set made wait may be reported
+	// deeper than its shortest path.
+	SleepSets bool
 	// NoMemo runs every handler afresh instead of reusing the result of
 	// the same node state handling the same event (tests compare both).
 	NoMemo bool
@@ -70,8 +75,11 @@ type Options struct {
 
 // Result is what a search found.
 type Result struct {
-	Outcome     Outcome
-	States      int // distinct states found (fingerprints)
+	Outcome Outcome
+	States  int // distinct states found (fingerprints)
+	// Transitions counts the steps BFS and DFS took (successor states
+	// built, seen before or not; no-ops skipped are none).
+	Transitions int
 	MaxDepth    int // deepest level reached
 	Elapsed     time.Duration
 	Predicate   string  // the failing invariant or the goal that holds
@@ -206,6 +214,8 @@ type searcher struct {
 	vis    *visited
 	start  time.Time
 	depth  atomic.Int64
+	trans  atomic.Int64
+	sleep  *sleepStore // Options.SleepSets
 	stop   atomic.Bool
 	mu     sync.Mutex
 	result *Result
@@ -258,6 +268,7 @@ func Search(init *State, opt Options) *Result {
 		r = &Result{Outcome: out}
 	}
 	r.States = int(sr.vis.n.Load())
+	r.Transitions = int(sr.trans.Load())
 	r.MaxDepth = int(sr.depth.Load())
 	r.Elapsed = time.Since(sr.start)
 	for k := range sr.idem {
@@ -425,6 +436,10 @@ func (sr *searcher) bfs(init *State) Outcome {
 	if sr.examine(init, root) {
 		return ""
 	}
+	if sr.opt.SleepSets {
+		sr.sleep = newSleepStore()
+		sr.sleep.arrive(init.fp, 0, nil)
+	}
 	level := []item{{init, root}}
 	for depth := 0; len(level) > 0; depth++ {
 		sr.noteDepth(depth)
@@ -446,6 +461,9 @@ func (sr *searcher) bfs(init *State) Outcome {
 				defer wg.Done()
 				var out []item
 				var evs []Event
+				var done []sleepEv
+				var trans int64
+				defer func() { sr.trans.Add(trans) }()
 				sc := &scratch{}
 				for !sr.stop.Load() {
 					lo := int(idx.Add(int64(chunk))) - chunk
@@ -462,7 +480,17 @@ func (sr *searcher) bfs(init *State) Outcome {
 							continue
 						}
 						evs = it.s.appendEvents(evs[:0], sr.opt.Settings)
+						var z []sleepEv
+						if sr.sleep != nil {
+							z, done = sr.sleep.get(it.s.fp), done[:0]
+						}
 						for _, e := range evs {
+							var ev sleepEv
+							if sr.sleep != nil {
+								if ev = it.s.sleepEvent(e, sr.opt.Settings); sleeps(z, ev.id) {
+									continue
+								}
+							}
 							ns, stop := sr.step(it.s, e, it.t, sc)
 							if stop {
 								return
@@ -470,7 +498,16 @@ func (sr *searcher) bfs(init *State) Outcome {
 							if ns == nil {
 								continue
 							}
-							if _, fresh := sr.vis.add(ns.fp, depth+1); !fresh {
+							trans++
+							_, fresh := sr.vis.add(ns.fp, depth+1)
+							if sr.sleep != nil {
+								again := sr.sleep.arrive(ns.fp, depth+1, childSleep(z, done, ev))
+								done = append(done, ev)
+								if !fresh && again {
+									out = append(out, item{sc.freeze(), newTnode(it.t, it.s, e)})
+								}
+							}
+							if !fresh {
 								continue
 							}
 							ns = sc.freeze()
@@ -543,6 +580,7 @@ func (sr *searcher) dfs(init *State) Outcome {
 		if ns == nil {
 			continue
 		}
+		sr.trans.Add(1)
 		expand, fresh := sr.vis.add(ns.fp, int(top.t.depth)+1)
 		if !expand {
 			continue
