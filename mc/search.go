@@ -64,6 +64,10 @@ type Options struct {
 	// transitions. A state some sleep set made wait may be reported
 	// deeper than its shortest path.
 	SleepSets bool
+	// Symmetry keys the visited set by the fingerprint of each state's
+	// representative under the node groups the initial state declares
+	// interchangeable (State.Symmetric; symmetry.go).
+	Symmetry bool
 	// NoMemo runs every handler afresh instead of reusing the result of
 	// the same node state handling the same event (tests compare both).
 	NoMemo bool
@@ -280,6 +284,14 @@ func Search(init *State, opt Options) *Result {
 	return r
 }
 
+// key is what the visited set holds for s.
+func (sr *searcher) key(s *State) uint64 {
+	if sr.opt.Symmetry && s.sys.sym != nil {
+		return s.symFingerprint()
+	}
+	return s.fp
+}
+
 func (sr *searcher) progress() {
 	el := time.Since(sr.start)
 	n := sr.vis.n.Load()
@@ -432,13 +444,13 @@ type item struct {
 // found is at the smallest depth (a shortest counterexample).
 func (sr *searcher) bfs(init *State) Outcome {
 	root := &tnode{}
-	sr.vis.add(init.fp, 0)
+	sr.vis.add(sr.key(init), 0)
 	if sr.examine(init, root) {
 		return ""
 	}
 	if sr.opt.SleepSets {
 		sr.sleep = newSleepStore()
-		sr.sleep.arrive(init.fp, 0, nil)
+		sr.sleep.arrive(sr.key(init), 0, nil)
 	}
 	level := []item{{init, root}}
 	for depth := 0; len(level) > 0; depth++ {
@@ -482,7 +494,7 @@ func (sr *searcher) bfs(init *State) Outcome {
 						evs = it.s.appendEvents(evs[:0], sr.opt.Settings)
 						var z []sleepEv
 						if sr.sleep != nil {
-							z, done = sr.sleep.get(it.s.fp), done[:0]
+							z, done = sr.sleep.get(sr.key(it.s)), done[:0]
 						}
 						for _, e := range evs {
 							var ev sleepEv
@@ -499,9 +511,10 @@ func (sr *searcher) bfs(init *State) Outcome {
 								continue
 							}
 							trans++
-							_, fresh := sr.vis.add(ns.fp, depth+1)
+							k := sr.key(ns)
+							_, fresh := sr.vis.add(k, depth+1)
 							if sr.sleep != nil {
-								again := sr.sleep.arrive(ns.fp, depth+1, childSleep(z, done, ev))
+								again := sr.sleep.arrive(k, depth+1, childSleep(z, done, ev))
 								done = append(done, ev)
 								if !fresh && again {
 									out = append(out, item{sc.freeze(), newTnode(it.t, it.s, e)})
@@ -545,7 +558,7 @@ func (sr *searcher) bfs(init *State) Outcome {
 // states BFS finds with the same bound.
 func (sr *searcher) dfs(init *State) Outcome {
 	root := &tnode{}
-	sr.vis.add(init.fp, 0)
+	sr.vis.add(sr.key(init), 0)
 	if sr.examine(init, root) {
 		return ""
 	}
@@ -581,7 +594,7 @@ func (sr *searcher) dfs(init *State) Outcome {
 			continue
 		}
 		sr.trans.Add(1)
-		expand, fresh := sr.vis.add(ns.fp, int(top.t.depth)+1)
+		expand, fresh := sr.vis.add(sr.key(ns), int(top.t.depth)+1)
 		if !expand {
 			continue
 		}
@@ -603,7 +616,7 @@ func (sr *searcher) dfs(init *State) Outcome {
 // from init, each with its own seed derived from Seed.
 func (sr *searcher) random(init *State) Outcome {
 	root := &tnode{}
-	sr.vis.add(init.fp, 0)
+	sr.vis.add(sr.key(init), 0)
 	if sr.examine(init, root) {
 		return ""
 	}
@@ -649,7 +662,7 @@ func (sr *searcher) random(init *State) Outcome {
 					}
 					nt := newTnode(t, s, e)
 					sr.noteDepth(int(nt.depth))
-					if _, fresh := sr.vis.add(ns.fp, int(nt.depth)); fresh && sr.examine(ns, nt) {
+					if _, fresh := sr.vis.add(sr.key(ns), int(nt.depth)); fresh && sr.examine(ns, nt) {
 						return
 					}
 					s, t = ns, nt

@@ -119,6 +119,7 @@ type system struct {
 	restore func(a node.Addr, crashed node.Node) node.Persistent
 	corrupt func(a node.Addr, disk map[string][]byte) // see CorruptDisk
 	keep    bool                                      // see KeepDelivered
+	sym     *symmetry                                 // see Symmetric
 }
 
 // instance is one node value as states hold it: the node, its hash

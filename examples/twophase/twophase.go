@@ -43,6 +43,18 @@ const (
 // Hash implements node.Message.
 func (m Prepared) Hash(h *node.Hasher) { h.Tag(tagPrepared); h.Int(m.RM) }
 
+// PermutedHash implements mc.Permutable.
+func (m Prepared) PermutedHash(p func(node.Addr) node.Addr) uint64 {
+	return node.HashOf(Prepared{RM: renamed(p, m.RM)})
+}
+
+// renamed is RM i's number after the renaming p.
+func renamed(p func(node.Addr) node.Addr, i int) int {
+	var j int
+	fmt.Sscanf(string(p(RMAddr(i))), "rm/%d", &j)
+	return j
+}
+
 // Hash implements node.Message.
 func (Commit) Hash(h *node.Hasher) { h.Tag(tagCommit) }
 
@@ -132,12 +144,17 @@ func (r *RM) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 func (r *RM) Clone() node.Node { c := *r; return &c }
 
 // Hash implements node.Node.
-func (r *RM) Hash() uint64 {
+func (r *RM) Hash() uint64 { return r.hash(r.ID) }
+
+func (r *RM) hash(id int) uint64 {
 	h := node.NewHasher()
-	h.Int(r.ID)
+	h.Int(id)
 	h.Uint64(uint64(r.State))
 	return h.Sum()
 }
+
+// PermutedHash implements mc.Permutable.
+func (r *RM) PermutedHash(p func(node.Addr) node.Addr) uint64 { return r.hash(renamed(p, r.ID)) }
 
 // Describe implements node.Describer.
 func (r *RM) Describe() string { return r.State.String() }
@@ -221,13 +238,34 @@ func (t *TM) tell(ctx node.Context, m node.Message) {
 func (t *TM) Clone() node.Node { c := *t; return &c }
 
 // Hash implements node.Node.
-func (t *TM) Hash() uint64 {
+func (t *TM) Hash() uint64 { return t.hash(t.Prepared) }
+
+func (t *TM) hash(prepared []bool) uint64 {
 	h := node.NewHasher()
 	h.Uint64(uint64(t.State))
-	for _, p := range t.Prepared {
+	for _, p := range prepared {
 		h.Bool(p)
 	}
 	return h.Sum()
+}
+
+// PermutedHash implements mc.Permutable.
+func (t *TM) PermutedHash(p func(node.Addr) node.Addr) uint64 {
+	prepared := make([]bool, len(t.Prepared))
+	for i, ok := range t.Prepared {
+		prepared[renamed(p, i)] = ok
+	}
+	return t.hash(prepared)
+}
+
+// symmetric declares the RMs interchangeable (mc.Options.Symmetry),
+// sorted by their state as Stateright's 2pc.rs representative sorts them.
+func symmetric(s *mc.State, rms int) {
+	var g []node.Addr
+	for i := 0; i < rms; i++ {
+		g = append(g, RMAddr(i))
+	}
+	s.Symmetric([][]node.Addr{g}, func(n node.Node) uint64 { return uint64(n.(*RM).State) })
 }
 
 // Describe implements node.Describer.
@@ -276,10 +314,14 @@ func Consistent() mc.Predicate {
 // may fire (each RM's and the TM's spontaneous steps), no message is lost.
 func Scenario(rms int, commitEarly bool) *mc.Scenario {
 	return &mc.Scenario{
-		Name:       fmt.Sprintf("2pc-%d", rms),
-		Doc:        fmt.Sprintf("two-phase commit, %d resource managers", rms),
-		System:     "twophase",
-		Init:       func() *mc.State { return mc.NewState(Nodes(rms, commitEarly)) },
+		Name:   fmt.Sprintf("2pc-%d", rms),
+		Doc:    fmt.Sprintf("two-phase commit, %d resource managers", rms),
+		System: "twophase",
+		Init: func() *mc.State {
+			s := mc.NewState(Nodes(rms, commitEarly))
+			symmetric(s, rms)
+			return s
+		},
 		Invariants: func() []mc.Predicate { return []mc.Predicate{Consistent()} },
 		Settings:   mc.Settings{MaxTimerFires: mc.Unlimited},
 	}
@@ -293,25 +335,24 @@ func Scenario(rms int, commitEarly bool) *mc.Scenario {
 // prepared) is a message a node sent itself at Init, and there are no
 // timers. Its state counts are Stateright's: 288 with 3 RMs, 8,832 with 5.
 func StaterightScenario(rms int, commitEarly bool) *mc.Scenario {
-	return &mc.Scenario{
-		Name:   fmt.Sprintf("2pc-stateright-%d", rms),
-		Doc:    fmt.Sprintf("two-phase commit as Stateright's 2pc.rs, %d resource managers", rms),
-		System: "twophase",
-		Init: func() *mc.State {
-			nodes := Nodes(rms, commitEarly)
-			for _, n := range nodes {
-				switch n := n.(type) {
-				case *TM:
-					n.SelfSteps = true
-				case *RM:
-					n.SelfSteps = true
-				}
+	sc := Scenario(rms, commitEarly)
+	sc.Name = fmt.Sprintf("2pc-stateright-%d", rms)
+	sc.Doc = fmt.Sprintf("two-phase commit as Stateright's 2pc.rs, %d resource managers", rms)
+	sc.Settings = mc.Settings{SkipNoOps: true}
+	sc.Init = func() *mc.State {
+		nodes := Nodes(rms, commitEarly)
+		for _, n := range nodes {
+			switch n := n.(type) {
+			case *TM:
+				n.SelfSteps = true
+			case *RM:
+				n.SelfSteps = true
 			}
-			s := mc.NewState(nodes)
-			s.KeepDelivered()
-			return s
-		},
-		Invariants: func() []mc.Predicate { return []mc.Predicate{Consistent()} },
-		Settings:   mc.Settings{SkipNoOps: true},
+		}
+		s := mc.NewState(nodes)
+		s.KeepDelivered()
+		symmetric(s, rms)
+		return s
 	}
+	return sc
 }
