@@ -59,9 +59,9 @@ type Options struct {
 	Seed       uint64 // random walks
 	Walks      int    // random walks: number of walks (0: until a limit)
 	Checks     Checks
-	// SleepSets prunes transitions with sleep sets (BFS only; see
-	// sleep.go): every reachable state is still found, through fewer
-	// transitions. A state some sleep set made wait may be reported
+	// SleepSets prunes transitions with sleep sets (BFS without Prunes
+	// only; see sleep.go): every reachable state is still found, through
+	// fewer transitions. A state some sleep set made wait may be reported
 	// deeper than its shortest path.
 	SleepSets bool
 	// Symmetry keys the visited set by the fingerprint of each state's
@@ -448,7 +448,7 @@ func (sr *searcher) bfs(init *State) Outcome {
 	if sr.examine(init, root) {
 		return ""
 	}
-	if sr.opt.SleepSets {
+	if sr.opt.SleepSets && len(sr.opt.Prunes) == 0 {
 		sr.sleep = newSleepStore()
 		sr.sleep.arrive(sr.key(init), 0, nil)
 	}

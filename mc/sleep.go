@@ -24,6 +24,8 @@ import (
 // reached with, and a state already expanded whose set shrinks is
 // expanded again at the next level, taking every event outside its new
 // set. Every reachable state is still found; fewer transitions are taken.
+// Not with Options.Prunes: a slept event's state may be reachable only
+// through a state that is pruned.
 
 // sleepEv is an event of a sleep set: its identity across states and
 // what independence reads.
