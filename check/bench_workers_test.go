@@ -44,3 +44,26 @@ func BenchmarkBFSWorkers(b *testing.B) {
 	}
 	b.ReportMetric((float64(states[2])/wall[2].Seconds())/(float64(states[1])/wall[1].Seconds()), "speedup")
 }
+
+// BenchmarkBFSSleepSets measures BFS of the two-client scenario with and
+// without sleep sets (1 worker, alternated within each iteration):
+// states per CPU-second of each and the ratio (with over without).
+func BenchmarkBFSSleepSets(b *testing.B) {
+	var states [2]int
+	var cpu [2]time.Duration
+	for i := 0; i < b.N; i++ {
+		for k, on := range []bool{false, true} {
+			c0 := cpuTime()
+			r := TwoClients.Run(mc.BFS, mc.Options{SleepSets: on})
+			cpu[k] += cpuTime() - c0
+			if r.Outcome != mc.Exhausted {
+				b.Fatalf("sleep sets %v: %s: %s", on, r.Outcome, r.Explanation)
+			}
+			states[k] += r.States
+		}
+	}
+	off, on := float64(states[0])/cpu[0].Seconds(), float64(states[1])/cpu[1].Seconds()
+	b.ReportMetric(off, "states/cpu-s")
+	b.ReportMetric(on, "states/cpu-s-sleep")
+	b.ReportMetric(on/off, "ratio")
+}
