@@ -18,52 +18,53 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkBFSWorkers measures BFS of the two-client scenario to
-// exhaustion with its invariants, for 1 and 2 workers alternated within
-// each iteration (so both see the same machine load): distinct states
-// per wall-second and per CPU-second of each, and the ratio of the
-// wall-second rates (2 workers over 1).
-func BenchmarkBFSWorkers(b *testing.B) {
-	var states [3]int
-	var wall, cpu [3]time.Duration
-	for i := 0; i < b.N; i++ {
-		for _, w := range []int{1, 2} {
-			c0 := cpuTime()
-			r := TwoClients.Run(mc.BFS, mc.Options{Workers: w})
-			cpu[w] += cpuTime() - c0
-			if r.Outcome != mc.Exhausted {
-				b.Fatalf("%d workers: %s: %s", w, r.Outcome, r.Explanation)
-			}
-			states[w] += r.States
-			wall[w] += r.Elapsed
-		}
-	}
-	for _, w := range []int{1, 2} {
-		b.ReportMetric(float64(states[w])/wall[w].Seconds(), fmt.Sprintf("states/s-w%d", w))
-		b.ReportMetric(float64(states[w])/cpu[w].Seconds(), fmt.Sprintf("states/cpu-s-w%d", w))
-	}
-	b.ReportMetric((float64(states[2])/wall[2].Seconds())/(float64(states[1])/wall[1].Seconds()), "speedup")
+// tally is what alternated runs of one search variant added up to.
+type tally struct {
+	states    int
+	wall, cpu time.Duration
 }
 
-// BenchmarkBFSSleepSets measures BFS of the two-client scenario with and
-// without sleep sets (1 worker, alternated within each iteration):
-// states per CPU-second of each and the ratio (with over without).
-func BenchmarkBFSSleepSets(b *testing.B) {
-	var states [2]int
-	var cpu [2]time.Duration
+// alternate runs each option set once per iteration, in turn, so that
+// all see the same machine load; every run must exhaust two-clients.
+func alternate(b *testing.B, opts ...mc.Options) []tally {
+	out := make([]tally, len(opts))
 	for i := 0; i < b.N; i++ {
-		for k, on := range []bool{false, true} {
+		for k, o := range opts {
 			c0 := cpuTime()
-			r := TwoClients.Run(mc.BFS, mc.Options{SleepSets: on})
-			cpu[k] += cpuTime() - c0
+			r := TwoClients.Run(mc.BFS, o)
+			out[k].cpu += cpuTime() - c0
 			if r.Outcome != mc.Exhausted {
-				b.Fatalf("sleep sets %v: %s: %s", on, r.Outcome, r.Explanation)
+				b.Fatalf("%+v: %s: %s", o, r.Outcome, r.Explanation)
 			}
-			states[k] += r.States
+			out[k].states += r.States
+			out[k].wall += r.Elapsed
 		}
 	}
-	off, on := float64(states[0])/cpu[0].Seconds(), float64(states[1])/cpu[1].Seconds()
-	b.ReportMetric(off, "states/cpu-s")
-	b.ReportMetric(on, "states/cpu-s-sleep")
-	b.ReportMetric(on/off, "ratio")
+	return out
+}
+
+func (t tally) perWall() float64 { return float64(t.states) / t.wall.Seconds() }
+func (t tally) perCPU() float64  { return float64(t.states) / t.cpu.Seconds() }
+
+// BenchmarkBFSWorkers measures BFS of the two-client scenario to
+// exhaustion with its invariants, for 1 and 2 workers alternated within
+// each iteration: distinct states per wall-second and per CPU-second of
+// each, and the ratio of the wall-second rates (2 workers over 1).
+func BenchmarkBFSWorkers(b *testing.B) {
+	t := alternate(b, mc.Options{Workers: 1}, mc.Options{Workers: 2})
+	for w := 1; w <= 2; w++ {
+		b.ReportMetric(t[w-1].perWall(), fmt.Sprintf("states/s-w%d", w))
+		b.ReportMetric(t[w-1].perCPU(), fmt.Sprintf("states/cpu-s-w%d", w))
+	}
+	b.ReportMetric(t[1].perWall()/t[0].perWall(), "speedup")
+}
+
+// BenchmarkBFSSleepSets measures BFS of the two-client scenario without
+// and with sleep sets (1 worker, alternated): states per CPU-second of
+// each and the ratio (with over without).
+func BenchmarkBFSSleepSets(b *testing.B) {
+	t := alternate(b, mc.Options{}, mc.Options{SleepSets: true})
+	b.ReportMetric(t[0].perCPU(), "states/cpu-s")
+	b.ReportMetric(t[1].perCPU(), "states/cpu-s-sleep")
+	b.ReportMetric(t[1].perCPU()/t[0].perCPU(), "ratio")
 }
