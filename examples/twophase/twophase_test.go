@@ -45,7 +45,8 @@ func TestStateCount(t *testing.T) {
 // spontaneous step it did not take stays a pending timer in the state
 // (an RM aborted by its own timer, by the TM's Abort before or after
 // preparing holds three different timer lists) and the state counts the
-// timer firings on its path.
+// timer firings on its path. StaterightScenario removes those
+// differences (TestStaterightCounts).
 func TestStateCountNoOpsSkipped(t *testing.T) {
 	for _, c := range []struct{ rms, states int }{{3, 406}, {4, 2656}} {
 		sc := Scenario(c.rms, false)
