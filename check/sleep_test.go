@@ -8,10 +8,12 @@ import (
 
 // TestSleepSetsCounts: sleep sets (mc.Options.SleepSets) find exactly the
 // states BFS finds without them, with 1 and 2 workers, with no violation,
-// through fewer transitions.
+// through no more transitions, in scenarios with losses, duplicates,
+// crashes, restarts and a partition.
 func TestSleepSetsCounts(t *testing.T) {
-	for _, sc := range []*Scenario{Normal, NormalLossy, SameShard, Witnesses, Txn, TwoClients,
-		CrashParityWitness, CrashParityNoWitness, CrashDataTxn} {
+	for _, sc := range []*Scenario{Normal, NormalLossy, SameShard, Witnesses, Txn, TwoClients, TwoStripes,
+		CrashParityWitness, CrashParityNoWitness, CrashDataTxn, CrashData,
+		RestartData, RestartParity, RestartWitness, PartitionServer} {
 		full := sc.Run(mc.BFS, mc.Options{Workers: 2})
 		for _, w := range []int{1, 2} {
 			r := sc.Run(mc.BFS, mc.Options{Workers: w, SleepSets: true})
