@@ -183,6 +183,7 @@ type visited struct {
 	shards [256]struct {
 		sync.Mutex
 		m map[uint64]int32
+		_ [48]byte // 64 bytes a shard, a cache line
 	}
 	n atomic.Int64
 }
