@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/node"
 )
 
@@ -156,4 +157,32 @@ func (s *Server) Hash() uint64 {
 	s.Accepted.hash(h)
 	h.Bool(s.Decided)
 	return h.Sum()
+}
+
+// Scenario is Stateright's Paxos check: servers servers, clients clients,
+// and the invariant Stateright checks, linearizability of the register.
+func Scenario(servers, clients int) *mc.Scenario {
+	return &mc.Scenario{
+		Name:   fmt.Sprintf("paxos-stateright-%d-%d", servers, clients),
+		Doc:    fmt.Sprintf("Stateright's paxos.rs, %d servers, %d clients", servers, clients),
+		System: "paxos",
+		Init: func() *mc.State {
+			nodes := map[node.Addr]node.Node{}
+			for i := 0; i < servers; i++ {
+				srv := &Server{ID: i, N: servers}
+				for p := 0; p < servers; p++ {
+					if p != i {
+						srv.Peers = append(srv.Peers, p)
+					}
+				}
+				nodes[Addr(i)] = srv
+			}
+			for i := 0; i < clients; i++ {
+				nodes[Addr(servers+i)] = &Client{ID: servers + i, Servers: servers}
+			}
+			return mc.NewState(nodes)
+		},
+		Invariants: func() []mc.Predicate { return []mc.Predicate{mc.Linearizable(register())} },
+		Settings:   mc.Settings{SkipNoOps: true},
+	}
 }
