@@ -131,7 +131,7 @@ func (s *State) Events(set Settings) []Event {
 
 // appendEvents appends the events enabled in s to out.
 func (s *State) appendEvents(out []Event, set Settings) []Event {
-	drop, dup := allows(set.MaxDrops, s.used.Drops), allows(set.MaxDuplicates, s.used.Duplicates)
+	drop, dup := allows(set.MaxDrops, s.used.Drops), allows(set.MaxDuplicates, s.used.Duplicates) && !s.sys.keep
 	for i, e := range s.net {
 		if slices.ContainsFunc(s.net[:i], func(x Envelope) bool { return x.hash == e.hash }) {
 			continue // another copy of the same message
@@ -354,7 +354,7 @@ func (s *State) applyWith(b *builder, e Event) (*State, error) {
 		case Drop:
 			b.n.used.Drops++
 		}
-		if e.Kind != Duplicate {
+		if e.Kind == Drop || e.Kind == Deliver && !s.sys.keep {
 			b.ownNet()
 			b.n.net = slices.Delete(b.n.net, i, i+1)
 			b.n.netSum -= mix(env.hash)
@@ -736,6 +736,9 @@ func (b *builder) flush(i int, sends, streams []Envelope, timers []pendingTimer)
 	for _, e := range sends {
 		if n.across(e) {
 			continue // lost in the cut
+		}
+		if n.sys.keep && n.inFlight(e.hash) {
+			continue // a set: sent before
 		}
 		if live(e) || b.startsAt(int(e.to)-1, e.Msg) {
 			b.ownNet()

@@ -8,13 +8,15 @@ import (
 
 // startsAt reports whether e starts a new incarnation at its receiver
 // (node i): it is then delivered even to a crashed node.
-func (b *builder) startsAt(i int, m node.Message) bool {
+func (b *builder) startsAt(i int, m node.Message) bool { return b.n.startsAt(i, m) }
+
+func (s *State) startsAt(i int, m node.Message) bool {
 	st, ok := m.(node.Starter)
 	if !ok || i < 0 {
 		return false
 	}
-	inc, ok := st.StartsIncarnation(b.n.sys.addrs[i])
-	cur, known := b.n.nodes[i].nd.(node.Incarnated)
+	inc, ok := st.StartsIncarnation(s.sys.addrs[i])
+	cur, known := s.nodes[i].nd.(node.Incarnated)
 	return ok && known && cur.Incarnation() < inc
 }
 

@@ -59,6 +59,15 @@ type Options struct {
 	Seed       uint64 // random walks
 	Walks      int    // random walks: number of walks (0: until a limit)
 	Checks     Checks
+	// SleepSets prunes transitions with sleep sets (BFS without Prunes
+	// only; see sleep.go): every reachable state is still found, through
+	// fewer transitions. A state some sleep set made wait may be reported
+	// deeper than its shortest path.
+	SleepSets bool
+	// Symmetry keys the visited set by the fingerprint of each state's
+	// representative under the node groups the initial state declares
+	// interchangeable (State.Symmetric; symmetry.go).
+	Symmetry bool
 	// NoMemo runs every handler afresh instead of reusing the result of
 	// the same node state handling the same event (tests compare both).
 	NoMemo bool
@@ -70,8 +79,11 @@ type Options struct {
 
 // Result is what a search found.
 type Result struct {
-	Outcome     Outcome
-	States      int // distinct states found (fingerprints)
+	Outcome Outcome
+	States  int // distinct states found (fingerprints)
+	// Transitions counts the steps BFS and DFS took (successor states
+	// built, seen before or not; no-ops skipped are none).
+	Transitions int
 	MaxDepth    int // deepest level reached
 	Elapsed     time.Duration
 	Predicate   string  // the failing invariant or the goal that holds
@@ -171,6 +183,7 @@ type visited struct {
 	shards [256]struct {
 		sync.Mutex
 		m map[uint64]int32
+		_ [48]byte // 64 bytes a shard, a cache line
 	}
 	n atomic.Int64
 }
@@ -206,6 +219,8 @@ type searcher struct {
 	vis    *visited
 	start  time.Time
 	depth  atomic.Int64
+	trans  atomic.Int64
+	sleep  *sleepStore // Options.SleepSets
 	stop   atomic.Bool
 	mu     sync.Mutex
 	result *Result
@@ -258,6 +273,7 @@ func Search(init *State, opt Options) *Result {
 		r = &Result{Outcome: out}
 	}
 	r.States = int(sr.vis.n.Load())
+	r.Transitions = int(sr.trans.Load())
 	r.MaxDepth = int(sr.depth.Load())
 	r.Elapsed = time.Since(sr.start)
 	for k := range sr.idem {
@@ -267,6 +283,14 @@ func Search(init *State, opt Options) *Result {
 		sr.progress()
 	}
 	return r
+}
+
+// key is what the visited set holds for s.
+func (sr *searcher) key(s *State) uint64 {
+	if sr.opt.Symmetry && s.sys.sym != nil {
+		return s.symFingerprint()
+	}
+	return s.fp
 }
 
 func (sr *searcher) progress() {
@@ -421,9 +445,13 @@ type item struct {
 // found is at the smallest depth (a shortest counterexample).
 func (sr *searcher) bfs(init *State) Outcome {
 	root := &tnode{}
-	sr.vis.add(init.fp, 0)
+	sr.vis.add(sr.key(init), 0)
 	if sr.examine(init, root) {
 		return ""
+	}
+	if sr.opt.SleepSets && len(sr.opt.Prunes) == 0 {
+		sr.sleep = newSleepStore()
+		sr.sleep.arrive(sr.key(init), 0, nil)
 	}
 	level := []item{{init, root}}
 	for depth := 0; len(level) > 0; depth++ {
@@ -434,8 +462,10 @@ func (sr *searcher) bfs(init *State) Outcome {
 		var next [][]item
 		var limitHit atomic.Value
 		var idx atomic.Int64
-		const chunk = 32
-		w := min(sr.opt.Workers, 1+len(level)/chunk)
+		// Chunks of up to 32 states, smaller in small levels so that no
+		// worker waits long at the level's end for another's last chunk.
+		w := min(sr.opt.Workers, 1+len(level)/32)
+		chunk := max(1, min(32, len(level)/(4*w)))
 		next = make([][]item, w)
 		var wg sync.WaitGroup
 		for k := 0; k < w; k++ {
@@ -444,9 +474,12 @@ func (sr *searcher) bfs(init *State) Outcome {
 				defer wg.Done()
 				var out []item
 				var evs []Event
+				var done []sleepEv
+				var trans int64
+				defer func() { sr.trans.Add(trans) }()
 				sc := &scratch{}
 				for !sr.stop.Load() {
-					lo := int(idx.Add(chunk)) - chunk
+					lo := int(idx.Add(int64(chunk))) - chunk
 					if lo >= len(level) {
 						break
 					}
@@ -460,7 +493,17 @@ func (sr *searcher) bfs(init *State) Outcome {
 							continue
 						}
 						evs = it.s.appendEvents(evs[:0], sr.opt.Settings)
+						var z []sleepEv
+						if sr.sleep != nil {
+							z, done = sr.sleep.get(sr.key(it.s)), done[:0]
+						}
 						for _, e := range evs {
+							var ev sleepEv
+							if sr.sleep != nil {
+								if ev = it.s.sleepEvent(e, sr.opt.Settings); sleeps(z, ev.id) {
+									continue
+								}
+							}
 							ns, stop := sr.step(it.s, e, it.t, sc)
 							if stop {
 								return
@@ -468,7 +511,17 @@ func (sr *searcher) bfs(init *State) Outcome {
 							if ns == nil {
 								continue
 							}
-							if _, fresh := sr.vis.add(ns.fp, depth+1); !fresh {
+							trans++
+							k := sr.key(ns)
+							_, fresh := sr.vis.add(k, depth+1)
+							if sr.sleep != nil {
+								again := sr.sleep.arrive(k, depth+1, childSleep(z, done, ev))
+								done = append(done, ev)
+								if !fresh && again {
+									out = append(out, item{sc.freeze(), newTnode(it.t, it.s, e)})
+								}
+							}
+							if !fresh {
 								continue
 							}
 							ns = sc.freeze()
@@ -506,7 +559,7 @@ func (sr *searcher) bfs(init *State) Outcome {
 // states BFS finds with the same bound.
 func (sr *searcher) dfs(init *State) Outcome {
 	root := &tnode{}
-	sr.vis.add(init.fp, 0)
+	sr.vis.add(sr.key(init), 0)
 	if sr.examine(init, root) {
 		return ""
 	}
@@ -541,7 +594,8 @@ func (sr *searcher) dfs(init *State) Outcome {
 		if ns == nil {
 			continue
 		}
-		expand, fresh := sr.vis.add(ns.fp, int(top.t.depth)+1)
+		sr.trans.Add(1)
+		expand, fresh := sr.vis.add(sr.key(ns), int(top.t.depth)+1)
 		if !expand {
 			continue
 		}
@@ -563,7 +617,7 @@ func (sr *searcher) dfs(init *State) Outcome {
 // from init, each with its own seed derived from Seed.
 func (sr *searcher) random(init *State) Outcome {
 	root := &tnode{}
-	sr.vis.add(init.fp, 0)
+	sr.vis.add(sr.key(init), 0)
 	if sr.examine(init, root) {
 		return ""
 	}
@@ -609,7 +663,7 @@ func (sr *searcher) random(init *State) Outcome {
 					}
 					nt := newTnode(t, s, e)
 					sr.noteDepth(int(nt.depth))
-					if _, fresh := sr.vis.add(ns.fp, int(nt.depth)); fresh && sr.examine(ns, nt) {
+					if _, fresh := sr.vis.add(sr.key(ns), int(nt.depth)); fresh && sr.examine(ns, nt) {
 						return
 					}
 					s, t = ns, nt

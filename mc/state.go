@@ -118,6 +118,8 @@ type system struct {
 	// Restartable); nil: crashes are for good.
 	restore func(a node.Addr, crashed node.Node) node.Persistent
 	corrupt func(a node.Addr, disk map[string][]byte) // see CorruptDisk
+	keep    bool                                      // see KeepDelivered
+	sym     *symmetry                                 // see Symmetric
 }
 
 // instance is one node value as states hold it: the node, its hash

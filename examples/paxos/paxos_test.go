@@ -11,11 +11,8 @@ import (
 var long = flag.Bool("long", false, "also explore 3 servers with 2 clients (2.4 million states, about 0.8 GB and 10 s)")
 
 // TestStateCount explores Paxos with 3 servers to exhaustion, with one
-// client, and with two under -long. The counts are this engine's, not
-// Stateright's (16,668 for 3 servers and 2 clients): there, messages are
-// a set that delivery does not consume and a delivery that changes
-// nothing is no step; here they are a consumed multiset, every delivery
-// is a step, and a state also holds the messages in flight.
+// client, and with two under -long. Every delivery is a step here, so the
+// counts are not Stateright's (see TestStateCountNoOpsSkipped).
 func TestStateCount(t *testing.T) {
 	cases := []struct {
 		values []string
@@ -43,14 +40,11 @@ func TestStateCount(t *testing.T) {
 // Settings.SkipNoOps (Stateright's rule: a delivery that changes nothing
 // and sends nothing is no step, and the message stays in flight): 605 ->
 // 213 states with one client, 2,410,733 -> 62,841 (38x) with two. The
-// network already is Stateright's unordered, non-duplicating one (a
-// multiset consumed on delivery, no loss). The two-client count is still
-// not Stateright's 16,668 because this Paxos is not Stateright's
-// paxos.rs message for message (there a server that decided answers
-// every request from its accepted value and ignores the rest, a proposer
-// counts its own prepare without a message, and so on), and Stateright's
-// state holds its linearizability tester's history, which records more
-// than the order of returns kept here.
+// two-client count is not Stateright's 16,668 because this Paxos is not
+// Stateright's paxos.rs message for message (there a server that decided
+// answers every request from its accepted value and ignores the rest, a
+// proposer counts its own prepare without a message, and so on);
+// examples/paxos/stateright is, and has that count.
 func TestStateCountNoOpsSkipped(t *testing.T) {
 	for _, c := range []struct {
 		values []string

@@ -43,6 +43,18 @@ const (
 // Hash implements node.Message.
 func (m Prepared) Hash(h *node.Hasher) { h.Tag(tagPrepared); h.Int(m.RM) }
 
+// PermutedHash implements mc.Permutable.
+func (m Prepared) PermutedHash(p func(node.Addr) node.Addr) uint64 {
+	return node.HashOf(Prepared{RM: renamed(p, m.RM)})
+}
+
+// renamed is RM i's number after the renaming p.
+func renamed(p func(node.Addr) node.Addr, i int) int {
+	var j int
+	fmt.Sscanf(string(p(RMAddr(i))), "rm/%d", &j)
+	return j
+}
+
 // Hash implements node.Message.
 func (Commit) Hash(h *node.Hasher) { h.Tag(tagCommit) }
 
@@ -82,12 +94,25 @@ func (s State) String() string { return [...]string{"working", "prepared", "comm
 type RM struct {
 	ID    int
 	State State
+	// SelfSteps: spontaneous steps are messages to itself (see
+	// StaterightScenario), not timers.
+	SelfSteps bool
 }
 
 // Init implements node.Node: the RM may prepare or abort on its own.
 func (r *RM) Init(ctx node.Context) {
-	setTimer(ctx, decide{Prepare: true})
-	setTimer(ctx, decide{Prepare: false})
+	spontaneous(ctx, r.SelfSteps, decide{Prepare: true})
+	spontaneous(ctx, r.SelfSteps, decide{Prepare: false})
+}
+
+// spontaneous offers the step d: a timer, or with selfSteps a message to
+// itself.
+func spontaneous(ctx node.Context, selfSteps bool, d decide) {
+	if selfSteps {
+		ctx.Send(ctx.Self(), d)
+	} else {
+		setTimer(ctx, d)
+	}
 }
 
 // Timer implements node.Node.
@@ -104,8 +129,10 @@ func (r *RM) Timer(ctx node.Context, t node.Timer) {
 }
 
 // Handle implements node.Node.
-func (r *RM) Handle(_ node.Context, _ node.Addr, m node.Message) {
+func (r *RM) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 	switch m.(type) {
+	case decide:
+		r.Timer(ctx, m)
 	case Commit:
 		r.State = Committed
 	case Abort:
@@ -117,12 +144,17 @@ func (r *RM) Handle(_ node.Context, _ node.Addr, m node.Message) {
 func (r *RM) Clone() node.Node { c := *r; return &c }
 
 // Hash implements node.Node.
-func (r *RM) Hash() uint64 {
+func (r *RM) Hash() uint64 { return r.hash(r.ID) }
+
+func (r *RM) hash(id int) uint64 {
 	h := node.NewHasher()
-	h.Int(r.ID)
+	h.Int(id)
 	h.Uint64(uint64(r.State))
 	return h.Sum()
 }
+
+// PermutedHash implements mc.Permutable.
+func (r *RM) PermutedHash(p func(node.Addr) node.Addr) uint64 { return r.hash(renamed(p, r.ID)) }
 
 // Describe implements node.Describer.
 func (r *RM) Describe() string { return r.State.String() }
@@ -135,10 +167,19 @@ type TM struct {
 	// CommitEarly is an injected bug: the TM commits once all but one
 	// RM have prepared.
 	CommitEarly bool
+	// SelfSteps: the TM aborts on a message to itself, not a timer, and
+	// commits in a step of its own (a message decide{Prepare: true} to
+	// itself) once every RM prepared, not on the last Prepared.
+	SelfSteps bool
 }
 
 // Init implements node.Node: the TM may abort on its own.
-func (t *TM) Init(ctx node.Context) { setTimer(ctx, decide{Prepare: false}) }
+func (t *TM) Init(ctx node.Context) {
+	spontaneous(ctx, t.SelfSteps, decide{Prepare: false})
+	if t.SelfSteps {
+		ctx.Send(ctx.Self(), decide{Prepare: true})
+	}
+}
 
 // Timer implements node.Node.
 func (t *TM) Timer(ctx node.Context, _ node.Timer) {
@@ -150,12 +191,27 @@ func (t *TM) Timer(ctx node.Context, _ node.Timer) {
 
 // Handle implements node.Node.
 func (t *TM) Handle(ctx node.Context, _ node.Addr, m node.Message) {
+	if d, ok := m.(decide); ok {
+		if !d.Prepare {
+			t.Timer(ctx, d)
+		} else if t.State == Working {
+			t.commitIf(ctx)
+		}
+		return
+	}
 	p, ok := m.(Prepared)
 	if !ok || t.State != Working || t.Prepared[p.RM] {
 		return
 	}
 	t.Prepared = slices.Clone(t.Prepared)
 	t.Prepared[p.RM] = true
+	if !t.SelfSteps {
+		t.commitIf(ctx)
+	}
+}
+
+// commitIf commits once enough RMs prepared.
+func (t *TM) commitIf(ctx node.Context) {
 	need := t.RMs
 	if t.CommitEarly {
 		need--
@@ -182,13 +238,34 @@ func (t *TM) tell(ctx node.Context, m node.Message) {
 func (t *TM) Clone() node.Node { c := *t; return &c }
 
 // Hash implements node.Node.
-func (t *TM) Hash() uint64 {
+func (t *TM) Hash() uint64 { return t.hash(t.Prepared) }
+
+func (t *TM) hash(prepared []bool) uint64 {
 	h := node.NewHasher()
 	h.Uint64(uint64(t.State))
-	for _, p := range t.Prepared {
+	for _, p := range prepared {
 		h.Bool(p)
 	}
 	return h.Sum()
+}
+
+// PermutedHash implements mc.Permutable.
+func (t *TM) PermutedHash(p func(node.Addr) node.Addr) uint64 {
+	prepared := make([]bool, len(t.Prepared))
+	for i, ok := range t.Prepared {
+		prepared[renamed(p, i)] = ok
+	}
+	return t.hash(prepared)
+}
+
+// symmetric declares the RMs interchangeable (mc.Options.Symmetry),
+// sorted by their state as Stateright's 2pc.rs representative sorts them.
+func symmetric(s *mc.State, rms int) {
+	var g []node.Addr
+	for i := 0; i < rms; i++ {
+		g = append(g, RMAddr(i))
+	}
+	s.Symmetric([][]node.Addr{g}, func(n node.Node) uint64 { return uint64(n.(*RM).State) })
 }
 
 // Describe implements node.Describer.
@@ -237,11 +314,45 @@ func Consistent() mc.Predicate {
 // may fire (each RM's and the TM's spontaneous steps), no message is lost.
 func Scenario(rms int, commitEarly bool) *mc.Scenario {
 	return &mc.Scenario{
-		Name:       fmt.Sprintf("2pc-%d", rms),
-		Doc:        fmt.Sprintf("two-phase commit, %d resource managers", rms),
-		System:     "twophase",
-		Init:       func() *mc.State { return mc.NewState(Nodes(rms, commitEarly)) },
+		Name:   fmt.Sprintf("2pc-%d", rms),
+		Doc:    fmt.Sprintf("two-phase commit, %d resource managers", rms),
+		System: "twophase",
+		Init: func() *mc.State {
+			s := mc.NewState(Nodes(rms, commitEarly))
+			symmetric(s, rms)
+			return s
+		},
 		Invariants: func() []mc.Predicate { return []mc.Predicate{Consistent()} },
 		Settings:   mc.Settings{MaxTimerFires: mc.Unlimited},
 	}
+}
+
+// StaterightScenario is two-phase commit as Stateright's examples/2pc.rs
+// states it: the state is the RMs', the TM's and the set of messages
+// sent (mc.State.KeepDelivered: delivery does not consume a message, so
+// Prepared and the outcome stay readable), every spontaneous step (an
+// RM preparing or aborting, the TM aborting or committing once all
+// prepared) is a message a node sent itself at Init, and there are no
+// timers. Its state counts are Stateright's: 288 with 3 RMs, 8,832 with 5.
+func StaterightScenario(rms int, commitEarly bool) *mc.Scenario {
+	sc := Scenario(rms, commitEarly)
+	sc.Name = fmt.Sprintf("2pc-stateright-%d", rms)
+	sc.Doc = fmt.Sprintf("two-phase commit as Stateright's 2pc.rs, %d resource managers", rms)
+	sc.Settings = mc.Settings{SkipNoOps: true}
+	sc.Init = func() *mc.State {
+		nodes := Nodes(rms, commitEarly)
+		for _, n := range nodes {
+			switch n := n.(type) {
+			case *TM:
+				n.SelfSteps = true
+			case *RM:
+				n.SelfSteps = true
+			}
+		}
+		s := mc.NewState(nodes)
+		s.KeepDelivered()
+		symmetric(s, rms)
+		return s
+	}
+	return sc
 }

@@ -45,7 +45,8 @@ func TestStateCount(t *testing.T) {
 // spontaneous step it did not take stays a pending timer in the state
 // (an RM aborted by its own timer, by the TM's Abort before or after
 // preparing holds three different timer lists) and the state counts the
-// timer firings on its path.
+// timer firings on its path. StaterightScenario removes those
+// differences (TestStaterightCounts).
 func TestStateCountNoOpsSkipped(t *testing.T) {
 	for _, c := range []struct{ rms, states int }{{3, 406}, {4, 2656}} {
 		sc := Scenario(c.rms, false)
@@ -85,5 +86,33 @@ func TestCommitEarlyFound(t *testing.T) {
 	}
 	if strings.Contains(tr, "*twophase.") || strings.Contains(tr, "0x") {
 		t.Errorf("trace prints a type name or a pointer:\n%s", tr)
+	}
+}
+
+// TestStaterightCounts: the model stated as Stateright's 2pc.rs
+// (StaterightScenario: messages a set that delivery does not consume,
+// spontaneous steps as messages to self, no timers) has exactly
+// Stateright's state counts, with no-ops skipped and without (a no-op
+// delivery there leaves the state as it was), by BFS with 1 and 2
+// workers and by DFS; the commit-early bug is still found.
+func TestStaterightCounts(t *testing.T) {
+	for _, c := range []struct{ rms, states int }{{3, 288}, {5, 8832}} {
+		for _, skip := range []bool{true, false} {
+			for _, run := range []struct {
+				st mc.Strategy
+				w  int
+			}{{mc.BFS, 1}, {mc.BFS, 2}, {mc.DFS, 1}} {
+				sc := StaterightScenario(c.rms, false)
+				sc.Settings.SkipNoOps = skip
+				r := sc.Run(run.st, mc.Options{Workers: run.w})
+				if r.Outcome != mc.Exhausted || r.States != c.states {
+					t.Errorf("%d RMs, skip no-ops %v, %s with %d workers: %s after %d states, want exhausted after exactly %d",
+						c.rms, skip, run.st, run.w, r.Outcome, r.States, c.states)
+				}
+			}
+		}
+	}
+	if r := StaterightScenario(3, true).Run(mc.BFS, mc.Options{}); r.Outcome != mc.Violation {
+		t.Errorf("commit-early bug not found in the Stateright model: %s", r.Outcome)
 	}
 }
