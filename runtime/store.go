@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -22,7 +23,8 @@ import (
 // A handler batch's writes go into one pebble batch, committed with
 // pebble.Sync when the store is durable, before the batch's messages are
 // released. Concurrent synced commits from different nodes share one WAL
-// fsync (pebble's own group commit).
+// fsync (pebble's own group commit). Every store counts its syncs and
+// bytes written (StoreDiskStats).
 type Store struct {
 	db   *pebble.DB
 	sync bool
@@ -31,7 +33,7 @@ type Store struct {
 // OpenStore opens (creating if needed) the database in dir. sync says
 // whether commits wait for fsync.
 func OpenStore(dir string, sync bool) (*Store, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, FS: countingFS{vfs.Default}})
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
