@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
@@ -32,12 +33,43 @@ type Store struct {
 
 // OpenStore opens (creating if needed) the database in dir. sync says
 // whether commits wait for fsync.
-func OpenStore(dir string, sync bool) (*Store, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, FS: countingFS{vfs.Default}})
+func OpenStore(dir string, sync bool) (*Store, error) { return OpenStoreFS(vfs.Default, dir, sync) }
+
+// OpenStoreFS is OpenStore on the file system fs (tests crash a
+// vfs.NewStrictMem).
+func OpenStoreFS(fs vfs.FS, dir string, sync bool) (*Store, error) {
+	if err := makeDir(fs, dir); err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", dir, err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, FS: countingFS{FS: fs}})
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
 	return &Store{db: db, sync: sync}, nil
+}
+
+// makeDir creates dir and syncs its parents, so that a power loss cannot
+// take the directory away with the store in it (pebble syncs only the
+// store's own directory).
+func makeDir(fs vfs.FS, dir string) error {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for d := dir; ; {
+		p := fs.PathDir(d)
+		if p == d || p == "" {
+			return nil
+		}
+		f, err := fs.OpenDir(p)
+		if err != nil {
+			return err
+		}
+		err = errors.Join(f.Sync(), f.Close())
+		if err != nil {
+			return err
+		}
+		d = p
+	}
 }
 
 // Close closes the database.
