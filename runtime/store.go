@@ -31,6 +31,13 @@ type Store struct {
 	sync bool
 }
 
+// memTableSize is a store's memtable. Most of what a batch writes (stream
+// messages, held PREPAREs, pending operations) is deleted within
+// milliseconds; in a large memtable it is deleted before a flush writes it
+// to a table, and blocks overwritten meanwhile are flushed once. Pebble
+// starts small and doubles up to it.
+const memTableSize = 64 << 20
+
 // OpenStore opens (creating if needed) the database in dir. sync says
 // whether commits wait for fsync.
 func OpenStore(dir string, sync bool) (*Store, error) { return OpenStoreFS(vfs.Default, dir, sync) }
@@ -41,7 +48,7 @@ func OpenStoreFS(fs vfs.FS, dir string, sync bool) (*Store, error) {
 	if err := makeDir(fs, dir); err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, FS: countingFS{FS: fs}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, FS: countingFS{FS: fs}, MemTableSize: memTableSize})
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
