@@ -8,7 +8,8 @@ import (
 )
 
 // Durable state the backups share (node.Persistent): held PREPAREs under
-// p/<shard>/<op_num>/<stripe>, and held stream messages as records.
+// p/<shard>/<op_num>/<stripe> (whether applied, then msg.Prepare.Encode),
+// and held stream messages as records.
 
 // EarlyRecord is a held stream message (Early) as gob stores it.
 type EarlyRecord struct {
@@ -72,7 +73,10 @@ func prepKey(k msg.PrepKey) string {
 func PersistPrepares(s *PrepareSet, w node.Writer) {
 	s.TakeChanged(func(k msg.PrepKey, e Held, ok bool) {
 		if ok {
-			w.Put(prepKey(k), node.GobBytes(e))
+			var b node.Enc
+			b.Bool(e.Applied)
+			e.P.Encode(&b)
+			w.Put(prepKey(k), b.B)
 		} else {
 			w.Delete(prepKey(k))
 		}
@@ -82,8 +86,10 @@ func PersistPrepares(s *PrepareSet, w node.Writer) {
 // RestorePrepares reads back what PersistPrepares wrote.
 func RestorePrepares(s *PrepareSet, r node.Reader) error {
 	err := r.Scan("p/", func(k string, v []byte) error {
-		var e Held
-		if err := node.GobDecode(v, &e); err != nil {
+		d := node.NewDec(v)
+		e := Held{Applied: d.Bool()}
+		e.P = msg.DecodePrepare(d)
+		if err := d.Err(); err != nil {
 			return fmt.Errorf("bad prepare record %q: %v", k, err)
 		}
 		s.put(e.P.Key(), e)

@@ -8,37 +8,24 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/mc"
-	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
 
-// dataMetaMirror decodes and re-encodes a data server's "meta" record
-// (gob matches fields by name).
-type dataMetaMirror struct {
-	CfgHash uint64
-	OpNum   uint64
-	Pending []struct {
-		OpNum, Client, Seq uint64
-		ReplyTo            string
-		Reply              msg.Reply
-		Stripes            []int
-		Acks               []uint64
-		Preps              []msg.Prepare
-		Committed          bool
-	}
-}
-
-// editDataMeta changes the meta record of a data server's disk.
-func editDataMeta(a node.Addr, disk map[string][]byte, edit func(*dataMetaMirror)) {
+// setDataOpNum sets the op counter in a data server's "meta" record.
+func setDataOpNum(a node.Addr, disk map[string][]byte, opNum uint64) {
 	if !strings.HasPrefix(string(a), "data/") {
 		return
 	}
-	var m dataMetaMirror
-	if err := node.GobDecode(disk["meta"], &m); err != nil {
+	d := node.NewDec(disk["meta"])
+	cfgHash := d.Uint64()
+	_ = d.Uint64()
+	if err := d.Err(); err != nil {
 		panic(err)
 	}
-	edit(&m)
-	disk["meta"] = node.GobBytes(m)
+	var m node.Enc
+	m.Uint64(cfgHash)
+	m.Uint64(opNum)
+	disk["meta"] = m.B
 }
 
 // dropPrepares loses the held PREPAREs ("p/" records) of servers whose
@@ -70,7 +57,7 @@ var persistMutants = []struct {
 	// The data server does not persist its op counter: a restarted server
 	// numbers its next operation from 1 again.
 	{"data-no-opnum", func(a node.Addr, d map[string][]byte) {
-		editDataMeta(a, d, func(m *dataMetaMirror) { m.OpNum = 1 })
+		setDataOpNum(a, d, 1)
 	}, RestartData, inv341, ""},
 	// The data server's Restore forgets the blocks it wrote.
 	{"data-no-blocks", func(a node.Addr, d map[string][]byte) {

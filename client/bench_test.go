@@ -23,8 +23,9 @@ import (
 // replying), for 4 KiB and 128 KiB blocks, with 1 and 32 concurrent
 // clients, each running one write at a time on blocks drawn uniformly at
 // random. It reports throughput (ops/s, MB/s), the p50 and p99 latency
-// of one write as seen by the client, and the CPU time the whole process
-// (servers and clients) spent per write.
+// of one write as seen by the client, the CPU time the whole process
+// (servers and clients) spent per write, and in durable mode the stores'
+// syncs per write and bytes written to disk per byte the clients wrote.
 //
 //	go test -p 1 -run XXX -bench Write -benchtime 3s -count 3 ./client
 func BenchmarkWrite(b *testing.B) {
@@ -74,6 +75,7 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 	b.SetBytes(int64(size))
 	b.ResetTimer()
 	cpu0, cpuOK := cpuTime()
+	disk0 := runtime.StoreDiskStats()
 	start := time.Now()
 	for i, c := range cs {
 		wg.Add(1)
@@ -94,6 +96,7 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu1, _ := cpuTime()
+	disk1 := runtime.StoreDiskStats()
 	b.StopTimer()
 	all := slices.Concat(lat...)
 	slices.Sort(all)
@@ -110,5 +113,11 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 		// CPU time of the whole process (servers and clients) per write:
 		// steadier than throughput on a shared machine.
 		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(len(all)), "cpu-us/op")
+	}
+	if mode == "durable" {
+		// What the stores asked of the disk (every machine's pebble:
+		// WAL, flushes, compactions), per write and per byte written.
+		b.ReportMetric(float64(disk1.Syncs-disk0.Syncs)/float64(len(all)), "syncs/op")
+		b.ReportMetric(float64(disk1.BytesWritten-disk0.BytesWritten)/float64(len(all)*size), "disk-B/B")
 	}
 }

@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,41 +13,24 @@ import (
 
 // Durable state of a data server (node.Persistent), under the keys
 //
-//	meta             gob of dataMeta: configuration hash, op_num, pending_ops
+//	meta             configuration hash, op_num (node.Enc)
+//	o/<op_num, hex>  a pending operation as it was made: client, request,
+//	                 reply, and per stripe its PREPARE (node.Enc)
+//	a/<op_num, hex>  the operation's acknowledgements per stripe, and
+//	                 whether it committed (node.Enc)
 //	cfg              gob of the configuration the server is in
 //	rc               gob of dataRC: incarnation, fences, degraded blocks,
 //	                 snapshot nonce and answers, backups to re-send to,
 //	                 whether msg.Rebuilt awaits its acknowledgement
 //	b/<block, hex>   the block's contents
-//	c/<client, hex>  gob of the client's clientEntry
+//	c/<client, hex>  the client's clientEntry (node.Enc)
 //
-// Blocks and client entries are written when they change, cfg and rc when
-// their hash changes; the metadata (small: pending_ops holds only
-// operations in flight) on every Persist. Snapshots this server runs to
-// rebuild its own blocks are not kept: after a restart, Init starts them
-// again with fresh nonces.
-
-type dataMeta struct {
-	CfgHash uint64
-	OpNum   uint64
-	Pending []pendingRec
-}
-
-type pendingRec struct {
-	OpNum, Client, Seq uint64
-	ReplyTo            string
-	Reply              msg.Reply
-	Stripes            []int
-	Acks               []uint64
-	Preps              []msg.Prepare
-	Committed          bool
-}
-
-type clientRec struct {
-	Seq   uint64
-	Done  bool
-	Reply msg.Reply
-}
+// Everything is written when it changes: an operation once when it is
+// made and its a/ record when its acknowledgements change, both deleted
+// when it leaves pending_ops; cfg and rc when their hash changes; meta on
+// every Persist (a few bytes). Snapshots this server runs to rebuild its
+// own blocks are not kept: after a restart, Init starts them again with
+// fresh nonces.
 
 // dataRC is the durable part of reconfState.
 type dataRC struct {
@@ -69,8 +53,39 @@ type answerRec struct {
 	Sent        bool
 }
 
-// persistMemo remembers the hashes of what Persist last wrote.
-type persistMemo struct{ cfg, rc uint64 }
+// persistMemo remembers what Persist last wrote: the hashes of cfg and
+// rc, and the pending operations.
+type persistMemo struct {
+	cfg, rc uint64
+	ops     map[uint64]savedOp
+}
+
+// savedOp is what o/ and a/ hold for a pending operation.
+type savedOp struct {
+	p         *pendingOp
+	committed bool
+	acks      []uint64
+}
+
+func (v savedOp) current(p *pendingOp) bool {
+	if v.p != p || v.committed != p.committed || len(v.acks) != len(p.parts) {
+		return false
+	}
+	for i, pt := range p.parts {
+		if v.acks[i] != pt.acks {
+			return false
+		}
+	}
+	return true
+}
+
+func saved(p *pendingOp) savedOp {
+	v := savedOp{p: p, committed: p.committed, acks: make([]uint64, len(p.parts))}
+	for i, pt := range p.parts {
+		v.acks[i] = pt.acks
+	}
+	return v
+}
 
 var _ node.Persistent = (*Server)(nil)
 
@@ -89,7 +104,11 @@ func (s *Server) Persist(w node.Writer) {
 	s.blocks.TakeChanged(func(id uint64, v []byte) { w.Put(blockKey(id), v) })
 	for c := range s.clients.changed {
 		e := s.clients.m[c]
-		w.Put(fmt.Sprintf("c/%016x", c), node.GobBytes(clientRec{Seq: e.seq, Done: e.done, Reply: e.reply}))
+		var b node.Enc
+		b.Uint64(e.seq)
+		b.Bool(e.done)
+		e.reply.Encode(&b)
+		w.Put(fmt.Sprintf("c/%016x", c), b.B)
 	}
 	clear(s.clients.changed)
 	if s.saved.cfg != s.cfgHash {
@@ -108,18 +127,58 @@ func (s *Server) Persist(w node.Writer) {
 		w.Put("rc", node.GobBytes(rc))
 		s.saved.rc = rh
 	}
-	m := dataMeta{CfgHash: s.cfgHash, OpNum: s.opNum}
-	for _, p := range s.pending {
-		r := pendingRec{OpNum: p.opNum, Client: p.client, Seq: p.seq, ReplyTo: string(p.replyTo), Reply: p.reply, Committed: p.committed}
-		for _, pt := range p.parts {
-			r.Stripes = append(r.Stripes, pt.stripe)
-			r.Acks = append(r.Acks, pt.acks)
-			r.Preps = append(r.Preps, pt.prep)
-		}
-		m.Pending = append(m.Pending, r)
-	}
-	w.Put("meta", node.GobBytes(m))
+	s.persistPending(w)
+	var m node.Enc
+	m.Uint64(s.cfgHash)
+	m.Uint64(s.opNum)
+	w.Put("meta", m.B)
 }
+
+// persistPending writes the pending operations that changed since the
+// last Persist and deletes those that left.
+func (s *Server) persistPending(w node.Writer) {
+	if s.saved.ops == nil {
+		s.saved.ops = map[uint64]savedOp{}
+	}
+	for _, p := range s.pending {
+		v, ok := s.saved.ops[p.opNum]
+		if ok && v.current(p) {
+			continue
+		}
+		if !ok || v.p != p {
+			var b node.Enc
+			b.Uint64(p.client)
+			b.Uint64(p.seq)
+			b.String(string(p.replyTo))
+			p.reply.Encode(&b)
+			b.Uint64(uint64(len(p.parts)))
+			for _, pt := range p.parts {
+				b.Int(pt.stripe)
+				pt.prep.Encode(&b)
+			}
+			w.Put(opKey("o/", p.opNum), b.B)
+		}
+		var b node.Enc
+		b.Bool(p.committed)
+		for _, pt := range p.parts {
+			b.Uint64(pt.acks)
+		}
+		w.Put(opKey("a/", p.opNum), b.B)
+		s.saved.ops[p.opNum] = saved(p)
+	}
+	if len(s.saved.ops) == len(s.pending) {
+		return // every saved operation is pending
+	}
+	for n := range s.saved.ops {
+		if _, found := slices.BinarySearchFunc(s.pending, n, cmpOpNum); !found {
+			w.Delete(opKey("o/", n))
+			w.Delete(opKey("a/", n))
+			delete(s.saved.ops, n)
+		}
+	}
+}
+
+func opKey(prefix string, n uint64) string { return fmt.Sprintf("%s%016x", prefix, n) }
 
 // Restore implements node.Persistent. It expects the server as New made
 // it, with the layout it ran with before; it takes the configuration it
@@ -129,25 +188,17 @@ func (s *Server) Restore(r node.Reader) error {
 	if err != nil || !ok {
 		return err
 	}
-	var m dataMeta
-	if err := node.GobDecode(v, &m); err != nil {
+	d := node.NewDec(v)
+	cfgHash, opNum := d.Uint64(), d.Uint64()
+	if err := d.Err(); err != nil {
 		return fmt.Errorf("data/%d: meta: %w", s.me, err)
 	}
-	if err := s.restoreConfig(r, m.CfgHash); err != nil {
+	if err := s.restoreConfig(r, cfgHash); err != nil {
 		return err
 	}
-	s.opNum = m.OpNum
-	s.pending = nil
-	for _, r := range m.Pending {
-		p := &pendingOp{opNum: r.OpNum, client: r.Client, seq: r.Seq, replyTo: node.Addr(r.ReplyTo), reply: r.Reply, committed: r.Committed}
-		for i := range r.Stripes {
-			pt := part{stripe: r.Stripes[i], acks: r.Acks[i]}
-			if i < len(r.Preps) {
-				pt.prep = r.Preps[i]
-			}
-			p.parts = append(p.parts, pt)
-		}
-		s.pending = append(s.pending, p)
+	s.opNum = opNum
+	if err := s.restorePending(r); err != nil {
+		return fmt.Errorf("data/%d: %w", s.me, err)
 	}
 	err = r.Scan("b/", func(k string, v []byte) error {
 		id, err := strconv.ParseUint(strings.TrimPrefix(k, "b/"), 16, 64)
@@ -162,14 +213,15 @@ func (s *Server) Restore(r node.Reader) error {
 	}
 	err = r.Scan("c/", func(k string, v []byte) error {
 		c, err := strconv.ParseUint(strings.TrimPrefix(k, "c/"), 16, 64)
-		var e clientRec
+		d := node.NewDec(v)
+		e := clientEntry{seq: d.Uint64(), done: d.Bool(), reply: msg.DecodeReply(d)}
 		if err == nil {
-			err = node.GobDecode(v, &e)
+			err = d.Err()
 		}
 		if err != nil {
 			return fmt.Errorf("data/%d: bad client record %q: %v", s.me, k, err)
 		}
-		s.clients.put(c, clientEntry{seq: e.Seq, done: e.Done, reply: e.Reply})
+		s.clients.put(c, e)
 		return nil
 	})
 	if err != nil {
@@ -179,6 +231,53 @@ func (s *Server) Restore(r node.Reader) error {
 	s.blocks.TakeChanged(func(uint64, []byte) {})
 	if s.clients.changed != nil {
 		clear(s.clients.changed)
+	}
+	return nil
+}
+
+// restorePending reads back the pending operations (o/ and a/, in op
+// number order).
+func (s *Server) restorePending(r node.Reader) error {
+	s.pending = nil
+	s.saved.ops = map[uint64]savedOp{}
+	err := r.Scan("o/", func(k string, v []byte) error {
+		n, err := strconv.ParseUint(strings.TrimPrefix(k, "o/"), 16, 64)
+		d := node.NewDec(v)
+		p := &pendingOp{opNum: n, client: d.Uint64(), seq: d.Uint64(), replyTo: node.Addr(d.String()), reply: msg.DecodeReply(d)}
+		p.parts = make([]part, d.Len())
+		for i := range p.parts {
+			p.parts[i] = part{stripe: d.Int(), prep: msg.DecodePrepare(d)}
+		}
+		if err == nil {
+			err = d.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("bad operation record %q: %v", k, err)
+		}
+		s.pending = append(s.pending, p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range s.pending {
+		k := opKey("a/", p.opNum)
+		v, ok, err := r.Get(k)
+		if err == nil && !ok {
+			err = fmt.Errorf("missing")
+		}
+		if err != nil {
+			return fmt.Errorf("operation record %q: %v", k, err)
+		}
+		d := node.NewDec(v)
+		p.committed = d.Bool()
+		for i := range p.parts {
+			p.parts[i].acks = d.Uint64()
+		}
+		if err := d.Err(); err != nil {
+			return fmt.Errorf("bad operation record %q: %v", k, err)
+		}
+		s.saved.ops[p.opNum] = saved(p)
 	}
 	return nil
 }

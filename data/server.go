@@ -168,9 +168,7 @@ func (s *Server) onPrepareOK(ctx node.Context, from node.Addr, ok msg.PrepareOK)
 	if ok.Shard != s.me || ok.Primary != s.primary() {
 		return
 	}
-	i, found := slices.BinarySearchFunc(s.pending, ok.OpNum, func(p *pendingOp, n uint64) int {
-		return cmp.Compare(p.opNum, n)
-	})
+	i, found := slices.BinarySearchFunc(s.pending, ok.OpNum, cmpOpNum)
 	if !found {
 		return
 	}
@@ -241,6 +239,8 @@ func (s *Server) advance(ctx node.Context) {
 	s.pending = keep
 	s.answerSnapshots(ctx)
 }
+
+func cmpOpNum(p *pendingOp, n uint64) int { return cmp.Compare(p.opNum, n) }
 
 func (p *pendingOp) hasQuorum(f int) bool {
 	if Mutant == "txn-first-stripe" {

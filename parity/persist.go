@@ -13,30 +13,26 @@ import (
 
 // Durable state of a parity server (node.Persistent), under the keys
 //
-//	meta                          gob of parityMeta: configuration hash, op numbers
+//	meta                          configuration hash, op numbers (node.Enc)
 //	cfg                           gob of the configuration the server is in
-//	rc                            gob of parityRC: incarnation, fences, client
-//	                              records, degraded blocks, snapshot copies, early
+//	rc                            gob of parityRC: incarnation, fences,
+//	                              degraded blocks, snapshot copies, early
 //	                              stream messages, kept deltas, rebuild nonce,
 //	                              versions of rebuilt blocks, whether msg.Rebuilt
 //	                              awaits its acknowledgement
+//	c/<shard>/<client>            a client record (hex fields; node.Enc)
 //	b/<stripe, hex>               the stripe's parity block
-//	p/<shard>/<op_num>/<stripe>   gob of a held PREPARE (hex fields)
+//	p/<shard>/<op_num>/<stripe>   a held PREPARE (backup.PersistPrepares)
 //
-// Blocks and PREPAREs are written when they change, cfg and rc when their
-// hash changes; meta on every Persist. The rebuild in progress is not
-// kept: after a restart, Init starts it again with a fresh nonce.
-
-type parityMeta struct {
-	CfgHash uint64
-	OpNums  []uint64
-}
+// Blocks, PREPAREs and client records are written when they change, cfg
+// and rc when their hash changes; meta on every Persist. The rebuild in
+// progress is not kept: after a restart, Init starts it again with a
+// fresh nonce.
 
 // parityRC is the durable part of reconfState.
 type parityRC struct {
 	Inc      uint64
 	Stopped  []bool
-	Clients  []clientRec
 	Degraded []bool
 	Snaps    []snapRec
 	Early    []backup.EarlyRecord
@@ -51,11 +47,6 @@ type versionRec struct {
 	Prims, OpNums []uint64
 }
 
-type clientRec struct {
-	Shard int
-	Rec   msg.ClientRecord
-}
-
 type snapRec struct {
 	Requester node.Addr
 	Stripe    int
@@ -65,14 +56,34 @@ type snapRec struct {
 	Seen      uint64
 }
 
-// persistMemo remembers the hashes of what Persist last wrote.
-type persistMemo struct{ cfg, rc uint64 }
+// persistMemo remembers the hashes of what Persist last wrote, and the
+// client records changed since (nil until TrackChanges).
+type persistMemo struct {
+	cfg, rc uint64
+	clients map[clientKey]bool
+}
+
+func (m *persistMemo) clientChanged(k clientKey) {
+	if m.clients != nil {
+		m.clients[k] = true
+	}
+}
+
+func (s *Server) setClient(k clientKey, r msg.ClientRecord) {
+	s.rc.clients[k] = r
+	s.saved.clientChanged(k)
+}
+
+func clientRecKey(k clientKey) string { return fmt.Sprintf("c/%08x/%016x", uint32(k.shard), k.client) }
 
 var _ node.Persistent = (*Server)(nil)
 
 // TrackChanges implements node.Persistent.
 func (s *Server) TrackChanges() {
-	s.saved = persistMemo{}
+	s.saved = persistMemo{clients: make(map[clientKey]bool, len(s.rc.clients))}
+	for k := range s.rc.clients {
+		s.saved.clients[k] = true
+	}
 	s.blocks.Track()
 	s.prepares.Track()
 }
@@ -85,16 +96,26 @@ func (s *Server) Persist(w node.Writer) {
 		w.Put("cfg", node.GobBytes(s.cfg))
 		s.saved.cfg = s.cfgHash
 	}
+	for k := range s.saved.clients {
+		if r, ok := s.rc.clients[k]; ok {
+			var b node.Enc
+			b.Uint64(r.Seq)
+			r.Reply.Encode(&b)
+			w.Put(clientRecKey(k), b.B)
+		} else {
+			w.Delete(clientRecKey(k))
+		}
+	}
+	clear(s.saved.clients)
 	h := node.NewHasher()
-	s.rc.hash(h)
+	rest := s.rc
+	rest.clients = nil // persisted on their own
+	rest.hash(h)
 	if rh := h.Sum(); s.saved.rc != rh {
 		rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Early: backup.EarlyToRecords(s.rc.early),
 			Nonce: s.rc.nonce, Kept: s.rc.kept, Report: s.rc.report}
 		for _, v := range s.rc.versions {
 			rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Prims: v.prims, OpNums: v.opNums})
-		}
-		for k, r := range s.rc.clients {
-			rc.Clients = append(rc.Clients, clientRec{Shard: k.shard, Rec: r})
 		}
 		for _, sn := range s.rc.snaps {
 			rc.Snaps = append(rc.Snaps, snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce,
@@ -103,7 +124,13 @@ func (s *Server) Persist(w node.Writer) {
 		w.Put("rc", node.GobBytes(rc))
 		s.saved.rc = rh
 	}
-	w.Put("meta", node.GobBytes(parityMeta{CfgHash: s.cfgHash, OpNums: s.opNums}))
+	var m node.Enc
+	m.Uint64(s.cfgHash)
+	m.Uint64(uint64(len(s.opNums)))
+	for _, n := range s.opNums {
+		m.Uint64(n)
+	}
+	w.Put("meta", m.B)
 }
 
 // Restore implements node.Persistent.
@@ -112,17 +139,22 @@ func (s *Server) Restore(r node.Reader) error {
 	if err != nil || !ok {
 		return err
 	}
-	var m parityMeta
-	if err := node.GobDecode(v, &m); err != nil {
+	d := node.NewDec(v)
+	cfgHash := d.Uint64()
+	opNums := make([]uint64, d.Len())
+	for i := range opNums {
+		opNums[i] = d.Uint64()
+	}
+	if err := d.Err(); err != nil {
 		return fmt.Errorf("parity/%d: meta: %w", s.me, err)
 	}
-	if err := s.restoreConfig(r, m.CfgHash); err != nil {
+	if err := s.restoreConfig(r, cfgHash); err != nil {
 		return err
 	}
-	if len(m.OpNums) != len(s.opNums) {
+	if len(opNums) != len(s.opNums) {
 		return fmt.Errorf("parity/%d: stored state is for another layout", s.me)
 	}
-	copy(s.opNums, m.OpNums)
+	copy(s.opNums, opNums)
 	err = r.Scan("b/", func(k string, v []byte) error {
 		id, err := strconv.ParseUint(strings.TrimPrefix(k, "b/"), 16, 64)
 		if err != nil || len(v) != s.cfg.Layout.BlockSize {
@@ -166,9 +198,6 @@ func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
 	if len(rc.Degraded) > 0 {
 		s.rc.degraded = rc.Degraded
 	}
-	for _, c := range rc.Clients {
-		s.rc.clients[clientKey{c.Shard, c.Rec.Client}] = c.Rec
-	}
 	for _, v := range rc.Versions {
 		s.rc.versions = append(s.rc.versions, version{stripe: v.Stripe, prims: v.Prims, opNums: v.OpNums})
 	}
@@ -182,7 +211,26 @@ func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
 	if s.rc.early, err = backup.EarlyFromRecords(rc.Early); err != nil {
 		return fmt.Errorf("parity/%d: rc: %w", s.me, err)
 	}
-	return nil
+	return s.restoreClients(r)
+}
+
+// restoreClients reads back the client records.
+func (s *Server) restoreClients(r node.Reader) error {
+	return r.Scan("c/", func(k string, v []byte) error {
+		var shard uint32
+		var client uint64
+		_, err := fmt.Sscanf(k, "c/%08x/%016x", &shard, &client)
+		d := node.NewDec(v)
+		rec := msg.ClientRecord{Client: client, Seq: d.Uint64(), Reply: msg.DecodeReply(d)}
+		if err == nil {
+			err = d.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("parity/%d: bad client record %q: %v", s.me, k, err)
+		}
+		s.rc.clients[clientKey{int(shard), client}] = rec
+		return nil
+	})
 }
 
 // Stored is the number of parity blocks the server holds.

@@ -133,7 +133,7 @@ func (s *Server) record(p msg.Prepare) {
 	}
 	k := clientKey{p.Shard, p.Client}
 	if old, ok := s.rc.clients[k]; !ok || p.Seq > old.Seq {
-		s.rc.clients[k] = msg.ClientRecord{Client: p.Client, Seq: p.Seq, Reply: *p.Reply}
+		s.setClient(k, msg.ClientRecord{Client: p.Client, Seq: p.Seq, Reply: *p.Reply})
 	}
 }
 
@@ -243,10 +243,11 @@ func (s *Server) install(in *msg.Install) {
 	for k := range s.rc.clients {
 		if k.shard == d {
 			delete(s.rc.clients, k)
+			s.saved.clientChanged(k)
 		}
 	}
 	for _, r := range in.Clients {
-		s.rc.clients[clientKey{d, r.Client}] = r
+		s.setClient(clientKey{d, r.Client}, r)
 	}
 	for _, h := range s.prepares.List() {
 		if h.P.Shard == d {

@@ -5,6 +5,7 @@
 package parity
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/amalgam-store/amalgam/backup"
@@ -141,6 +142,7 @@ func (s *Server) Clone() node.Node {
 	c.opNums = slices.Clone(s.opNums)
 	c.blocks = s.blocks.Clone()
 	c.rc = s.rc.clone()
+	c.saved.clients = maps.Clone(s.saved.clients)
 	return &c
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cockroachdb/pebble"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/amalgam-store/amalgam/node"
@@ -29,6 +30,14 @@ import (
 // queued messages, the peers it learned) is committed to the store. After
 // a crash, the node restarts from that state, and everything it had
 // released is explained by it.
+//
+// Pipelined: with a synced store, persist applies the batch and queues it
+// for the WAL's fsync without waiting (pebble's ApplyNoSyncWait), and the
+// loop goes on to its next batch; the loop's releaser waits for each
+// batch's fsync and then releases it, in batch order (pipeline). Batches
+// of every loop of the machine in flight together share the store's
+// fsyncs. A crash loses the unsynced batches' state together with their
+// effects, which never left.
 
 // hctx is the node.Context of one batch: it collects effects.
 type hctx struct {
@@ -68,6 +77,9 @@ type appended struct {
 // to release once it is durable.
 type ready struct {
 	events int
+	start  time.Time
+	epoch  uint64        // the incarnation epoch the batch's timers belong to
+	b      *pebble.Batch // applied, its fsync awaited by the releaser; nil if none
 	// Durable part (with the node's own Persist writes).
 	inc     incChanges              // ended incarnations and streams, learned peers
 	acks    map[node.Addr]delivered // stream messages handled
@@ -85,9 +97,35 @@ type ready struct {
 func (l *loop) process(batch []event, restart bool) {
 	start := time.Now()
 	rd := l.collect(batch, restart)
+	rd.start = start
 	l.persist(rd)
+	if l.pipe != nil {
+		l.pipe <- rd // released once durable (pipeline)
+		return
+	}
 	l.release(rd)
 	l.h.opts.Metrics.BatchCommitted(rd.events, time.Since(start))
+}
+
+// pipeline is a loop's releaser with a synced store: it waits for each
+// batch's fsync and releases the batch, in the order the loop persisted
+// them. Once the host stops it only waits, so that the store is not
+// closed under an fsync.
+func (l *loop) pipeline() {
+	defer l.h.wg.Done()
+	for rd := range l.pipe {
+		if rd.b != nil {
+			if err := rd.b.SyncWait(); err != nil {
+				panic(fmt.Sprintf("runtime: %s: syncing a batch: %v", l.addr, err))
+			}
+			_ = rd.b.Close()
+		}
+		if l.h.ctx.Err() != nil {
+			continue
+		}
+		l.release(rd)
+		l.h.opts.Metrics.BatchCommitted(rd.events, time.Since(rd.start))
+	}
 }
 
 // collect runs the batch's handlers and gathers what they produced.
@@ -127,6 +165,7 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 		l.pers.TrackChanges() // the new state is written whole
 	}
 	l.noteIncarnation()
+	rd.epoch = l.epoch
 	l.number(ctx.streams, rd)
 	rd.sends, rd.timers = ctx.sends, ctx.timers
 	return rd
@@ -159,14 +198,15 @@ func (l *loop) number(streams []effect, rd *ready) {
 }
 
 // persist makes the ready's durable part durable: one pebble batch,
-// committed before persist returns. Without a store it does nothing.
+// committed before persist returns, or with a synced store applied and
+// left in rd.b for the pipeline to wait for its fsync. Without a store it
+// does nothing.
 func (l *loop) persist(rd *ready) {
 	st := l.h.opts.Store
 	if st == nil {
 		return
 	}
 	b := st.db.NewBatch()
-	defer func() { _ = b.Close() }()
 	rd.inc.write(b, l.addr)
 	if l.pers != nil {
 		l.pers.Persist(nodeWriter{b, l.addr})
@@ -192,9 +232,18 @@ func (l *loop) persist(rd *ready) {
 		_ = b.Set(outKey(l.addr, a.o.to, a.e.seq), v, nil)
 	}
 	if b.Empty() {
+		_ = b.Close()
 		return
 	}
-	if err := b.Commit(st.writeOpts()); err != nil {
+	var err error
+	if l.pipe != nil {
+		err = st.db.ApplyNoSyncWait(b, pebble.Sync)
+		rd.b = b
+	} else {
+		err = b.Commit(st.writeOpts())
+		_ = b.Close()
+	}
+	if err != nil {
 		// The node's state is ahead of the disk: it must not send
 		// anything more. Crash.
 		panic(fmt.Sprintf("runtime: %s: committing a batch: %v", l.addr, err))
@@ -216,6 +265,6 @@ func (l *loop) release(rd *ready) {
 		l.h.send(l.addr, s.to, s.m)
 	}
 	for _, t := range rd.timers {
-		l.setTimer(t)
+		l.setTimer(t, rd.epoch)
 	}
 }

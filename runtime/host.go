@@ -153,6 +153,9 @@ func (h *Host) addLocked(a node.Addr, n node.Node) (*loop, error) {
 	}
 	l := &loop{h: h, addr: a, n: n, inbox: make(chan event, 1024),
 		in: map[node.Addr]*inStream{}, out: map[node.Addr]*outStream{}, peerInc: map[node.Addr]uint64{}}
+	if s := h.opts.Store; s != nil && s.sync {
+		l.pipe = make(chan *ready, pipeDepth)
+	}
 	if s := h.opts.Store; s != nil {
 		if p, ok := n.(node.Persistent); ok {
 			l.pers = p

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"google.golang.org/grpc"
 
 	"github.com/amalgam-store/amalgam/baselines/paxos"
@@ -21,6 +22,7 @@ type LocalOptions struct {
 	Layout     erasure.Layout
 	Durability string // "durable" or "memory"
 	DataDir    string // machine m keeps its store in DataDir/machine-<m>
+	FS         vfs.FS // the stores' file system; nil is the OS's
 	// Addr is the entry address (configuration endpoint). With port P,
 	// machine m listens on port P+1+m of the same host; with port 0 every
 	// listener picks a free port.
@@ -64,7 +66,7 @@ func StartLocal(o LocalOptions) (*Local, error) {
 	}
 	lc := &Local{Cluster: cl, EntryAddr: entryLn.Addr().String()}
 	for m := 0; m < o.Layout.N; m++ {
-		mc, err := StartMachine(cl, m, code, MachineOptions{Listener: mlns[m], Dir: filepath.Join(o.DataDir, fmt.Sprintf("machine-%d", m)),
+		mc, err := StartMachine(cl, m, code, MachineOptions{Listener: mlns[m], Dir: filepath.Join(o.DataDir, fmt.Sprintf("machine-%d", m)), FS: o.FS,
 			Logger: o.Logger, ServerOptions: o.ServerOptions, DialOptions: o.DialOptions, Register: o.Register, Metrics: o.Metrics})
 		if err != nil {
 			lc.Close()

@@ -103,6 +103,22 @@ func waitParityConsistent(t *testing.T, lc *Local) {
 	}
 }
 
+// readAll reads every block.
+func readAll(t *testing.T, c *client.Client, l erasure.Layout) [][]byte {
+	t.Helper()
+	out := make([][]byte, l.NumBlocks())
+	for b := range out {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		got, err := c.Read(ctx, uint64(b), 0, 0)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[b] = got
+	}
+	return out
+}
+
 // runModel runs random transactions through c and checks each outcome
 // against the sequential specification (one client, so the order is the
 // real order).
@@ -156,14 +172,8 @@ func TestLocalClusterDurableRestart(t *testing.T) {
 	lc = startLocal(t, l, "durable", dir)
 	defer lc.Close()
 	c = dial(t, lc)
-	for b := uint64(0); b < l.NumBlocks(); b++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		got, err := c.Read(ctx, b, 0, 0)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := model[b]
+	for b, got := range readAll(t, c, l) {
+		want := model[uint64(b)]
 		if want == nil {
 			want = make([]byte, l.BlockSize)
 		}

@@ -27,6 +27,9 @@ type loop struct {
 	n     node.Node
 	pers  node.Persistent // nil unless persisted
 	inbox chan event
+	// pipe holds the batches persisted and not yet released, with a
+	// synced store (batch.go); nil otherwise.
+	pipe chan *ready
 
 	mu  sync.Mutex
 	in  map[node.Addr]*inStream
@@ -52,6 +55,10 @@ func (l *loop) start() {
 	}
 	l.h.wg.Add(1)
 	go l.run()
+	if l.pipe != nil {
+		l.h.wg.Add(1)
+		go l.pipeline()
+	}
 }
 
 func (l *loop) post(ctx context.Context, ev event) error {
@@ -68,9 +75,15 @@ func (l *loop) post(ctx context.Context, ev event) error {
 // maxBatch bounds the events one batch handles.
 const maxBatch = 256
 
+// pipeDepth bounds the batches of a loop persisted and not yet released.
+const pipeDepth = 64
+
 // run is the event loop: Init, then batches of whatever the inbox holds.
 func (l *loop) run() {
 	defer l.h.wg.Done()
+	if l.pipe != nil {
+		defer close(l.pipe)
+	}
 	batch := []event{{fn: func(ctx node.Context, n node.Node) { n.Init(ctx) }}}
 	for {
 		l.processAll(batch)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -79,7 +80,9 @@ type MachineOptions struct {
 	// Listener serves the machine's gRPC; required.
 	Listener net.Listener
 	// Dir holds the machine's pebble store; ignored in memory mode.
-	Dir           string
+	Dir string
+	// FS is the file system of the store; nil is the OS's.
+	FS            vfs.FS
 	Logger        *slog.Logger
 	ServerOptions []grpc.ServerOption
 	DialOptions   []grpc.DialOption
@@ -146,7 +149,11 @@ func StartMachine(cl *Cluster, me int, code *erasure.Code, o MachineOptions) (*M
 		mc.self = o.Listener.Addr().String()
 	}
 	if cl.Durability != "memory" {
-		st, err := OpenStore(filepath.Clean(o.Dir), true)
+		fs := o.FS
+		if fs == nil {
+			fs = vfs.Default
+		}
+		st, err := OpenStoreFS(fs, filepath.Clean(o.Dir), true)
 		if err != nil {
 			return nil, err
 		}

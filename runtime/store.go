@@ -3,9 +3,11 @@ package runtime
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -22,20 +24,59 @@ import (
 // A handler batch's writes go into one pebble batch, committed with
 // pebble.Sync when the store is durable, before the batch's messages are
 // released. Concurrent synced commits from different nodes share one WAL
-// fsync (pebble's own group commit).
+// fsync (pebble's own group commit). Every store counts its syncs and
+// bytes written (StoreDiskStats).
 type Store struct {
 	db   *pebble.DB
 	sync bool
 }
 
+// memTableSize is a store's memtable. Most of what a batch writes (stream
+// messages, held PREPAREs, pending operations) is deleted within
+// milliseconds; in a large memtable it is deleted before a flush writes it
+// to a table, and blocks overwritten meanwhile are flushed once. Pebble
+// starts small and doubles up to it.
+const memTableSize = 64 << 20
+
 // OpenStore opens (creating if needed) the database in dir. sync says
 // whether commits wait for fsync.
-func OpenStore(dir string, sync bool) (*Store, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+func OpenStore(dir string, sync bool) (*Store, error) { return OpenStoreFS(vfs.Default, dir, sync) }
+
+// OpenStoreFS is OpenStore on the file system fs (tests crash a
+// vfs.NewStrictMem).
+func OpenStoreFS(fs vfs.FS, dir string, sync bool) (*Store, error) {
+	if err := makeDir(fs, dir); err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", dir, err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, FS: countingFS{FS: fs}, MemTableSize: memTableSize})
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
 	return &Store{db: db, sync: sync}, nil
+}
+
+// makeDir creates dir and syncs its parents, so that a power loss cannot
+// take the directory away with the store in it (pebble syncs only the
+// store's own directory).
+func makeDir(fs vfs.FS, dir string) error {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for d := dir; ; {
+		p := fs.PathDir(d)
+		if p == d || p == "" {
+			return nil
+		}
+		f, err := fs.OpenDir(p)
+		if err != nil {
+			return err
+		}
+		err = errors.Join(f.Sync(), f.Close())
+		if err != nil {
+			return err
+		}
+		d = p
+	}
 }
 
 // Close closes the database.

@@ -92,6 +92,10 @@ func (o *outStream) stop() {
 
 func (o *outStream) push(e outEntry) {
 	o.mu.Lock()
+	if o.dead { // dropped by a later batch before this one was released
+		o.mu.Unlock()
+		return
+	}
 	o.q = append(o.q, e)
 	o.mu.Unlock()
 	select {

@@ -9,13 +9,13 @@ import (
 
 // setTimer posts the timer to the loop after a delay drawn in [min, max].
 // A timer set by an incarnation that has ended since is dropped when it
-// comes (event.epoch); one that comes after the host stopped is dropped.
-func (l *loop) setTimer(t timerEffect) {
+// comes (event.epoch: the epoch of the batch that set it); one that comes
+// after the host stopped is dropped.
+func (l *loop) setTimer(t timerEffect, epoch uint64) {
 	d := t.min
 	if t.max > t.min {
 		d += time.Duration(mrand.Int64N(int64(t.max - t.min + 1)))
 	}
-	epoch := l.epoch
 	time.AfterFunc(d, func() {
 		if l.h.ctx.Err() == nil {
 			_ = l.post(l.h.ctx, event{t: t.t, epoch: epoch})

@@ -10,14 +10,13 @@ import (
 
 // Durable state of a witness (node.Persistent), under the keys
 //
-//	meta                          gob of witnessMeta: configuration hash
+//	meta                          configuration hash (node.Enc)
 //	cfg                           gob of the configuration the witness is in
 //	rc                            gob of witnessRC: incarnation, fences, early stream messages
 //	p/<shard>/<op_num>/<stripe>   held PREPAREs (backup.PersistPrepares)
 //
 // PREPAREs are written when they change, cfg and rc when their hash
-// changes.
-type witnessMeta struct{ CfgHash uint64 }
+// changes, meta on every Persist.
 
 type witnessRC struct {
 	Inc     uint64
@@ -57,7 +56,9 @@ func (s *Server) Persist(w node.Writer) {
 		w.Put("rc", node.GobBytes(witnessRC{Inc: s.inc, Stopped: s.stopped, Early: backup.EarlyToRecords(s.early)}))
 		s.saved.rc = rh
 	}
-	w.Put("meta", node.GobBytes(witnessMeta{CfgHash: s.cfgHash}))
+	var m node.Enc
+	m.Uint64(s.cfgHash)
+	w.Put("meta", m.B)
 }
 
 // Restore implements node.Persistent.
@@ -66,11 +67,12 @@ func (s *Server) Restore(r node.Reader) error {
 	if err != nil || !ok {
 		return err
 	}
-	var m witnessMeta
-	if err := node.GobDecode(v, &m); err != nil {
+	d := node.NewDec(v)
+	cfgHash := d.Uint64()
+	if err := d.Err(); err != nil {
 		return fmt.Errorf("witness/%d: meta: %w", s.me, err)
 	}
-	if err := s.restoreConfig(r, m.CfgHash); err != nil {
+	if err := s.restoreConfig(r, cfgHash); err != nil {
 		return err
 	}
 	if err := backup.RestorePrepares(&s.prepares, r); err != nil {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/internal/buildinfo"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/runtime"
 	"github.com/amalgam-store/amalgam/wire"
 )
 
@@ -177,7 +178,13 @@ func newPromMetrics() *promMetrics {
 		Help:        "Always 1; labels name the build: module version, VCS revision and Go version.",
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.Go}})
 	build.Set(1)
-	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.batches, m.inFlight, m.nodes, build,
+	syncs := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "amalgam_store_syncs_total",
+		Help: "fsync and fdatasync calls of the process's pebble stores (WAL, flushes, compactions, directories)."},
+		func() float64 { return float64(runtime.StoreDiskStats().Syncs) })
+	written := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "amalgam_store_bytes_written_total",
+		Help: "Bytes the process's pebble stores wrote to files (WAL, flushes, compactions)."},
+		func() float64 { return float64(runtime.StoreDiskStats().BytesWritten) })
+	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.batches, m.inFlight, m.nodes, build, syncs, written,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
