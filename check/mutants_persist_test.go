@@ -3,129 +3,48 @@
 package check
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/amalgam-store/amalgam/mc"
-	"github.com/amalgam-store/amalgam/msg"
-	"github.com/amalgam-store/amalgam/node"
 )
 
-// dataMetaMirror decodes and re-encodes a data server's "meta" record
-// (gob matches fields by name).
-type dataMetaMirror struct {
-	CfgHash uint64
-	OpNum   uint64
-	Pending []struct {
-		OpNum, Client, Seq uint64
-		ReplyTo            string
-		Reply              msg.Reply
-		Stripes            []int
-		Acks               []uint64
-		Preps              []msg.Prepare
-		Committed          bool
-	}
-}
-
-// editDataMeta changes the meta record of a data server's disk.
-func editDataMeta(a node.Addr, disk map[string][]byte, edit func(*dataMetaMirror)) {
-	if !strings.HasPrefix(string(a), "data/") {
-		return
-	}
-	var m dataMetaMirror
-	if err := node.GobDecode(disk["meta"], &m); err != nil {
-		panic(err)
-	}
-	edit(&m)
-	disk["meta"] = node.GobBytes(m)
-}
-
-// dropPrepares loses the held PREPAREs ("p/" records) of servers whose
-// address starts with prefix.
-func dropPrepares(prefix string) func(node.Addr, map[string][]byte) {
-	return func(a node.Addr, disk map[string][]byte) {
-		if strings.HasPrefix(string(a), prefix) {
-			for k := range disk {
-				if strings.HasPrefix(k, "p/") {
-					delete(disk, k)
-				}
-			}
-		}
-	}
-}
-
-const inv341 = "committed deltas at f+1 servers, committed in op order (3.4.1)"
-
-// persistMutants are servers whose durable state misses something: a
-// field Persist never writes or a record Restore forgets, modelled by
-// changing what the restarted server reads back (check's persistMutant).
-var persistMutants = []struct {
-	name  string
-	bug   func(node.Addr, map[string][]byte)
-	sc    *Scenario
-	finds string
-	st    mc.Strategy // BFS when empty
-}{
-	// The data server does not persist its op counter: a restarted server
-	// numbers its next operation from 1 again.
-	{"data-no-opnum", func(a node.Addr, d map[string][]byte) {
-		editDataMeta(a, d, func(m *dataMetaMirror) { m.OpNum = 1 })
-	}, RestartData, inv341, ""},
-	// The data server's Restore forgets the blocks it wrote.
-	{"data-no-blocks", func(a node.Addr, d map[string][]byte) {
-		if strings.HasPrefix(string(a), "data/") {
-			for k := range d {
-				if strings.HasPrefix(k, "b/") {
-					delete(d, k)
-				}
-			}
-		}
-	}, RestartData, "parity consistent on quiescent stripes", ""},
-	// A parity server's Restore forgets the PREPAREs it held.
-	{"parity-no-prepares", dropPrepares("parity/"), RestartParity, "parity consistent on quiescent stripes", ""},
-	// A witness's Restore forgets the PREPAREs it held.
-	{"witness-no-prepares", dropPrepares("witness/"), RestartWitness, inv341, ""},
-	// A witness does not persist its incarnation and fences ("rc"): after
-	// a restart it takes PREPAREs from the replaced data server again.
-	{"witness-no-fence", func(a node.Addr, d map[string][]byte) {
-		if strings.HasPrefix(string(a), "witness/") {
-			delete(d, "rc")
-		}
-	}, RestartWitnessReplaceData, "results linearizable", mc.Random},
-}
-
-// TestPersistMutants: BFS of the restart scenarios (random walks, seed 1,
-// for the one with a replacement) finds each persistence mutant within
-// 60 s, with a trace that replays. The unmutated protocol passes the same
-// searches (TestRestartScenariosExhaustive; here, 10 s of the same walks).
+// TestPersistMutants: the search Mutants names (BFS of a restart scenario,
+// or seeded random walks) finds each persistence mutant within 60 s, with
+// a trace that replays. The unmutated protocol passes the same searches
+// (TestRestartScenariosExhaustive; for random walks, 10 s of them here).
 // Run with: go test -tags mutants -run TestPersistMutants -v ./check/
 func TestPersistMutants(t *testing.T) {
-	for _, c := range persistMutants {
-		t.Run(c.name, func(t *testing.T) {
-			st := c.st
-			if st == "" {
-				st = mc.BFS
+	for _, m := range Mutants() {
+		if m.Kind != "persistence" {
+			continue
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			sc, err := Registry().Lookup(m.Scenario)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if st == mc.Random {
-				if r := c.sc.Run(st, mc.Options{MaxTime: 10 * time.Second, Workers: 2, Seed: 1}); r.Outcome == mc.Violation {
-					t.Fatalf("unmutated protocol violates %s on %s: %s", r.Predicate, c.sc.Name, r.Explanation)
+			if m.Strategy == mc.Random {
+				if r := sc.Run(m.Strategy, mc.Options{MaxTime: 10 * time.Second, Workers: 2, Seed: m.Seed}); r.Outcome == mc.Violation {
+					t.Fatalf("unmutated protocol violates %s on %s: %s", r.Predicate, sc.Name, r.Explanation)
 				}
 			}
-			persistMutant = c.bug
-			defer func() { persistMutant = nil }()
-			r := c.sc.Run(st, mc.Options{MaxTime: 60 * time.Second, Workers: 2, Seed: 1})
-			if r.Outcome != mc.Violation {
-				t.Fatalf("mutant not found on %s: %s after %d states, %v", c.sc.Name, r.Outcome, r.States, r.Elapsed)
+			if err := SetMutant(m.Name); err != nil {
+				t.Fatal(err)
 			}
-			if c.finds != "" && r.Predicate != c.finds {
-				t.Errorf("found by %q, expected %q", r.Predicate, c.finds)
+			defer func() { _ = SetMutant("") }()
+			r := sc.Run(m.Strategy, mc.Options{MaxTime: 60 * time.Second, Workers: 2, Seed: m.Seed})
+			if r.Outcome != mc.Violation {
+				t.Fatalf("mutant not found on %s: %s after %d states, %v", sc.Name, r.Outcome, r.States, r.Elapsed)
+			}
+			if r.Predicate != m.Finds {
+				t.Errorf("found by %q, expected %q", r.Predicate, m.Finds)
 			}
 			n := len(r.Trace)
-			mc.Explain(c.sc.MC(), r)
-			t.Logf("%s on %s: %q in %v, %d states, trace %d steps (%d before minimizing): %s", c.name, c.sc.Name, r.Predicate,
+			mc.Explain(sc, r)
+			t.Logf("%s on %s: %q in %v, %d states, trace %d steps (%d before minimizing): %s", m.Name, sc.Name, r.Predicate,
 				r.Elapsed.Round(time.Millisecond), r.States, len(r.Trace), n, r.Explanation)
-			rp, err := mc.Replay(c.sc.MC(), mc.NewTraceFile(c.sc.MC(), r))
+			rp, err := mc.Replay(sc, mc.NewTraceFile(sc, r))
 			if err != nil || rp.Predicate != r.Predicate {
 				t.Fatalf("replay: %v, predicate %q", err, rp.Predicate)
 			}

@@ -36,11 +36,18 @@ func mcLookup(name string) (*mc.Scenario, error) { return mcRegistry().Lookup(na
 var mcRegistry = check.Registry
 
 func newMCListCmd(gl *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var mutants bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the scenarios: name, system checked (amalgam, shardedpaxos or rspaxos), setup",
-		Args:  cobra.NoArgs,
+		Long: `list shows the scenarios; --mutants shows the injected bugs instead, each
+with the scenario, strategy and seed of the mc run that finds it and the
+invariant that fails.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if mutants {
+				return listMutants(cmd, gl)
+			}
 			w := cmd.OutOrStdout()
 			if gl.output == "json" {
 				type js struct {
@@ -61,6 +68,8 @@ func newMCListCmd(gl *globalFlags) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().BoolVar(&mutants, "mutants", false, "list the injected bugs and the search that finds each")
+	return cmd
 }
 
 // mcSummary is the --output json summary of mc run and mc replay.
@@ -86,6 +95,7 @@ type mcViolation struct {
 func newMCRunCmd(gl *globalFlags) *cobra.Command {
 	var (
 		strategy, checks, saveTrace string
+		mutant                      string
 		maxTime                     time.Duration
 		maxDepth, maxStates         int
 		workers                     int
@@ -109,6 +119,10 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 			if err != nil {
 				return fmt.Errorf("mc run: %w", err)
 			}
+			if err := setMutant(mutant); err != nil {
+				return fmt.Errorf("mc run: %w", err)
+			}
+			defer func() { _ = check.SetMutant("") }()
 			st := mc.Strategy(strategy)
 			switch st {
 			case mc.BFS, mc.DFS, mc.Random, mc.Guided:
@@ -182,6 +196,7 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 	f.StringVar(&checks, "checks", "", "self-checks: determinism,clone-hash,idempotence")
 	f.StringVar(&saveTrace, "save-trace", "", "write a violation's trace to this JSON file")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	f.StringVar(&mutant, "mutant", "", "inject this bug (mc list --mutants; binaries built with -tags mutants only)")
 	f.BoolVar(&skipNoOps, "skip-noops", false, "deliveries and timer firings that change nothing are no step (Settings.SkipNoOps)")
 	return cmd
 }
@@ -212,11 +227,16 @@ func printSummary(w io.Writer, s mcSummary, idem []string) {
 }
 
 func newMCReplayCmd(gl *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var mutant string
+	cmd := &cobra.Command{
 		Use:   "replay FILE",
 		Short: "Replay a saved trace and report the violation it reaches",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := setMutant(mutant); err != nil {
+				return fmt.Errorf("mc replay: %w", err)
+			}
+			defer func() { _ = check.SetMutant("") }()
 			tf, err := mc.LoadTrace(args[0])
 			if err != nil {
 				return fmt.Errorf("mc replay: %s: %w", args[0], err)
@@ -250,4 +270,6 @@ func newMCReplayCmd(gl *globalFlags) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&mutant, "mutant", "", "replay with this bug injected (as mc run --mutant)")
+	return cmd
 }
