@@ -119,10 +119,11 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 			if err != nil {
 				return fmt.Errorf("mc run: %w", err)
 			}
-			if err := setMutant(mutant); err != nil {
+			undo, err := setMutant(mutant)
+			if err != nil {
 				return fmt.Errorf("mc run: %w", err)
 			}
-			defer func() { _ = check.SetMutant("") }()
+			defer undo()
 			st := mc.Strategy(strategy)
 			switch st {
 			case mc.BFS, mc.DFS, mc.Random, mc.Guided:
@@ -233,10 +234,11 @@ func newMCReplayCmd(gl *globalFlags) *cobra.Command {
 		Short: "Replay a saved trace and report the violation it reaches",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := setMutant(mutant); err != nil {
+			undo, err := setMutant(mutant)
+			if err != nil {
 				return fmt.Errorf("mc replay: %w", err)
 			}
-			defer func() { _ = check.SetMutant("") }()
+			defer undo()
 			tf, err := mc.LoadTrace(args[0])
 			if err != nil {
 				return fmt.Errorf("mc replay: %s: %w", args[0], err)

@@ -9,18 +9,19 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// setMutant injects the named mutant for mc run or mc replay.
-func setMutant(name string) error {
+// setMutant injects the named mutant for mc run or mc replay; undo
+// removes it.
+func setMutant(name string) (undo func(), err error) {
 	if name == "" {
-		return nil
+		return func() {}, nil
 	}
 	if _, err := check.LookupMutant(name); err != nil {
-		return err
+		return nil, err
 	}
 	if !check.MutantsBuilt {
-		return errors.New("--mutant needs a binary built with -tags mutants (go build -tags mutants ./cmd/amalgam-cli)")
+		return nil, errors.New("--mutant needs a binary built with -tags mutants (go build -tags mutants ./cmd/amalgam-cli)")
 	}
-	return check.SetMutant(name)
+	return func() { _ = check.SetMutant("") }, check.SetMutant(name)
 }
 
 // listMutants writes mc list --mutants: each mutant with the search that
