@@ -101,13 +101,17 @@ func newMCRunCmd(gl *globalFlags) *cobra.Command {
 		workers                     int
 		seed                        uint64
 		quiet, skipNoOps            bool
+		roundTime                   time.Duration
+		deepen                      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run <scenario>",
 		Short: "Search a scenario's state graph for invariant violations",
 		Long: `run searches a scenario (see mc list). Strategies: bfs (shortest
-counterexamples, --workers in parallel), dfs, random (seeded walks) and
-guided (the scenario's punctuated plan). A violation's trace is minimized,
+counterexamples, --workers in parallel), dfs, random (seeded walks),
+guided (the scenario's punctuated plan) and deep (rounds of a seeded walk
+to a recovery point of the scenario, then BFS for --round-time from there;
+--deepen raises failure budgets one at a time). A violation's trace is minimized,
 reordered by happens-before and printed; --save-trace writes it as JSON for
 mc replay. --checks takes a comma list of determinism, clone-hash and
 idempotence (self-checks, slower). Progress goes to stderr. Exit status:
@@ -126,9 +130,9 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 			defer undo()
 			st := mc.Strategy(strategy)
 			switch st {
-			case mc.BFS, mc.DFS, mc.Random, mc.Guided:
+			case mc.BFS, mc.DFS, mc.Random, mc.Guided, mc.Deep:
 			default:
-				return fmt.Errorf("mc run: --strategy must be bfs, dfs, random or guided, got %q", strategy)
+				return fmt.Errorf("mc run: --strategy must be bfs, dfs, random, guided or deep, got %q", strategy)
 			}
 			if workers < 1 {
 				return fmt.Errorf("mc run: --workers must be at least 1, got %d", workers)
@@ -156,7 +160,12 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 				c.Settings.SkipNoOps = true
 				sc = &c
 			}
-			r := sc.Run(st, opt)
+			var r *mc.Result
+			if st == mc.Deep {
+				r = sc.RunDeep(opt, mc.DeepOptions{Round: roundTime, Deepen: deepen})
+			} else {
+				r = sc.Run(st, opt)
+			}
 			mc.Explain(sc, r)
 			sum := mcSummary{Scenario: sc.Name, System: sc.System, Strategy: strategy, States: r.States, MaxDepth: r.MaxDepth,
 				ElapsedS: r.Elapsed.Seconds(), StatesPerS: r.StatesPerSecond(), Result: string(r.Outcome)}
@@ -188,7 +197,9 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&strategy, "strategy", "bfs", "bfs, dfs, random or guided")
+	f.StringVar(&strategy, "strategy", "bfs", "bfs, dfs, random, guided or deep")
+	f.DurationVar(&roundTime, "round-time", 5*time.Second, "deep: bound of each round's BFS")
+	f.BoolVar(&deepen, "deepen", false, "deep: raise failure budgets one at a time in each round's BFS")
 	f.DurationVar(&maxTime, "max-time", time.Minute, "stop after this long (0: no limit)")
 	f.IntVar(&maxDepth, "max-depth", 0, "depth bound (0: the scenario's)")
 	f.IntVar(&maxStates, "max-states", 0, "stop after this many distinct states (0: no limit)")
