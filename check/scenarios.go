@@ -45,7 +45,7 @@ type Scenario struct {
 // MC is the scenario as the engine runs it (a new value each call).
 func (sc *Scenario) MC() *mc.Scenario {
 	return &mc.Scenario{Name: sc.Name, Doc: sc.Doc, System: "amalgam", Init: sc.Init, Invariants: sc.Invariants,
-		Settings: sc.Settings, MaxDepth: sc.MaxDepth, Plan: sc.Plan, Describe: DescribeNode, Points: sc.points}
+		Settings: sc.Settings, MaxDepth: sc.MaxDepth, Plan: sc.plan(), Describe: DescribeNode, Points: sc.points}
 }
 
 // Code is the scenario's erasure code.

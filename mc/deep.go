@@ -18,7 +18,7 @@ type DeepOptions struct {
 	// within the common MaxTime).
 	Round time.Duration
 	// Linger: a walk stops at the k-th state where a recovery point holds,
-	// k drawn from 1..Linger (default 8), so rounds start at different
+	// k drawn from 1..Linger (default 24), so rounds start at different
 	// moments of the same stage.
 	Linger int
 	// Deepen runs each round's BFS with failure budgets (drops,
@@ -42,7 +42,7 @@ func (sc *Scenario) RunDeep(common Options, d DeepOptions) *Result {
 		d.Round = 5 * time.Second
 	}
 	if d.Linger <= 0 {
-		d.Linger = 8
+		d.Linger = 24
 	}
 	if d.Walk <= 0 {
 		d.Walk = 200
