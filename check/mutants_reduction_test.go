@@ -27,9 +27,13 @@ func TestSkipNoOpsMutants(t *testing.T) {
 	for _, c := range mutantCases {
 		runs = append(runs, run{c.name, c.set, c.sc.MC(), c.st})
 	}
-	for _, c := range recoveryMutants {
-		if c.sc != nil {
-			runs = append(runs, run{c.name, c.set, c.sc.MC(), mc.Random})
+	for _, m := range Mutants() {
+		if m.Kind == "recovery" {
+			sc, err := Registry().Lookup(m.Scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, run{m.Name, func(n string) { _ = SetMutant(n) }, sc, m.Strategy})
 		}
 	}
 	for _, c := range livenessMutants {
