@@ -19,14 +19,14 @@ const (
 // finds it: its scenario, strategy and seed, and the invariant that fails.
 // The bugs exist only in binaries built with the mutants tag (SetMutant).
 type Mutant struct {
-	Name string
+	Name string `json:"name"`
 	// Kind is protocol, persistence, recovery or liveness.
-	Kind     string
-	Bug      string
-	Scenario string
-	Strategy mc.Strategy
-	Seed     uint64
-	Finds    string
+	Kind     string      `json:"kind"`
+	Bug      string      `json:"bug"`
+	Scenario string      `json:"scenario"`
+	Strategy mc.Strategy `json:"strategy"`
+	Seed     uint64      `json:"seed"`
+	Finds    string      `json:"finds"`
 }
 
 // Mutants lists every mutant, protocol ones first.
