@@ -5,38 +5,28 @@ package check
 import (
 	"testing"
 	"time"
-
-	"github.com/amalgam-store/amalgam/data"
-	"github.com/amalgam-store/amalgam/parity"
-	"github.com/amalgam-store/amalgam/reconfig"
 )
 
 // recoveryMutants are bugs in replacement and recovery (thesis 3.3.2)
 // and the randomized runs that find them (nil: replaceSeed).
 var recoveryMutants = []struct {
 	name string
-	set  func(string)
 	run  func(seed int) replaceRun
 }{
-	{"chain-keeps-gaps", setReconfig, nil},
-	{"quorum-one-short", setReconfig, nil},
-	{"no-fence", setParity, nil},
-	{"install-chain-only", setParity, nil},
-	{"snapshot-first-marker", setParity, nil},
-	{"snapshot-copy-frozen", setParity, nil},
-	{"serve-degraded", setData, nil},
+	{"chain-keeps-gaps", nil},
+	{"quorum-one-short", nil},
+	{"no-fence", nil},
+	{"install-chain-only", nil},
+	{"snapshot-first-marker", nil},
+	{"snapshot-copy-frozen", nil},
+	{"serve-degraded", nil},
 	// The rebuild-pause runs find this one much sooner than replaceSeed.
-	{"snapshot-answer-uncommitted", setData, pauseSeed},
+	{"snapshot-answer-uncommitted", pauseSeed},
 	// The service replaces a server of a stripe that already has f
 	// degraded blocks (SLC, thesis 3.4.2): pauseSeed's even seeds replace
 	// two data servers and suspect a parity server of their stripes.
-	{"ignore-slc", setReconfig, pauseSeed},
+	{"ignore-slc", pauseSeed},
 }
-
-func setReconfig(m string) { reconfig.Mutant = m }
-
-var _ = data.Mutant
-var _ = parity.Mutant
 
 // TestRecoveryMutants looks for each mutant's violation with the
 // randomized replacement runs (replaceSeed: loss, duplication, one or two
@@ -48,8 +38,10 @@ var _ = parity.Mutant
 func TestRecoveryMutants(t *testing.T) {
 	for _, c := range recoveryMutants {
 		t.Run(c.name, func(t *testing.T) {
-			c.set(c.name)
-			defer c.set("")
+			if err := SetMutant(c.name); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = SetMutant("") }()
 			run := c.run
 			if run == nil {
 				run = replaceSeed
