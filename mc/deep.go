@@ -35,8 +35,9 @@ type DeepOptions struct {
 // BFS for Round. It reports the first violation (its trace is the prefix
 // then the BFS's path); otherwise, when common.MaxTime or MaxStates runs
 // out, the states of all rounds added up and, as MaxDepth, the deepest
-// level a round's BFS completed, counted from the initial state. A
-// scenario without Points starts every BFS from the initial state.
+// level a round's BFS completed, counted from the initial state. For a
+// scenario without Points, one round searches by BFS from the initial
+// state within common's limits.
 func (sc *Scenario) RunDeep(common Options, d DeepOptions) *Result {
 	if d.Round <= 0 {
 		d.Round = 5 * time.Second
@@ -88,6 +89,9 @@ func (sc *Scenario) RunDeep(common Options, d DeepOptions) *Result {
 			o := base
 			o.Settings = set
 			o.MaxTime = min(d.Round/time.Duration(len(levels)), max(left(), time.Millisecond))
+			if len(points) == 0 {
+				o.MaxTime = common.MaxTime / time.Duration(len(levels)) // one round: BFS from the initial state
+			}
 			o.Workers, o.Checks, o.NoMemo, o.MaxDepth = common.Workers, common.Checks, common.NoMemo, common.MaxDepth
 			if common.MaxStates > 0 {
 				o.MaxStates = max(1, common.MaxStates-total.States)
@@ -106,6 +110,10 @@ func (sc *Scenario) RunDeep(common Options, d DeepOptions) *Result {
 		if r.Outcome == Violation {
 			total.Outcome, total.Predicate, total.Explanation = Violation, r.Predicate, r.Explanation
 			total.Trace, total.Final, total.Idempotence = append(prefix, r.Trace...), r.Final, r.Idempotence
+			break
+		}
+		if len(points) == 0 {
+			total.Outcome = r.Outcome
 			break
 		}
 	}

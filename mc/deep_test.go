@@ -46,3 +46,13 @@ func TestDeepLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestDeepWithoutPoints: without recovery points, deep is one BFS from
+// the initial state: the same states, exhausted.
+func TestDeepWithoutPoints(t *testing.T) {
+	sc := twophase.Scenario(3, false)
+	full := sc.Run(mc.BFS, mc.Options{})
+	if r := sc.Run(mc.Deep, mc.Options{}); r.Outcome != mc.Exhausted || r.States != full.States || r.MaxDepth != full.MaxDepth {
+		t.Fatalf("deep: %s, %d states, depth %d; BFS: %d states, depth %d", r.Outcome, r.States, r.MaxDepth, full.States, full.MaxDepth)
+	}
+}
