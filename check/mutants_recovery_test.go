@@ -3,44 +3,30 @@
 package check
 
 import (
-	"github.com/amalgam-store/amalgam/mc"
 	"testing"
 	"time"
-
-	"github.com/amalgam-store/amalgam/data"
-	"github.com/amalgam-store/amalgam/parity"
-	"github.com/amalgam-store/amalgam/reconfig"
 )
 
-// recoveryMutants are bugs in replacement and recovery (thesis 3.3.2), the
-// randomized runs that find them (nil: replaceSeed), and the recovery
-// scenario whose random-walk search also finds the mutant (nil: only the
-// randomized runs find it within 60 s so far).
+// recoveryMutants are bugs in replacement and recovery (thesis 3.3.2)
+// and the randomized runs that find them (nil: replaceSeed).
 var recoveryMutants = []struct {
 	name string
-	set  func(string)
-	sc   *Scenario
 	run  func(seed int) replaceRun
 }{
-	{"chain-keeps-gaps", setReconfig, nil, nil},
-	{"quorum-one-short", setReconfig, nil, nil},
-	{"no-fence", setParity, ReplaceData, nil},
-	{"install-chain-only", setParity, ReplaceData, nil},
-	{"snapshot-first-marker", setParity, nil, nil},
-	{"snapshot-copy-frozen", setParity, nil, nil},
-	{"serve-degraded", setData, ReplaceData, nil},
+	{"chain-keeps-gaps", nil},
+	{"quorum-one-short", nil},
+	{"no-fence", nil},
+	{"install-chain-only", nil},
+	{"snapshot-first-marker", nil},
+	{"snapshot-copy-frozen", nil},
+	{"serve-degraded", nil},
 	// The rebuild-pause runs find this one much sooner than replaceSeed.
-	{"snapshot-answer-uncommitted", setData, nil, pauseSeed},
+	{"snapshot-answer-uncommitted", pauseSeed},
 	// The service replaces a server of a stripe that already has f
 	// degraded blocks (SLC, thesis 3.4.2): pauseSeed's even seeds replace
 	// two data servers and suspect a parity server of their stripes.
-	{"ignore-slc", setReconfig, SuspectDegradedStripe, pauseSeed},
+	{"ignore-slc", pauseSeed},
 }
-
-func setReconfig(m string) { reconfig.Mutant = m }
-
-var _ = data.Mutant
-var _ = parity.Mutant
 
 // TestRecoveryMutants looks for each mutant's violation with the
 // randomized replacement runs (replaceSeed: loss, duplication, one or two
@@ -52,8 +38,10 @@ var _ = parity.Mutant
 func TestRecoveryMutants(t *testing.T) {
 	for _, c := range recoveryMutants {
 		t.Run(c.name, func(t *testing.T) {
-			c.set(c.name)
-			defer c.set("")
+			if err := SetMutant(c.name); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = SetMutant("") }()
 			run := c.run
 			if run == nil {
 				run = replaceSeed
@@ -70,27 +58,10 @@ func TestRecoveryMutants(t *testing.T) {
 	}
 }
 
-// TestRecoveryMutantsBySearch: some recovery mutants are also found by a
-// seeded random-walk search of the recovery scenarios, with a replayable
-// trace.
+// TestRecoveryMutantsBySearch: the search Mutants names for each recovery
+// mutant (the one mc run --mutant runs) finds it within 60 s, with a
+// replayable trace; the unmutated protocol passes 5 s of each scenario's
+// same search.
 func TestRecoveryMutantsBySearch(t *testing.T) {
-	for _, c := range recoveryMutants {
-		if c.sc == nil {
-			continue
-		}
-		t.Run(c.name, func(t *testing.T) {
-			c.set(c.name)
-			defer c.set("")
-			r := c.sc.Run(mc.Random, mc.Options{MaxTime: 60 * time.Second, Seed: 1})
-			if r.Outcome != mc.Violation {
-				t.Fatalf("mutant not found on %s: %s after %d states, %v", c.sc.Name, r.Outcome, r.States, r.Elapsed)
-			}
-			t.Logf("%s on %s: %q in %v, %d states, trace %d steps", c.name, c.sc.Name, r.Predicate,
-				r.Elapsed.Round(time.Millisecond), r.States, len(r.Trace))
-			rp, err := mc.Replay(c.sc.MC(), mc.NewTraceFile(c.sc.MC(), r))
-			if err != nil || rp.Predicate != r.Predicate {
-				t.Fatalf("replay: %v, predicate %q", err, rp.Predicate)
-			}
-		})
-	}
+	searchMutants(t, "recovery", 1, func(Mutant) time.Duration { return 5 * time.Second })
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/mc"
-	"github.com/amalgam-store/amalgam/reconfig"
 )
 
 // TestSkipNoOpsMutants: Settings.SkipNoOps leaves the violations found
@@ -19,33 +18,33 @@ import (
 func TestSkipNoOpsMutants(t *testing.T) {
 	type run struct {
 		name string
-		set  func(string)
 		sc   *mc.Scenario
 		st   mc.Strategy
+		seed uint64
 	}
 	var runs []run
-	for _, c := range mutantCases {
-		runs = append(runs, run{c.name, c.set, c.sc.MC(), c.st})
-	}
-	for _, c := range recoveryMutants {
-		if c.sc != nil {
-			runs = append(runs, run{c.name, c.set, c.sc.MC(), mc.Random})
+	for _, m := range Mutants() {
+		if m.Kind == "persistence" {
+			continue
 		}
-	}
-	for _, c := range livenessMutants {
-		runs = append(runs, run{c.name, func(m string) { reconfig.Mutant = m }, c.sc, mc.Random})
+		sc, err := Registry().Lookup(m.Scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run{m.Name, sc, m.Strategy, m.Seed})
 	}
 	for _, c := range runs {
 		t.Run(c.name, func(t *testing.T) {
-			opt := mc.Options{MaxTime: 60 * time.Second, Workers: 2, Seed: 1}
+			opt := mc.Options{MaxTime: 60 * time.Second, Workers: 2, Seed: c.seed}
 			if c.st == mc.BFS {
-				c.set("")
 				if r := reduced(c.sc).Run(c.st, opt); r.Outcome == mc.Violation {
 					t.Fatalf("unmutated protocol violates %s with no-ops skipped: %s", r.Predicate, r.Explanation)
 				}
 			}
-			c.set(c.name)
-			defer c.set("")
+			if err := SetMutant(c.name); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = SetMutant("") }()
 			full := c.sc.Run(c.st, opt)
 			red := reduced(c.sc).Run(c.st, opt)
 			if full.Outcome != mc.Violation || red.Outcome != mc.Violation {

@@ -17,41 +17,30 @@ import (
 func TestSleepSetsMutants(t *testing.T) {
 	type run struct {
 		name  string
-		set   func(on bool)
-		sc    *Scenario
+		sc    *mc.Scenario
 		finds string
 	}
 	var runs []run
-	for _, c := range mutantCases {
-		runs = append(runs, run{c.name, func(on bool) {
-			if on {
-				c.set(c.name)
-			} else {
-				c.set("")
-			}
-		}, c.sc, c.finds})
-	}
-	for _, c := range persistMutants {
-		if c.st != "" && c.st != mc.BFS {
+	for _, m := range Mutants() {
+		if (m.Kind != "protocol" && m.Kind != "persistence") || m.Strategy != mc.BFS {
 			continue
 		}
-		bug := c.bug
-		runs = append(runs, run{c.name, func(on bool) {
-			persistMutant = nil
-			if on {
-				persistMutant = bug
-			}
-		}, c.sc, c.finds})
+		sc, err := Registry().Lookup(m.Scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run{m.Name, sc, m.Finds})
 	}
 	for _, c := range runs {
 		t.Run(c.name, func(t *testing.T) {
 			opt := mc.Options{MaxTime: 60 * time.Second, Workers: 2, SleepSets: true}
-			c.set(false)
 			if r := c.sc.Run(mc.BFS, opt); r.Outcome == mc.Violation {
 				t.Fatalf("unmutated protocol violates %s on %s with sleep sets: %s", r.Predicate, c.sc.Name, r.Explanation)
 			}
-			c.set(true)
-			defer c.set(false)
+			if err := SetMutant(c.name); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = SetMutant("") }()
 			full := c.sc.Run(mc.BFS, mc.Options{MaxTime: 60 * time.Second, Workers: 2})
 			r := c.sc.Run(mc.BFS, opt)
 			if r.Outcome != mc.Violation || r.Predicate != c.finds || full.Predicate != c.finds {
@@ -60,7 +49,7 @@ func TestSleepSetsMutants(t *testing.T) {
 			}
 			t.Logf("%s on %s: %q; without sleep sets %d states, %d transitions, trace %d; with %d states, %d transitions, trace %d",
 				c.name, c.sc.Name, r.Predicate, full.States, full.Transitions, len(full.Trace), r.States, r.Transitions, len(r.Trace))
-			rp, err := mc.Replay(c.sc.MC(), mc.NewTraceFile(c.sc.MC(), r))
+			rp, err := mc.Replay(c.sc, mc.NewTraceFile(c.sc, r))
 			if err != nil || rp.Predicate != r.Predicate {
 				t.Fatalf("replay: %v, predicate %q", err, rp.Predicate)
 			}

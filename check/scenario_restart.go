@@ -115,3 +115,15 @@ var RestartWitnessReplaceData = register(&Scenario{
 	Replace:  ReplaceData.Replace,
 	Settings: mc.Settings{MaxTimerFires: 3, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.WitnessAddr(5)}},
 })
+
+// RestartDataRetry restarts the data server while the client may retry
+// its request (one timer firing): the retry must find the first
+// execution's result in the restarted server's client table.
+var RestartDataRetry = register(&Scenario{
+	Name: "restart-data-retry",
+	Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; one client: add to b0, read b0; data/0 crashes at any moment and restarts " +
+		"from what it persisted; 1 timer firing per path (a client retry)",
+	Layout:   Normal.Layout,
+	Scripts:  [][][]msg.Op{{{add(0, 1)}, {read(0)}}},
+	Settings: mc.Settings{MaxTimerFires: 1, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.DataAddr(0)}},
+})

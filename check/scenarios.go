@@ -32,6 +32,9 @@ type Scenario struct {
 	// Plan, if set, builds the phases of the guided strategy (see
 	// mc.Scenario.Plan).
 	Plan func(sc *mc.Scenario) []mc.Phase
+	// Points, if set, are the recovery points of the deep strategy (see
+	// points for the default).
+	Points func() []mc.Predicate
 	// Extra invariants are checked after the library's.
 	Extra []mc.Predicate
 	// Replace, when set, adds the reconfiguration service and an operator
@@ -42,7 +45,7 @@ type Scenario struct {
 // MC is the scenario as the engine runs it (a new value each call).
 func (sc *Scenario) MC() *mc.Scenario {
 	return &mc.Scenario{Name: sc.Name, Doc: sc.Doc, System: "amalgam", Init: sc.Init, Invariants: sc.Invariants,
-		Settings: sc.Settings, MaxDepth: sc.MaxDepth, Plan: sc.Plan, Describe: DescribeNode}
+		Settings: sc.Settings, MaxDepth: sc.MaxDepth, Plan: sc.plan(), Describe: DescribeNode, Points: sc.points}
 }
 
 // Code is the scenario's erasure code.

@@ -26,6 +26,10 @@ type Scenario struct {
 	// Plan, if set, builds the phases of the guided strategy; the default
 	// plan is Settings without failures to the first reply, then Settings.
 	Plan func(sc *Scenario) []Phase
+	// Points, if set, builds the recovery points of the deep strategy
+	// (RunDeep): states worth an exhaustive search from, such as a
+	// replacement started or a node restarted.
+	Points func() []Predicate
 	// Describe, if set, describes nodes in traces before node.Describer
 	// and Describe do (for node types the scenario's author does not own).
 	Describe func(n node.Node) (string, bool)
@@ -59,6 +63,9 @@ func (sc *Scenario) Phases() []Phase {
 func (sc *Scenario) Run(st Strategy, common Options) *Result {
 	if st == Guided {
 		return RunGuided(sc.Init(), sc.Phases(), common)
+	}
+	if st == Deep {
+		return sc.RunDeep(common, DeepOptions{})
 	}
 	o := sc.Options(st)
 	o.MaxTime, o.MaxStates, o.Workers, o.Seed, o.Walks = common.MaxTime, common.MaxStates, common.Workers, common.Seed, common.Walks

@@ -349,13 +349,14 @@ func countEnv(es []Envelope, h uint64) int {
 	return n
 }
 
-// Explain minimizes and reorders r's trace for scenario sc (in place).
+// Explain minimizes (MinimizeCausal) and reorders r's trace for scenario
+// sc (in place).
 func Explain(sc *Scenario, r *Result) {
 	if r.Outcome != Violation || len(r.Trace) == 0 {
 		return
 	}
 	inv := sc.Options(BFS).Invariants
-	r.Trace = Minimize(sc.Init(), r.Trace, inv, r.Predicate)
+	r.Trace = MinimizeCausal(sc.Init(), r.Trace, inv, r.Predicate)
 	r.Trace = Reorder(sc.Init(), r.Trace, inv, r.Predicate)
 }
 

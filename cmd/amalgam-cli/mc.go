@@ -36,11 +36,18 @@ func mcLookup(name string) (*mc.Scenario, error) { return mcRegistry().Lookup(na
 var mcRegistry = check.Registry
 
 func newMCListCmd(gl *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var mutants bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the scenarios: name, system checked (amalgam, shardedpaxos or rspaxos), setup",
-		Args:  cobra.NoArgs,
+		Long: `list shows the scenarios; --mutants shows the injected bugs instead, each
+with the scenario, strategy and seed of the mc run that finds it and the
+invariant that fails.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if mutants {
+				return listMutants(cmd, gl)
+			}
 			w := cmd.OutOrStdout()
 			if gl.output == "json" {
 				type js struct {
@@ -61,6 +68,8 @@ func newMCListCmd(gl *globalFlags) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().BoolVar(&mutants, "mutants", false, "list the injected bugs and the search that finds each")
+	return cmd
 }
 
 // mcSummary is the --output json summary of mc run and mc replay.
@@ -86,19 +95,24 @@ type mcViolation struct {
 func newMCRunCmd(gl *globalFlags) *cobra.Command {
 	var (
 		strategy, checks, saveTrace string
+		mutant                      string
 		maxTime                     time.Duration
 		maxDepth, maxStates         int
 		workers                     int
 		seed                        uint64
 		quiet, skipNoOps            bool
 		exploreAddr                 string
+		roundTime                   time.Duration
+		deepen                      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run <scenario>",
 		Short: "Search a scenario's state graph for invariant violations",
 		Long: `run searches a scenario (see mc list). Strategies: bfs (shortest
-counterexamples, --workers in parallel), dfs, random (seeded walks) and
-guided (the scenario's punctuated plan). A violation's trace is minimized,
+counterexamples, --workers in parallel), dfs, random (seeded walks),
+guided (the scenario's punctuated plan) and deep (rounds of a seeded walk
+to a recovery point of the scenario, then BFS for --round-time from there;
+--deepen raises failure budgets one at a time). A violation's trace is minimized,
 reordered by happens-before and printed; --save-trace writes it as JSON for
 mc replay. --checks takes a comma list of determinism, clone-hash and
 idempotence (self-checks, slower). Progress goes to stderr. Exit status:
@@ -110,11 +124,16 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 			if err != nil {
 				return fmt.Errorf("mc run: %w", err)
 			}
+			undo, err := setMutant(mutant)
+			if err != nil {
+				return fmt.Errorf("mc run: %w", err)
+			}
+			defer undo()
 			st := mc.Strategy(strategy)
 			switch st {
-			case mc.BFS, mc.DFS, mc.Random, mc.Guided:
+			case mc.BFS, mc.DFS, mc.Random, mc.Guided, mc.Deep:
 			default:
-				return fmt.Errorf("mc run: --strategy must be bfs, dfs, random or guided, got %q", strategy)
+				return fmt.Errorf("mc run: --strategy must be bfs, dfs, random, guided or deep, got %q", strategy)
 			}
 			if workers < 1 {
 				return fmt.Errorf("mc run: --workers must be at least 1, got %d", workers)
@@ -142,7 +161,12 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 				c.Settings.SkipNoOps = true
 				sc = &c
 			}
-			r := sc.Run(st, opt)
+			var r *mc.Result
+			if st == mc.Deep {
+				r = sc.RunDeep(opt, mc.DeepOptions{Round: roundTime, Deepen: deepen})
+			} else {
+				r = sc.Run(st, opt)
+			}
 			mc.Explain(sc, r)
 			sum := mcSummary{Scenario: sc.Name, System: sc.System, Strategy: strategy, States: r.States, MaxDepth: r.MaxDepth,
 				ElapsedS: r.Elapsed.Seconds(), StatesPerS: r.StatesPerSecond(), Result: string(r.Outcome)}
@@ -179,7 +203,9 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&strategy, "strategy", "bfs", "bfs, dfs, random or guided")
+	f.StringVar(&strategy, "strategy", "bfs", "bfs, dfs, random, guided or deep")
+	f.DurationVar(&roundTime, "round-time", 5*time.Second, "deep: bound of each round's BFS")
+	f.BoolVar(&deepen, "deepen", false, "deep: raise failure budgets one at a time in each round's BFS")
 	f.DurationVar(&maxTime, "max-time", time.Minute, "stop after this long (0: no limit)")
 	f.IntVar(&maxDepth, "max-depth", 0, "depth bound (0: the scenario's)")
 	f.IntVar(&maxStates, "max-states", 0, "stop after this many distinct states (0: no limit)")
@@ -188,6 +214,7 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 	f.StringVar(&checks, "checks", "", "self-checks: determinism,clone-hash,idempotence")
 	f.StringVar(&saveTrace, "save-trace", "", "write a violation's trace to this JSON file")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	f.StringVar(&mutant, "mutant", "", "inject this bug (mc list --mutants; binaries built with -tags mutants only)")
 	f.BoolVar(&skipNoOps, "skip-noops", false, "deliveries and timer firings that change nothing are no step (Settings.SkipNoOps)")
 	addExploreFlag(f, &exploreAddr)
 	return cmd
@@ -219,11 +246,17 @@ func printSummary(w io.Writer, s mcSummary, idem []string) {
 }
 
 func newMCReplayCmd(gl *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var mutant string
+	cmd := &cobra.Command{
 		Use:   "replay FILE",
 		Short: "Replay a saved trace and report the violation it reaches",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			undo, err := setMutant(mutant)
+			if err != nil {
+				return fmt.Errorf("mc replay: %w", err)
+			}
+			defer undo()
 			tf, err := mc.LoadTrace(args[0])
 			if err != nil {
 				return fmt.Errorf("mc replay: %s: %w", args[0], err)
@@ -257,4 +290,6 @@ func newMCReplayCmd(gl *globalFlags) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&mutant, "mutant", "", "replay with this bug injected (as mc run --mutant)")
+	return cmd
 }

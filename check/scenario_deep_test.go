@@ -1,0 +1,44 @@
+package check
+
+import (
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/reconfig"
+)
+
+// TestReplaceDataTxn: random walks of replace-data-txn reach the
+// replacement done with both clients finished, and 5 s of them find no
+// violation.
+func TestReplaceDataTxn(t *testing.T) {
+	o := ReplaceDataTxn.Options(mc.Random)
+	o.Goals = []mc.Predicate{mc.Pred("data/0 replaced, clients done", func(s *mc.State) (bool, string) {
+		return s.Node(msg.ReconfigAddr).(*reconfig.Service).Config().Num == 1 && mc.ClientsDone(s), ""
+	})}
+	o.MaxTime, o.Seed = 60*time.Second, 1
+	if r := mc.Search(ReplaceDataTxn.Init(), o); r.Outcome != mc.GoalFound {
+		t.Fatalf("goal not reached: %s after %d states (%s: %s)", r.Outcome, r.States, r.Predicate, r.Explanation)
+	}
+	if r := ReplaceDataTxn.Run(mc.Random, mc.Options{MaxTime: 5 * time.Second, Seed: 1}); r.Outcome == mc.Violation {
+		t.Fatalf("%s: %s", r.Predicate, r.Explanation)
+	}
+}
+
+// TestRecoveryPlans: the guided plan of replace-data reaches an
+// operation pending, the replacement under way and a block being rebuilt
+// in turn, and its last phase searches from there (bounded here by
+// 20,000 states) without a violation.
+func TestRecoveryPlans(t *testing.T) {
+	sc := ReplaceData.MC()
+	phases := sc.Phases()
+	if len(phases) != 4 {
+		t.Fatalf("%d phases", len(phases))
+	}
+	phases[3].MaxStates = 20000
+	r := mc.RunGuided(sc.Init(), phases, mc.Options{Workers: 1})
+	if r.Outcome != mc.StateLimit || len(r.Trace) < 3 {
+		t.Fatalf("guided: %s after %d steps (%s: %s)", r.Outcome, len(r.Trace), r.Predicate, r.Explanation)
+	}
+}
