@@ -1,0 +1,123 @@
+package online
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/runtime"
+)
+
+var testLayout = erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: 2, BlockSize: 64}
+
+// load starts a local cluster and writers that add to its blocks until
+// the test ends.
+func load(t *testing.T, writers int) *runtime.Local {
+	t.Helper()
+	lc, err := runtime.StartLocal(runtime.LocalOptions{Layout: testLayout, Durability: "memory", Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait(); lc.Close() })
+	for w := range writers {
+		c, err := client.Dial(ctx, lc.EntryAddr, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			for i := 0; ctx.Err() == nil; i++ {
+				b := uint64(w+i) % testLayout.NumBlocks()
+				_, _ = c.Add(ctx, b, 0, uint64(i+1))
+			}
+		}()
+	}
+	return lc
+}
+
+func TestCutsUnderLoad(t *testing.T) {
+	lc := load(t, 3)
+	src := Local(lc.Machines)
+	ctx := context.Background()
+	cuts, inflight, rejected := 0, 0, 0
+	for attempt := 0; cuts < 3 && attempt < 300; attempt++ {
+		time.Sleep(runtime.DefaultSnapshotMinInterval)
+		snaps, err := src(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCut(snaps)
+		if err != nil {
+			rejected++
+			continue
+		}
+		cuts++
+		inflight += len(c.InFlight)
+		if c.Cluster != runtime.ClusterID(testLayout) {
+			t.Fatalf("cut of cluster %q, want %q", c.Cluster, runtime.ClusterID(testLayout))
+		}
+		nodes, err := c.Restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes) != 2*testLayout.N {
+			t.Fatalf("cut restores %d servers, want %d", len(nodes), 2*testLayout.N)
+		}
+		for _, s := range c.Nodes {
+			if h := nodes[s.Addr].Hash(); h != s.Hash {
+				t.Fatalf("%s restored from the cut hashes %x, the live node %x", s.Addr, h, s.Hash)
+			}
+		}
+		init, err := c.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := c.Scenario()
+		opt := sc.Options(mc.BFS)
+		opt.MaxStates = 3000
+		if r := mc.Search(init, opt); r.Outcome == mc.Violation {
+			t.Fatalf("search from a cut of the unmutated protocol violates %s: %s", r.Predicate, r.Explanation)
+		}
+	}
+	if cuts < 3 {
+		t.Fatalf("only %d consistent cuts in 300 rounds (%d rejected)", cuts, rejected)
+	}
+	t.Logf("%d cuts (%d stream messages in flight), %d rounds rejected", cuts, inflight, rejected)
+}
+
+func TestCutRejectsOtherCluster(t *testing.T) {
+	a := &runtime.Snapshot{Cluster: "n5-g3-f2-w0-s2-b64"}
+	b := &runtime.Snapshot{Cluster: "n3-g2-f1-w0-s2-b8"}
+	if _, err := NewCut([]*runtime.Snapshot{a, b}); err == nil {
+		t.Fatal("a cut joined snapshots of two clusters")
+	}
+}
+
+func TestCutRejectsNonCut(t *testing.T) {
+	send := runtime.NodeSnapshot{Addr: "data/0", Out: []runtime.OutSnapshot{{To: "parity/1", Stream: 7, Next: 3,
+		Queue: []runtime.Queued{{Seq: 2}}}}}
+	recv := runtime.NodeSnapshot{Addr: "parity/1", In: []runtime.InSnapshot{{From: "data/0", Stream: 7, Applied: 3}}}
+	if _, err := NewCut([]*runtime.Snapshot{{Nodes: []runtime.NodeSnapshot{send, recv}}}); err == nil {
+		t.Fatal("a receiver ahead of its sender made a cut")
+	}
+	recv.In[0].Applied = 0 // message 1 was dropped as acknowledged
+	if _, err := NewCut([]*runtime.Snapshot{{Nodes: []runtime.NodeSnapshot{send, recv}}}); err == nil {
+		t.Fatal("a cut missing an acknowledged, unapplied message")
+	}
+	recv.In[0].Applied = 1
+	c, err := NewCut([]*runtime.Snapshot{{Nodes: []runtime.NodeSnapshot{send, recv}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.InFlight) != 1 || c.InFlight[0].Seq != 2 {
+		t.Fatalf("in flight: %+v, want message 2", c.InFlight)
+	}
+}
