@@ -7,6 +7,7 @@ package online
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/gob"
 	"fmt"
 	"os"
@@ -58,7 +59,7 @@ func NewCut(snaps []*runtime.Snapshot) (*Cut, error) {
 		}
 		c.Nodes = append(c.Nodes, s.Nodes...)
 	}
-	slices.SortFunc(c.Nodes, func(a, b runtime.NodeSnapshot) int { return cmp(a.Addr, b.Addr) })
+	slices.SortFunc(c.Nodes, func(a, b runtime.NodeSnapshot) int { return cmp.Compare(a.Addr, b.Addr) })
 	byAddr := map[node.Addr]*runtime.NodeSnapshot{}
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
@@ -101,16 +102,6 @@ func NewCut(snaps []*runtime.Snapshot) (*Cut, error) {
 	return c, nil
 }
 
-func cmp(a, b node.Addr) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // Restore rebuilds every server of the cut through its own Restore, from
 // what its Persist wrote at the cut, in the cluster's initial
 // configuration (the servers' persisted configuration replaces it).
@@ -127,7 +118,7 @@ func (c *Cut) Restore() (map[node.Addr]node.Node, error) {
 			return nil, fmt.Errorf("cut: node %s is not a persistent server of the layout", s.Addr)
 		}
 		p.TrackChanges()
-		if err := p.Restore(disk(s.State)); err != nil {
+		if err := p.Restore(node.Disk(s.State)); err != nil {
 			return nil, fmt.Errorf("cut: restoring %s: %v", s.Addr, err)
 		}
 		nodes[s.Addr] = p
@@ -200,28 +191,4 @@ func LoadCut(path string) (*Cut, error) {
 		return nil, fmt.Errorf("%s: not a saved cut: %v", path, err)
 	}
 	return &c, nil
-}
-
-// disk is a node.Reader over a snapshot's map.
-type disk map[string][]byte
-
-func (d disk) Get(k string) ([]byte, bool, error) {
-	v, ok := d[k]
-	return v, ok, nil
-}
-
-func (d disk) Scan(prefix string, fn func(k string, v []byte) error) error {
-	var keys []string
-	for k := range d {
-		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if err := fn(k, d[k]); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -2,7 +2,9 @@ package online
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -16,12 +18,31 @@ import (
 func Machines(conns []grpc.ClientConnInterface, addrs []string, cluster string) Source {
 	return func(ctx context.Context) ([]*runtime.Snapshot, error) {
 		return all(len(conns), func(i int) (*runtime.Snapshot, error) {
-			r, err := wire.NewSnapshotsClient(conns[i]).Snapshot(ctx, &wire.SnapshotRequest{Cluster: cluster})
+			b, err := fetch(ctx, conns[i], cluster)
 			if err != nil {
 				return nil, fmt.Errorf("snapshot of machine %d (%s): %w", i, addrs[i], err)
 			}
-			return runtime.DecodeSnapshot(r.GetSnapshot())
+			return runtime.DecodeSnapshot(b)
 		})
+	}
+}
+
+// fetch reads one machine's snapshot, joining its chunks.
+func fetch(ctx context.Context, cc grpc.ClientConnInterface, cluster string) ([]byte, error) {
+	st, err := wire.NewSnapshotsClient(cc).Snapshot(ctx, &wire.SnapshotRequest{Cluster: cluster})
+	if err != nil {
+		return nil, err
+	}
+	var b []byte
+	for {
+		c, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, c.GetData()...)
 	}
 }
 

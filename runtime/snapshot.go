@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/gob"
 	"fmt"
@@ -139,21 +140,11 @@ func (l *loop) serveSnapshots() {
 		s.mu.Unlock()
 	}
 	l.mu.Unlock()
-	slices.SortFunc(ns.Out, func(a, b OutSnapshot) int { return cmpAddr(a.To, b.To) })
-	slices.SortFunc(ns.In, func(a, b InSnapshot) int { return cmpAddr(a.From, b.From) })
+	slices.SortFunc(ns.Out, func(a, b OutSnapshot) int { return cmp.Compare(a.To, b.To) })
+	slices.SortFunc(ns.In, func(a, b InSnapshot) int { return cmp.Compare(a.From, b.From) })
 	for _, ch := range want {
 		ch <- c
 	}
-}
-
-func cmpAddr(a, b node.Addr) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // snapshot asks the loop for its cut and waits for it.
@@ -178,19 +169,13 @@ func (l *loop) snapshot(ctx context.Context, lim SnapshotLimits) (NodeSnapshot, 
 		return NodeSnapshot{}, ctx.Err()
 	}
 	if p, ok := c.clone.(node.Persistent); ok {
-		d := diskMap{}
+		d := node.Disk{}
 		p.TrackChanges()
 		p.Persist(d)
 		c.snap.State = d
 	}
 	return c.snap, nil
 }
-
-// diskMap is a node.Writer into a map.
-type diskMap map[string][]byte
-
-func (d diskMap) Put(k string, v []byte) { d[k] = slices.Clone(v) }
-func (d diskMap) Delete(k string)        { delete(d, k) }
 
 // Snapshot captures every node of the host (each between two of its
 // batches, all loops concurrently), tagged with cluster.
@@ -229,7 +214,7 @@ func (h *Host) snapshot(ctx context.Context, snap *Snapshot, lim SnapshotLimits)
 			return nil, err
 		}
 	}
-	slices.SortFunc(snap.Nodes, func(a, b NodeSnapshot) int { return cmpAddr(a.Addr, b.Addr) })
+	slices.SortFunc(snap.Nodes, func(a, b NodeSnapshot) int { return cmp.Compare(a.Addr, b.Addr) })
 	return snap, nil
 }
 
@@ -267,20 +252,30 @@ type snapshotServer struct {
 	lim SnapshotLimits
 }
 
-func (s snapshotServer) Snapshot(ctx context.Context, req *wire.SnapshotRequest) (*wire.SnapshotResponse, error) {
+// snapshotChunk is the size of the Snapshot RPC's chunks.
+const snapshotChunk = 256 << 10
+
+func (s snapshotServer) Snapshot(req *wire.SnapshotRequest, st grpc.ServerStreamingServer[wire.SnapshotChunk]) error {
 	id := ClusterID(s.mc.cl.Config.Layout)
 	if c := req.GetCluster(); c != "" && c != id {
-		return nil, status.Errorf(codes.FailedPrecondition, "cluster: this machine is in cluster %s, not %s", id, c)
+		return status.Errorf(codes.FailedPrecondition, "cluster: this machine is in cluster %s, not %s", id, c)
 	}
-	snap, err := s.mc.Snapshot(ctx, s.lim)
+	snap, err := s.mc.Snapshot(st.Context(), s.lim)
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "%v", err)
+		return status.Errorf(codes.Unavailable, "%v", err)
 	}
 	b, err := EncodeSnapshot(snap, s.lim.withDefaults().MaxBytes)
 	if err != nil {
-		return nil, status.Errorf(codes.ResourceExhausted, "%v", err)
+		return status.Errorf(codes.ResourceExhausted, "%v", err)
 	}
-	return &wire.SnapshotResponse{Cluster: id, Snapshot: b}, nil
+	for len(b) > 0 {
+		n := min(len(b), snapshotChunk)
+		if err := st.Send(&wire.SnapshotChunk{Cluster: id, Data: b[:n]}); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 // registerSnapshots adds the Snapshots service to the machine's server,

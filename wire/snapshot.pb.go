@@ -70,30 +70,31 @@ func (x *SnapshotRequest) GetCluster() string {
 	return ""
 }
 
-type SnapshotResponse struct {
+// SnapshotChunk is a piece of a snapshot: the chunks' data, in order, is
+// a gob-encoded runtime.Snapshot (chunks stay under the gRPC limits).
+type SnapshotChunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The machine's cluster identity (runtime.ClusterID).
-	Cluster string `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	// runtime.Snapshot, gob-encoded.
-	Snapshot      []byte `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// The machine's cluster identity (runtime.ClusterID), in every chunk.
+	Cluster       string `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Data          []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *SnapshotResponse) Reset() {
-	*x = SnapshotResponse{}
+func (x *SnapshotChunk) Reset() {
+	*x = SnapshotChunk{}
 	mi := &file_snapshot_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *SnapshotResponse) String() string {
+func (x *SnapshotChunk) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*SnapshotResponse) ProtoMessage() {}
+func (*SnapshotChunk) ProtoMessage() {}
 
-func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
+func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 	mi := &file_snapshot_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -105,21 +106,21 @@ func (x *SnapshotResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use SnapshotResponse.ProtoReflect.Descriptor instead.
-func (*SnapshotResponse) Descriptor() ([]byte, []int) {
+// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SnapshotChunk) Descriptor() ([]byte, []int) {
 	return file_snapshot_proto_rawDescGZIP(), []int{1}
 }
 
-func (x *SnapshotResponse) GetCluster() string {
+func (x *SnapshotChunk) GetCluster() string {
 	if x != nil {
 		return x.Cluster
 	}
 	return ""
 }
 
-func (x *SnapshotResponse) GetSnapshot() []byte {
+func (x *SnapshotChunk) GetData() []byte {
 	if x != nil {
-		return x.Snapshot
+		return x.Data
 	}
 	return nil
 }
@@ -131,12 +132,12 @@ const file_snapshot_proto_rawDesc = "" +
 	"\x0esnapshot.proto\x12\n" +
 	"amalgam.v1\"+\n" +
 	"\x0fSnapshotRequest\x12\x18\n" +
-	"\acluster\x18\x01 \x01(\tR\acluster\"H\n" +
-	"\x10SnapshotResponse\x12\x18\n" +
-	"\acluster\x18\x01 \x01(\tR\acluster\x12\x1a\n" +
-	"\bsnapshot\x18\x02 \x01(\fR\bsnapshot2R\n" +
-	"\tSnapshots\x12E\n" +
-	"\bSnapshot\x12\x1b.amalgam.v1.SnapshotRequest\x1a\x1c.amalgam.v1.SnapshotResponseB'Z%github.com/amalgam-store/amalgam/wireb\x06proto3"
+	"\acluster\x18\x01 \x01(\tR\acluster\"=\n" +
+	"\rSnapshotChunk\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data2Q\n" +
+	"\tSnapshots\x12D\n" +
+	"\bSnapshot\x12\x1b.amalgam.v1.SnapshotRequest\x1a\x19.amalgam.v1.SnapshotChunk0\x01B'Z%github.com/amalgam-store/amalgam/wireb\x06proto3"
 
 var (
 	file_snapshot_proto_rawDescOnce sync.Once
@@ -152,12 +153,12 @@ func file_snapshot_proto_rawDescGZIP() []byte {
 
 var file_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_snapshot_proto_goTypes = []any{
-	(*SnapshotRequest)(nil),  // 0: amalgam.v1.SnapshotRequest
-	(*SnapshotResponse)(nil), // 1: amalgam.v1.SnapshotResponse
+	(*SnapshotRequest)(nil), // 0: amalgam.v1.SnapshotRequest
+	(*SnapshotChunk)(nil),   // 1: amalgam.v1.SnapshotChunk
 }
 var file_snapshot_proto_depIdxs = []int32{
 	0, // 0: amalgam.v1.Snapshots.Snapshot:input_type -> amalgam.v1.SnapshotRequest
-	1, // 1: amalgam.v1.Snapshots.Snapshot:output_type -> amalgam.v1.SnapshotResponse
+	1, // 1: amalgam.v1.Snapshots.Snapshot:output_type -> amalgam.v1.SnapshotChunk
 	1, // [1:2] is the sub-list for method output_type
 	0, // [0:1] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name

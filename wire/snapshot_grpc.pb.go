@@ -31,7 +31,7 @@ const (
 //
 // Snapshots is served by every machine.
 type SnapshotsClient interface {
-	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (*SnapshotResponse, error)
+	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
 }
 
 type snapshotsClient struct {
@@ -42,15 +42,24 @@ func NewSnapshotsClient(cc grpc.ClientConnInterface) SnapshotsClient {
 	return &snapshotsClient{cc}
 }
 
-func (c *snapshotsClient) Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (*SnapshotResponse, error) {
+func (c *snapshotsClient) Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(SnapshotResponse)
-	err := c.cc.Invoke(ctx, Snapshots_Snapshot_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Snapshots_ServiceDesc.Streams[0], Snapshots_Snapshot_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[SnapshotRequest, SnapshotChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Snapshots_SnapshotClient = grpc.ServerStreamingClient[SnapshotChunk]
 
 // SnapshotsServer is the server API for Snapshots service.
 // All implementations must embed UnimplementedSnapshotsServer
@@ -58,7 +67,7 @@ func (c *snapshotsClient) Snapshot(ctx context.Context, in *SnapshotRequest, opt
 //
 // Snapshots is served by every machine.
 type SnapshotsServer interface {
-	Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error)
+	Snapshot(*SnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
 	mustEmbedUnimplementedSnapshotsServer()
 }
 
@@ -69,8 +78,8 @@ type SnapshotsServer interface {
 // pointer dereference when methods are called.
 type UnimplementedSnapshotsServer struct{}
 
-func (UnimplementedSnapshotsServer) Snapshot(context.Context, *SnapshotRequest) (*SnapshotResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method Snapshot not implemented")
+func (UnimplementedSnapshotsServer) Snapshot(*SnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
+	return status.Error(codes.Unimplemented, "method Snapshot not implemented")
 }
 func (UnimplementedSnapshotsServer) mustEmbedUnimplementedSnapshotsServer() {}
 func (UnimplementedSnapshotsServer) testEmbeddedByValue()                   {}
@@ -93,23 +102,16 @@ func RegisterSnapshotsServer(s grpc.ServiceRegistrar, srv SnapshotsServer) {
 	s.RegisterService(&Snapshots_ServiceDesc, srv)
 }
 
-func _Snapshots_Snapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(SnapshotRequest)
-	if err := dec(in); err != nil {
-		return nil, err
+func _Snapshots_Snapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SnapshotRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
 	}
-	if interceptor == nil {
-		return srv.(SnapshotsServer).Snapshot(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Snapshots_Snapshot_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(SnapshotsServer).Snapshot(ctx, req.(*SnapshotRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+	return srv.(SnapshotsServer).Snapshot(m, &grpc.GenericServerStream[SnapshotRequest, SnapshotChunk]{ServerStream: stream})
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Snapshots_SnapshotServer = grpc.ServerStreamingServer[SnapshotChunk]
 
 // Snapshots_ServiceDesc is the grpc.ServiceDesc for Snapshots service.
 // It's only intended for direct use with grpc.RegisterService,
@@ -117,12 +119,13 @@ func _Snapshots_Snapshot_Handler(srv interface{}, ctx context.Context, dec func(
 var Snapshots_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "amalgam.v1.Snapshots",
 	HandlerType: (*SnapshotsServer)(nil),
-	Methods: []grpc.MethodDesc{
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
 		{
-			MethodName: "Snapshot",
-			Handler:    _Snapshots_Snapshot_Handler,
+			StreamName:    "Snapshot",
+			Handler:       _Snapshots_Snapshot_Handler,
+			ServerStreams: true,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
 	Metadata: "snapshot.proto",
 }
