@@ -2,9 +2,12 @@ package online
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -48,11 +51,19 @@ func TestCutsUnderLoad(t *testing.T) {
 	src := Local(lc.Machines)
 	ctx := context.Background()
 	cuts, inflight, rejected := 0, 0, 0
+	var round, held time.Duration
 	for attempt := 0; cuts < 3 && attempt < 300; attempt++ {
 		time.Sleep(runtime.DefaultSnapshotMinInterval)
+		start := time.Now()
 		snaps, err := src(ctx)
 		if err != nil {
 			t.Fatal(err)
+		}
+		round = max(round, time.Since(start))
+		for _, s := range snaps {
+			for _, n := range s.Nodes {
+				held = max(held, n.Held)
+			}
 		}
 		c, err := NewCut(snaps)
 		if err != nil {
@@ -90,7 +101,7 @@ func TestCutsUnderLoad(t *testing.T) {
 	if cuts < 3 {
 		t.Fatalf("only %d consistent cuts in 300 rounds (%d rejected)", cuts, rejected)
 	}
-	t.Logf("%d cuts (%d stream messages in flight), %d rounds rejected", cuts, inflight, rejected)
+	t.Logf("%d cuts (%d stream messages in flight), %d rounds rejected; slowest round %v, longest loop hold %v", cuts, inflight, rejected, round, held)
 }
 
 func TestCutRejectsOtherCluster(t *testing.T) {
@@ -119,5 +130,40 @@ func TestCutRejectsNonCut(t *testing.T) {
 	}
 	if len(c.InFlight) != 1 || c.InFlight[0].Seq != 2 {
 		t.Fatalf("in flight: %+v, want message 2", c.InFlight)
+	}
+}
+
+func TestSnapshotRPC(t *testing.T) {
+	lc := load(t, 1)
+	c, err := client.Dial(context.Background(), lc.EntryAddr, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var conns []grpc.ClientConnInterface
+	for _, a := range lc.Cluster.Machines {
+		cc, err := c.Conn(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, cc)
+	}
+	ctx := context.Background()
+	if _, err := Machines(conns, lc.Cluster.Machines, "n3-g2-f1-w0-s1-b8")(ctx); err == nil || !strings.Contains(err.Error(), "not n3-g2-f1-w0-s1-b8") {
+		t.Fatalf("a snapshot of another cluster: %v", err)
+	}
+	snaps, err := Machines(conns, lc.Cluster.Machines, runtime.ClusterID(testLayout))(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != testLayout.N || len(snaps[0].Nodes) != 2 || snaps[0].Layout != testLayout {
+		t.Fatalf("snapshots: %d machines, %d nodes on machine 0, layout %+v", len(snaps), len(snaps[0].Nodes), snaps[0].Layout)
+	}
+	// At once again: refused by the rate limit.
+	if _, err := lc.Machines[0].Snapshot(ctx, runtime.SnapshotLimits{MinInterval: time.Hour}); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a snapshot within the minimum interval: %v", err)
+	}
+	if _, err := runtime.EncodeSnapshot(snaps[0], 10); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Fatalf("a snapshot over its size budget: %v", err)
 	}
 }

@@ -41,6 +41,7 @@ type NodeSnapshot struct {
 	Addr        node.Addr
 	Incarnation uint64
 	Hash        uint64            // the node's Hash at the cut
+	Held        time.Duration     // how long capturing held the loop up
 	State       map[string][]byte // what its Persist writes from scratch; nil if it does not persist
 	Out         []OutSnapshot     // by receiver
 	In          []InSnapshot      // by sender
@@ -117,6 +118,7 @@ func (l *loop) serveSnapshots() {
 	if len(want) == 0 {
 		return
 	}
+	start := time.Now()
 	c := loopCut{clone: l.n.Clone()}
 	ns := &c.snap
 	ns.Addr, ns.Incarnation, ns.Hash = l.addr, l.inc.Load(), l.n.Hash()
@@ -142,6 +144,7 @@ func (l *loop) serveSnapshots() {
 	l.mu.Unlock()
 	slices.SortFunc(ns.Out, func(a, b OutSnapshot) int { return cmp.Compare(a.To, b.To) })
 	slices.SortFunc(ns.In, func(a, b InSnapshot) int { return cmp.Compare(a.From, b.From) })
+	ns.Held = time.Since(start)
 	for _, ch := range want {
 		ch <- c
 	}
