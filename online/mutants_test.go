@@ -4,6 +4,7 @@ package online
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,5 +39,12 @@ func TestOnlinePredictsMutant(t *testing.T) {
 	if rp.Predicate != want || len(rp.Events) != f.Depth {
 		t.Fatalf("replay: %q after %d events, want %q after %d", rp.Predicate, len(rp.Events), want, f.Depth)
 	}
+	c, err := LoadCut(f.Cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	c.Scenario().PrintTrace(&b, rp.Events)
+	t.Logf("the trace from the cut:\n%s", b.String())
 	t.Logf("predicted in %d events from cut %d (%d rounds, %d rejected, %d dropped)", f.Depth, len(rep.States), rep.Pulled, rep.Rejected, rep.Dropped)
 }

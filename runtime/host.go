@@ -16,6 +16,7 @@
 //	transport.go   the Transport interface and the gRPC transport
 //	proxy.go       RunClient: client nodes run on a caller's goroutine
 //	store.go       the pebble store's keys
+//	snapshot.go    snapshots of the nodes for online checking
 package runtime
 
 import (
