@@ -59,6 +59,10 @@ type Options struct {
 	Seed       uint64 // random walks
 	Walks      int    // random walks: number of walks (0: until a limit)
 	Checks     Checks
+	// Consequence explores a node's local actions (timer firings,
+	// crashes, restarts) only in the first state where the node's local
+	// state is seen (consequence prediction, consequence.go). BFS only.
+	Consequence bool
 	// NoMemo runs every handler afresh instead of reusing the result of
 	// the same node state handling the same event (tests compare both).
 	NoMemo bool
@@ -210,6 +214,7 @@ type searcher struct {
 	mu     sync.Mutex
 	result *Result
 	idem   map[string]bool
+	cp     *consequence // nil unless Options.Consequence
 }
 
 // Search explores the state graph from init with opt.Strategy (BFS when
@@ -222,6 +227,9 @@ func Search(init *State, opt Options) *Result {
 		opt.ProgressEvery = time.Second
 	}
 	sr := &searcher{opt: opt, init: init, vis: newVisited(), start: time.Now(), idem: map[string]bool{}}
+	if opt.Consequence {
+		sr.cp = newConsequence()
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	if opt.Progress != nil {
@@ -460,6 +468,9 @@ func (sr *searcher) bfs(init *State) Outcome {
 							continue
 						}
 						evs = it.s.appendEvents(evs[:0], sr.opt.Settings)
+						if sr.cp != nil {
+							evs = sr.cp.filter(it.s, evs)
+						}
 						for _, e := range evs {
 							ns, stop := sr.step(it.s, e, it.t, sc)
 							if stop {

@@ -29,6 +29,8 @@ type Options struct {
 	MaxDepth  int
 	Workers   int
 	Settings  mc.Settings
+	// Consequence turns on consequence prediction (mc.Options.Consequence).
+	Consequence bool
 	// Cuts stops the run after this many cuts searched (0: until ctx ends).
 	Cuts int
 	// StopAtViolation ends the run at the first predicted violation.
@@ -170,6 +172,7 @@ func search(c *Cut, o Options, i int) (*Found, int, error) {
 	sc := c.Scenario()
 	opt := sc.Options(mc.BFS)
 	opt.Settings, opt.MaxStates, opt.MaxTime, opt.MaxDepth, opt.Workers = o.Settings, o.MaxStates, o.MaxTime, o.MaxDepth, o.Workers
+	opt.Consequence = o.Consequence
 	r := mc.Search(init, opt)
 	if r.Outcome != mc.Violation {
 		return nil, r.States, nil

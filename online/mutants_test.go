@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/mc"
 )
 
 // A data server that commits with f-1 acknowledgements: the online search
@@ -20,7 +21,7 @@ func TestOnlinePredictsMutant(t *testing.T) {
 	lc := load(t, 3)
 	dir := t.TempDir()
 	rep, err := Run(context.Background(), Local(lc.Machines), Options{Every: 150 * time.Millisecond, MaxStates: 3000,
-		Cuts: 100, StopAtViolation: true, Dir: dir})
+		Cuts: 100, StopAtViolation: true, Dir: dir, Consequence: true, Settings: mc.Settings{MaxTimerFires: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
