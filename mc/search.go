@@ -63,6 +63,10 @@ type Options struct {
 	// crashes, restarts) only in the first state where the node's local
 	// state is seen (consequence prediction, consequence.go). BFS only.
 	Consequence bool
+	// Filter, if set, removes from every state's events those it returns
+	// false for (an execution-steering filter: a message it refuses is
+	// never delivered). BFS only.
+	Filter func(Event) bool
 	// NoMemo runs every handler afresh instead of reusing the result of
 	// the same node state handling the same event (tests compare both).
 	NoMemo bool
@@ -470,6 +474,9 @@ func (sr *searcher) bfs(init *State) Outcome {
 						evs = it.s.appendEvents(evs[:0], sr.opt.Settings)
 						if sr.cp != nil {
 							evs = sr.cp.filter(it.s, evs)
+						}
+						if sr.opt.Filter != nil {
+							evs = slices.DeleteFunc(evs, func(e Event) bool { return !sr.opt.Filter(e) })
 						}
 						for _, e := range evs {
 							ns, stop := sr.step(it.s, e, it.t, sc)

@@ -62,15 +62,7 @@ type Found struct {
 // searches from each. A search slower than the pulls drops the older
 // pending cut (only the newest waits), so memory stays bounded.
 func Run(ctx context.Context, src Source, o Options) (*Report, error) {
-	if o.Every <= 0 {
-		o.Every = time.Second
-	}
-	if o.MaxStates == 0 {
-		o.MaxStates = 20000
-	}
-	if o.MaxTime == 0 {
-		o.MaxTime = 10 * time.Second
-	}
+	o = o.withDefaults()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rep := &Report{}
@@ -170,10 +162,7 @@ func search(c *Cut, o Options, i int) (*Found, int, error) {
 		return nil, 0, err
 	}
 	sc := c.Scenario()
-	opt := sc.Options(mc.BFS)
-	opt.Settings, opt.MaxStates, opt.MaxTime, opt.MaxDepth, opt.Workers = o.Settings, o.MaxStates, o.MaxTime, o.MaxDepth, o.Workers
-	opt.Consequence = o.Consequence
-	r := mc.Search(init, opt)
+	r := mc.Search(init, searchOptions(c, o, nil))
 	if r.Outcome != mc.Violation {
 		return nil, r.States, nil
 	}
@@ -189,6 +178,28 @@ func search(c *Cut, o Options, i int) (*Found, int, error) {
 		}
 	}
 	return f, r.States, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Every <= 0 {
+		o.Every = time.Second
+	}
+	if o.MaxStates == 0 {
+		o.MaxStates = 20000
+	}
+	if o.MaxTime == 0 {
+		o.MaxTime = 10 * time.Second
+	}
+	return o
+}
+
+// searchOptions is the search of o from cut c, with filter (nil: none).
+func searchOptions(c *Cut, o Options, filter func(mc.Event) bool) mc.Options {
+	o = o.withDefaults()
+	opt := c.Scenario().Options(mc.BFS)
+	opt.Settings, opt.MaxStates, opt.MaxTime, opt.MaxDepth, opt.Workers = o.Settings, o.MaxStates, o.MaxTime, o.MaxDepth, o.Workers
+	opt.Consequence, opt.Filter = o.Consequence, filter
+	return opt
 }
 
 // Replay replays a trace saved by Run from its saved cut.

@@ -171,6 +171,15 @@ func (c *Cut) Scenario() *mc.Scenario {
 		Describe: check.DescribeNode}
 }
 
+// machineOf is the machine index of a server's address.
+func machineOf(a node.Addr) (int, error) {
+	_, m, err := msg.ParseAddr(a)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a server address (role/machine)", a)
+	}
+	return m, nil
+}
+
 // Save writes the cut (gob) to path.
 func (c *Cut) Save(path string) error {
 	var b bytes.Buffer

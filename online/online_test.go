@@ -167,3 +167,51 @@ func TestSnapshotRPC(t *testing.T) {
 		t.Fatalf("a snapshot over its size budget: %v", err)
 	}
 }
+
+func TestSteerChecked(t *testing.T) {
+	lc := load(t, 2)
+	c, err := client.Dial(context.Background(), lc.EntryAddr, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var conns []grpc.ClientConnInterface
+	for _, a := range lc.Cluster.Machines {
+		cc, err := c.Conn(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, cc)
+	}
+	ctx := context.Background()
+	id := runtime.ClusterID(testLayout)
+	var cut *Cut
+	for attempt := 0; cut == nil && attempt < 100; attempt++ {
+		time.Sleep(runtime.DefaultSnapshotMinInterval)
+		snaps, err := Machines(conns, lc.Cluster.Machines, id)(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut, _ = NewCut(snaps)
+	}
+	if cut == nil {
+		t.Fatal("no consistent cut in 100 rounds")
+	}
+	f := Filter{From: "data/0", To: "parity/1", Kind: "SnapshotData"}
+	r, err := cut.CheckFilter(f, Options{MaxStates: 2000, Settings: mc.Settings{MaxTimerFires: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome == mc.Violation {
+		t.Fatalf("%s leads to a violation of %s: %s", f, r.Predicate, r.Explanation)
+	}
+	if err := Steer(ctx, conns, lc.Cluster.Machines, id, f, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := Steer(ctx, conns, lc.Cluster.Machines, "n3-g2-f1-w0-s1-b8", f, time.Minute); err == nil || !strings.Contains(err.Error(), "not n3-g2-f1-w0-s1-b8") {
+		t.Fatalf("steering another cluster: %v", err)
+	}
+	if err := Steer(ctx, conns, lc.Cluster.Machines, id, Filter{From: "data/9", To: "parity/1", Kind: "X"}, time.Minute); err == nil {
+		t.Fatal("steered a machine the cluster does not have")
+	}
+}

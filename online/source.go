@@ -13,7 +13,7 @@ import (
 	"github.com/amalgam-store/amalgam/wire"
 )
 
-// Machines is a Source that asks every machine over its Snapshots
+// Machines is a Source that asks every machine over its Online
 // service, all at once, for a snapshot of cluster ("" accepts any).
 func Machines(conns []grpc.ClientConnInterface, addrs []string, cluster string) Source {
 	return func(ctx context.Context) ([]*runtime.Snapshot, error) {
@@ -29,7 +29,7 @@ func Machines(conns []grpc.ClientConnInterface, addrs []string, cluster string) 
 
 // fetch reads one machine's snapshot, joining its chunks.
 func fetch(ctx context.Context, cc grpc.ClientConnInterface, cluster string) ([]byte, error) {
-	st, err := wire.NewSnapshotsClient(cc).Snapshot(ctx, &wire.SnapshotRequest{Cluster: cluster})
+	st, err := wire.NewOnlineClient(cc).Snapshot(ctx, &wire.SnapshotRequest{Cluster: cluster})
 	if err != nil {
 		return nil, err
 	}

@@ -248,9 +248,9 @@ func ClusterID(l erasure.Layout) string {
 	return fmt.Sprintf("n%d-g%d-f%d-w%d-s%d-b%d", l.N, l.G, l.F, l.W, l.Stripes, l.BlockSize)
 }
 
-// snapshotServer serves wire.Snapshots for a machine.
-type snapshotServer struct {
-	wire.UnimplementedSnapshotsServer
+// onlineServer serves wire.Online for a machine: snapshots and steering.
+type onlineServer struct {
+	wire.UnimplementedOnlineServer
 	mc  *Machine
 	lim SnapshotLimits
 }
@@ -258,7 +258,7 @@ type snapshotServer struct {
 // snapshotChunk is the size of the Snapshot RPC's chunks.
 const snapshotChunk = 256 << 10
 
-func (s snapshotServer) Snapshot(req *wire.SnapshotRequest, st grpc.ServerStreamingServer[wire.SnapshotChunk]) error {
+func (s onlineServer) Snapshot(req *wire.SnapshotRequest, st grpc.ServerStreamingServer[wire.SnapshotChunk]) error {
 	id := ClusterID(s.mc.cl.Config.Layout)
 	if c := req.GetCluster(); c != "" && c != id {
 		return status.Errorf(codes.FailedPrecondition, "cluster: this machine is in cluster %s, not %s", id, c)
@@ -281,11 +281,11 @@ func (s snapshotServer) Snapshot(req *wire.SnapshotRequest, st grpc.ServerStream
 	return nil
 }
 
-// registerSnapshots adds the Snapshots service to the machine's server,
+// registerOnline adds the Online service to the machine's server,
 // then what register adds.
-func (mc *Machine) registerSnapshots(register func(*grpc.Server)) func(*grpc.Server) {
+func (mc *Machine) registerOnline(register func(*grpc.Server)) func(*grpc.Server) {
 	return func(s *grpc.Server) {
-		wire.RegisterSnapshotsServer(s, snapshotServer{mc: mc})
+		wire.RegisterOnlineServer(s, onlineServer{mc: mc})
 		if register != nil {
 			register(s)
 		}
