@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/online"
 	"github.com/amalgam-store/amalgam/runtime"
 	"github.com/amalgam-store/amalgam/wire"
@@ -34,30 +37,12 @@ interrupted or --cuts cuts are searched, and fails if it predicted a
 violation. See docs/model-checking.md, "Online checking".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if gl.cluster == "" {
-				return fmt.Errorf("mc online: --cluster is required")
-			}
-			sctx, done, c, err := connect(cmd, gl)
+			m, err := onlineConnect(cmd, gl)
 			if err != nil {
 				return fmt.Errorf("mc online: %w", err)
 			}
-			defer done()
-			st, err := c.Status(sctx)
-			if err != nil {
-				return fmt.Errorf("mc online: %w", err)
-			}
-			ms := slices.Clone(st.GetMachines())
-			slices.SortFunc(ms, func(a, b *wire.Machine) int { return int(a.GetIndex() - b.GetIndex()) })
-			var addrs []string
-			var conns []grpc.ClientConnInterface
-			for _, m := range ms {
-				cc, err := c.Conn(m.GetAddr())
-				if err != nil {
-					return fmt.Errorf("mc online: %w", err)
-				}
-				addrs, conns = append(addrs, m.GetAddr()), append(conns, cc)
-			}
-			o.Cluster = runtime.ClusterID(c.Layout())
+			defer m.done()
+			o.Cluster = m.cluster
 			o.Log = cmd.OutOrStdout()
 			if o.Dir != "" {
 				if err := os.MkdirAll(o.Dir, 0o755); err != nil {
@@ -66,7 +51,7 @@ violation. See docs/model-checking.md, "Online checking".`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
-			rep, err := online.Run(ctx, online.Machines(conns, addrs, o.Cluster), o)
+			rep, err := online.Run(ctx, online.Machines(m.conns, m.addrs, o.Cluster), o)
 			if err != nil {
 				return fmt.Errorf("mc online: %w", err)
 			}
@@ -87,18 +72,118 @@ violation. See docs/model-checking.md, "Online checking".`,
 	}
 	f := cmd.Flags()
 	f.DurationVar(&o.Every, "every", time.Second, "time between snapshots")
-	f.IntVar(&o.MaxStates, "max-states", 20000, "states searched per cut")
-	f.DurationVar(&o.MaxTime, "max-time", 10*time.Second, "search time per cut")
+	searchFlags(f, &o)
 	f.IntVar(&o.MaxDepth, "max-depth", 0, "events per path from the cut (0: no bound)")
 	f.IntVar(&o.Workers, "workers", 1, "search workers")
-	f.BoolVar(&o.Consequence, "consequence", true, "consequence prediction: a node's timers, crashes and restarts explored only in the first state its local state is seen")
-	f.IntVar(&o.Settings.MaxTimerFires, "timer-fires", 0, "timer firings per path")
-	f.IntVar(&o.Settings.MaxCrashes, "crashes", 0, "crashes per path")
 	f.IntVar(&o.Cuts, "cuts", 0, "stop after this many cuts searched (0: until interrupted)")
 	f.BoolVar(&o.StopAtViolation, "stop", false, "stop at the first predicted violation")
 	f.StringVar(&o.Dir, "dir", ".", "where predicted violations' cuts and traces are saved")
-	cmd.AddCommand(newMCOnlineReplayCmd())
+	cmd.AddCommand(newMCOnlineReplayCmd(), newMCOnlineSteerCmd(gl))
 	return cmd
+}
+
+// onlineMachines is a connection to every machine of --cluster.
+type onlineMachines struct {
+	cluster string
+	addrs   []string
+	conns   []grpc.ClientConnInterface
+	done    func()
+}
+
+func onlineConnect(cmd *cobra.Command, gl *globalFlags) (*onlineMachines, error) {
+	if gl.cluster == "" {
+		return nil, fmt.Errorf("--cluster is required")
+	}
+	ctx, done, c, err := connect(cmd, gl)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	ms := slices.Clone(st.GetMachines())
+	slices.SortFunc(ms, func(a, b *wire.Machine) int { return int(a.GetIndex() - b.GetIndex()) })
+	m := &onlineMachines{cluster: runtime.ClusterID(c.Layout()), done: done}
+	for _, mm := range ms {
+		cc, err := c.Conn(mm.GetAddr())
+		if err != nil {
+			done()
+			return nil, err
+		}
+		m.addrs, m.conns = append(m.addrs, mm.GetAddr()), append(m.conns, cc)
+	}
+	return m, nil
+}
+
+func newMCOnlineSteerCmd(gl *globalFlags) *cobra.Command {
+	var f online.Filter
+	var o online.Options
+	var d time.Duration
+	var from, to string
+	cmd := &cobra.Command{
+		Use:   "steer --from NODE --to NODE --kind KIND --for DURATION",
+		Short: "Install an event filter on the running cluster, once a search from a cut finds it safe",
+		Long: `steer drops the unordered messages of --kind (a message type's name, such
+as SnapshotData) that --from sends to --to, for --for, on the machine that
+hosts --from. It first takes a consistent cut of --cluster and searches
+from it with the filter in place (the bounds of mc online); it refuses to
+install a filter with which the search finds a violation.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.From, f.To = node.Addr(from), node.Addr(to)
+			if from == "" || to == "" || f.Kind == "" || d <= 0 {
+				return fmt.Errorf("mc online steer: --from, --to, --kind and a positive --for are required")
+			}
+			m, err := onlineConnect(cmd, gl)
+			if err != nil {
+				return fmt.Errorf("mc online steer: %w", err)
+			}
+			defer m.done()
+			var cut *online.Cut
+			for attempt := 0; cut == nil; attempt++ {
+				snaps, err := online.Machines(m.conns, m.addrs, m.cluster)(cmd.Context())
+				if err == nil {
+					cut, err = online.NewCut(snaps)
+				}
+				if err != nil && attempt == 9 {
+					return fmt.Errorf("mc online steer: no consistent cut in 10 rounds: %w", err)
+				}
+				if cut == nil {
+					time.Sleep(runtime.DefaultSnapshotMinInterval)
+				}
+			}
+			r, err := cut.CheckFilter(f, o)
+			if err != nil {
+				return fmt.Errorf("mc online steer: %w", err)
+			}
+			if r.Outcome == mc.Violation {
+				return fmt.Errorf("mc online steer: not installed: with %s the search finds %q in %d events: %s", f, r.Predicate, len(r.Trace), r.Explanation)
+			}
+			if err := online.Steer(cmd.Context(), m.conns, m.addrs, m.cluster, f, d); err != nil {
+				return fmt.Errorf("mc online steer: %w", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "installed for %v: %s (search from the cut: %s, %d states)\n", d, f, r.Outcome, r.States)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&from, "from", "", "the sending node (data/0)")
+	fl.StringVar(&to, "to", "", "the receiving node")
+	fl.StringVar(&f.Kind, "kind", "", "the message type's name")
+	fl.DurationVar(&d, "for", 10*time.Second, "how long the filter lasts")
+	searchFlags(fl, &o)
+	return cmd
+}
+
+// searchFlags are the bounds of the search from a cut.
+func searchFlags(f *pflag.FlagSet, o *online.Options) {
+	f.IntVar(&o.MaxStates, "max-states", 20000, "states searched per cut")
+	f.DurationVar(&o.MaxTime, "max-time", 10*time.Second, "search time per cut")
+	f.BoolVar(&o.Consequence, "consequence", true, "consequence prediction: a node's timers, crashes and restarts explored only in the first state its local state is seen")
+	f.IntVar(&o.Settings.MaxTimerFires, "timer-fires", 0, "timer firings per path")
+	f.IntVar(&o.Settings.MaxCrashes, "crashes", 0, "crashes per path")
 }
 
 func newMCOnlineReplayCmd() *cobra.Command {
