@@ -135,19 +135,7 @@ func TestCutRejectsNonCut(t *testing.T) {
 
 func TestSnapshotRPC(t *testing.T) {
 	lc := load(t, 1)
-	c, err := client.Dial(context.Background(), lc.EntryAddr, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var conns []grpc.ClientConnInterface
-	for _, a := range lc.Cluster.Machines {
-		cc, err := c.Conn(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, cc)
-	}
+	conns := machineConns(t, lc)
 	ctx := context.Background()
 	if _, err := Machines(conns, lc.Cluster.Machines, "n3-g2-f1-w0-s1-b8")(ctx); err == nil || !strings.Contains(err.Error(), "not n3-g2-f1-w0-s1-b8") {
 		t.Fatalf("a snapshot of another cluster: %v", err)
@@ -170,19 +158,7 @@ func TestSnapshotRPC(t *testing.T) {
 
 func TestSteerChecked(t *testing.T) {
 	lc := load(t, 2)
-	c, err := client.Dial(context.Background(), lc.EntryAddr, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var conns []grpc.ClientConnInterface
-	for _, a := range lc.Cluster.Machines {
-		cc, err := c.Conn(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, cc)
-	}
+	conns := machineConns(t, lc)
 	ctx := context.Background()
 	id := runtime.ClusterID(testLayout)
 	var cut *Cut
@@ -214,4 +190,23 @@ func TestSteerChecked(t *testing.T) {
 	if err := Steer(ctx, conns, lc.Cluster.Machines, id, Filter{From: "data/9", To: "parity/1", Kind: "X"}, time.Minute); err == nil {
 		t.Fatal("steered a machine the cluster does not have")
 	}
+}
+
+// machineConns connects to every machine of lc.
+func machineConns(t *testing.T, lc *runtime.Local) []grpc.ClientConnInterface {
+	t.Helper()
+	c, err := client.Dial(context.Background(), lc.EntryAddr, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var conns []grpc.ClientConnInterface
+	for _, a := range lc.Cluster.Machines {
+		cc, err := c.Conn(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, cc)
+	}
+	return conns
 }
