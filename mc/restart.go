@@ -2,8 +2,6 @@ package mc
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -38,33 +36,8 @@ func (s *State) Restartable(fresh func(a node.Addr, crashed node.Node) node.Pers
 // lost), in s and every state built from it; set it on the initial state.
 func (s *State) CorruptDisk(fn func(a node.Addr, disk map[string][]byte)) { s.sys.corrupt = fn }
 
-// diskImage is what a node persisted: key -> value (node.Writer and
-// node.Reader over a map).
-type diskImage map[string][]byte
-
-func (d diskImage) Put(k string, v []byte) { d[k] = slices.Clone(v) }
-func (d diskImage) Delete(k string)        { delete(d, k) }
-
-func (d diskImage) Get(k string) ([]byte, bool, error) {
-	v, ok := d[k]
-	return v, ok, nil
-}
-
-func (d diskImage) Scan(prefix string, fn func(k string, v []byte) error) error {
-	var keys []string
-	for k := range d {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if err := fn(k, d[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// diskImage is what a node persisted: key -> value.
+type diskImage = node.Disk
 
 // Persisted is what the node at a would find on disk if it crashed in s:
 // what its Persist writes from scratch (see Restartable). Nil for a node

@@ -68,6 +68,14 @@ type Options struct {
 	// representative under the node groups the initial state declares
 	// interchangeable (State.Symmetric; symmetry.go).
 	Symmetry bool
+	// Consequence explores a node's local actions (timer firings,
+	// crashes, restarts) only in the first state where the node's local
+	// state is seen (consequence prediction, consequence.go). BFS only.
+	Consequence bool
+	// Filter, if set, removes from every state's events those it returns
+	// false for (an execution-steering filter: a message it refuses is
+	// never delivered). BFS only.
+	Filter func(Event) bool
 	// NoMemo runs every handler afresh instead of reusing the result of
 	// the same node state handling the same event (tests compare both).
 	NoMemo bool
@@ -225,6 +233,7 @@ type searcher struct {
 	mu     sync.Mutex
 	result *Result
 	idem   map[string]bool
+	cp     *consequence // nil unless Options.Consequence
 }
 
 // Search explores the state graph from init with opt.Strategy (BFS when
@@ -237,6 +246,9 @@ func Search(init *State, opt Options) *Result {
 		opt.ProgressEvery = time.Second
 	}
 	sr := &searcher{opt: opt, init: init, vis: newVisited(), start: time.Now(), idem: map[string]bool{}}
+	if opt.Consequence {
+		sr.cp = newConsequence()
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	if opt.Progress != nil {
@@ -493,6 +505,12 @@ func (sr *searcher) bfs(init *State) Outcome {
 							continue
 						}
 						evs = it.s.appendEvents(evs[:0], sr.opt.Settings)
+						if sr.cp != nil {
+							evs = sr.cp.filter(it.s, evs)
+						}
+						if sr.opt.Filter != nil {
+							evs = slices.DeleteFunc(evs, func(e Event) bool { return !sr.opt.Filter(e) })
+						}
 						var z []sleepEv
 						if sr.sleep != nil {
 							z, done = sr.sleep.get(sr.key(it.s)), done[:0]

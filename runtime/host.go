@@ -16,6 +16,8 @@
 //	transport.go   the Transport interface and the gRPC transport
 //	proxy.go       RunClient: client nodes run on a caller's goroutine
 //	store.go       the pebble store's keys
+//	snapshot.go    snapshots of the nodes for online checking
+//	steer.go       event filters for execution steering
 package runtime
 
 import (
@@ -107,6 +109,7 @@ type Host struct {
 	nmail     atomic.Int64
 	started   bool
 	stopped   bool
+	steer     steering // event filters (steer.go)
 
 	wire.UnimplementedClientServer
 }

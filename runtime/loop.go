@@ -45,6 +45,7 @@ type loop struct {
 	// epoch counts the incarnations started here; timers set by an older
 	// one are dropped. Loop goroutine only.
 	epoch uint64
+	snaps snapshots // snapshot requests (snapshot.go)
 }
 
 // start starts the loop's goroutine and its streams' senders. The caller
@@ -87,6 +88,7 @@ func (l *loop) run() {
 	batch := []event{{fn: func(ctx node.Context, n node.Node) { n.Init(ctx) }}}
 	for {
 		l.processAll(batch)
+		l.serveSnapshots()
 		batch = batch[:0]
 		select {
 		case ev := <-l.inbox:

@@ -165,7 +165,7 @@ func StartMachine(cl *Cluster, me int, code *erasure.Code, o MachineOptions) (*M
 	}
 	hopts := Options{Listener: o.Listener, Resolve: cl.Resolve, BlockSize: cl.Config.Layout.BlockSize,
 		Store: mc.store, Logger: log.With("machine", me), ServerOptions: o.ServerOptions, DialOptions: o.DialOptions,
-		Register: o.Register, Metrics: o.Metrics, Local: mc.takeReply}
+		Register: mc.registerOnline(o.Register), Metrics: o.Metrics, Local: mc.takeReply}
 	if len(cl.Reconfig) > 0 {
 		hopts.Multicast = cl.multicast
 		hopts.NewNode = mc.newNode

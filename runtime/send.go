@@ -23,6 +23,9 @@ type sender struct {
 }
 
 func (h *Host) send(from, to node.Addr, m node.Message) {
+	if h.steer.drops(from, to, m) {
+		return
+	}
 	if h.toMailbox(from, to, m) {
 		return
 	}

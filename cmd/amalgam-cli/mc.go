@@ -22,7 +22,7 @@ duplication and crash the scenario allows. The baselines' scenarios
 (check/baselines) check the ShardedPaxos and RSPaxos replicas the same way.
 It needs no cluster. See docs/model-checking.md.`,
 	}
-	cmd.AddCommand(newMCListCmd(gl), newMCRunCmd(gl), newMCReplayCmd(gl), newMCExploreCmd(gl))
+	cmd.AddCommand(newMCListCmd(gl), newMCRunCmd(gl), newMCReplayCmd(gl), newMCExploreCmd(gl), newMCOnlineCmd(gl))
 	return cmd
 }
 

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/runtime"
+)
+
+func TestMCOnline(t *testing.T) {
+	l := erasure.Layout{N: 3, G: 2, F: 1, W: 0, Stripes: 2, BlockSize: 8}
+	lc, err := runtime.StartLocal(runtime.LocalOptions{Layout: l, Durability: "memory", Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	dir := t.TempDir()
+	out, _, err := runMC(t, "--cluster", lc.EntryAddr, "mc", "online", "--cuts", "2", "--every", "200ms", "--max-states", "200", "--dir", dir)
+	if err != nil {
+		t.Fatalf("mc online: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "2 cuts searched") || !strings.Contains(out, "0 violations predicted") {
+		t.Fatalf("mc online output:\n%s", out)
+	}
+	out, _, err = runMC(t, "--cluster", lc.EntryAddr, "mc", "online", "steer", "--from", "data/0", "--to", "parity/1", "--kind", "SnapshotData", "--for", "1m", "--max-states", "200")
+	if err != nil || !strings.Contains(out, "installed for 1m0s: drop SnapshotData from data/0 to parity/1") {
+		t.Fatalf("mc online steer: %v\n%s", err, out)
+	}
+	if _, _, err := runMC(t, "--cluster", lc.EntryAddr, "mc", "online", "steer", "--from", "data/0"); err == nil || !strings.Contains(err.Error(), "are required") {
+		t.Fatalf("steer without --to and --kind: %v", err)
+	}
+	if _, _, err := runMC(t, "mc", "online", "replay", "trace.json"); err == nil || !strings.Contains(err.Error(), "--snapshot is required") {
+		t.Fatalf("replay without --snapshot: %v", err)
+	}
+}

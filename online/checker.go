@@ -1,0 +1,226 @@
+package online
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/runtime"
+)
+
+// Source takes one snapshot of every machine of the cluster.
+type Source func(ctx context.Context) ([]*runtime.Snapshot, error)
+
+// Options configure a Checker run.
+type Options struct {
+	// Cluster is the identity expected (runtime.ClusterID); "" takes the
+	// first snapshot's. Snapshots of another cluster end the run.
+	Cluster string
+	// Every is the time between pulls (default 1s).
+	Every time.Duration
+	// The search from each cut: breadth-first, bounded (MaxStates
+	// default 20000, MaxTime default 10s), with Settings' failures.
+	MaxStates int
+	MaxTime   time.Duration
+	MaxDepth  int
+	Workers   int
+	Settings  mc.Settings
+	// Consequence turns on consequence prediction (mc.Options.Consequence).
+	Consequence bool
+	// Cuts stops the run after this many cuts searched (0: until ctx ends).
+	Cuts int
+	// StopAtViolation ends the run at the first predicted violation.
+	StopAtViolation bool
+	// Dir receives each violation's cut (cut-N.gob) and trace
+	// (trace-N.json); "" saves nothing.
+	Dir string
+	// Log gets one line per cut; nil: none.
+	Log io.Writer
+}
+
+// Report is what a run did.
+type Report struct {
+	Pulled   int   // snapshot rounds taken
+	Rejected int   // rounds that were not a cut (or did not restore)
+	Dropped  int   // cuts dropped because the search fell behind
+	States   []int // distinct states explored from each cut searched
+	Found    []Found
+}
+
+// Found is a predicted violation.
+type Found struct {
+	Predicate, Explanation string
+	Depth                  int    // events from the cut
+	Cut, Trace             string // saved files ("" if Options.Dir is empty)
+}
+
+// Run pulls snapshots from src every o.Every, joins them into cuts and
+// searches from each. A search slower than the pulls drops the older
+// pending cut (only the newest waits), so memory stays bounded.
+func Run(ctx context.Context, src Source, o Options) (*Report, error) {
+	o = o.withDefaults()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rep := &Report{}
+	cuts := make(chan *Cut, 1)
+	pullErr := make(chan error, 1)
+	var counts struct{ pulled, rejected, dropped int }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pullErr <- pull(ctx, src, o, cuts, &counts)
+	}()
+	defer func() {
+		cancel()
+		<-done
+		rep.Pulled, rep.Rejected, rep.Dropped = counts.pulled, counts.rejected, counts.dropped
+	}()
+	for {
+		var c *Cut
+		select {
+		case c = <-cuts:
+		case err := <-pullErr:
+			if ctx.Err() != nil {
+				return rep, nil
+			}
+			return rep, err
+		case <-ctx.Done():
+			return rep, nil
+		}
+		f, states, err := search(c, o, len(rep.States))
+		if err != nil {
+			return rep, err
+		}
+		rep.States = append(rep.States, states)
+		if f != nil {
+			rep.Found = append(rep.Found, *f)
+		}
+		if o.Log != nil {
+			line := fmt.Sprintf("cut %d: %d servers, %d stream messages in flight, %d states", len(rep.States), len(c.Nodes), len(c.InFlight), states)
+			if f != nil {
+				line += fmt.Sprintf("; predicted violation of %q in %d events: %s", f.Predicate, f.Depth, f.Explanation)
+			}
+			fmt.Fprintln(o.Log, line)
+		}
+		if (f != nil && o.StopAtViolation) || (o.Cuts > 0 && len(rep.States) >= o.Cuts) {
+			return rep, nil
+		}
+	}
+}
+
+// pull takes snapshots until ctx ends or a snapshot is of another
+// cluster. Counts are read once the puller has ended.
+func pull(ctx context.Context, src Source, o Options, cuts chan *Cut, n *struct{ pulled, rejected, dropped int }) error {
+	t := time.NewTicker(o.Every)
+	defer t.Stop()
+	want := o.Cluster
+	for {
+		snaps, err := src(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		n.pulled++
+		var c *Cut
+		if err == nil {
+			c, err = NewCut(snaps)
+		}
+		switch {
+		case err != nil:
+			n.rejected++
+			if o.Log != nil {
+				fmt.Fprintf(o.Log, "snapshot rejected: %v\n", err)
+			}
+		case want != "" && c.Cluster != want:
+			return fmt.Errorf("snapshot of cluster %s, but checking cluster %s", c.Cluster, want)
+		default:
+			want = c.Cluster
+			select {
+			case old := <-cuts:
+				if old != nil {
+					n.dropped++
+				}
+			default:
+			}
+			cuts <- c
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// search runs the bounded search from cut c (number i of the run).
+func search(c *Cut, o Options, i int) (*Found, int, error) {
+	init, err := c.State()
+	if err != nil {
+		return nil, 0, err
+	}
+	sc := c.Scenario()
+	r := mc.Search(init, searchOptions(c, o, nil))
+	if r.Outcome != mc.Violation {
+		return nil, r.States, nil
+	}
+	f := &Found{Predicate: r.Predicate, Explanation: r.Explanation, Depth: len(r.Trace)}
+	if o.Dir != "" {
+		f.Cut = filepath.Join(o.Dir, fmt.Sprintf("cut-%d.gob", i+1))
+		f.Trace = filepath.Join(o.Dir, fmt.Sprintf("trace-%d.json", i+1))
+		if err := c.Save(f.Cut); err != nil {
+			return nil, 0, err
+		}
+		if err := mc.NewTraceFile(sc, r).Save(f.Trace); err != nil {
+			return nil, 0, err
+		}
+	}
+	return f, r.States, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Every <= 0 {
+		o.Every = time.Second
+	}
+	if o.MaxStates == 0 {
+		o.MaxStates = 20000
+	}
+	if o.MaxTime == 0 {
+		o.MaxTime = 10 * time.Second
+	}
+	return o
+}
+
+// searchOptions is the search of o from cut c, with filter (nil: none).
+func searchOptions(c *Cut, o Options, filter func(mc.Event) bool) mc.Options {
+	o = o.withDefaults()
+	opt := c.Scenario().Options(mc.BFS)
+	opt.Settings, opt.MaxStates, opt.MaxTime, opt.MaxDepth, opt.Workers = o.Settings, o.MaxStates, o.MaxTime, o.MaxDepth, o.Workers
+	opt.Consequence, opt.Filter = o.Consequence, filter
+	return opt
+}
+
+// Replay replays a trace saved by Run from its saved cut.
+func Replay(cutFile, traceFile string) (*mc.Replayed, error) {
+	c, err := LoadCut(cutFile)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.State(); err != nil {
+		return nil, err
+	}
+	tf, err := mc.LoadTrace(traceFile)
+	if err != nil {
+		return nil, err
+	}
+	rp, err := mc.Replay(c.Scenario(), tf)
+	if err != nil {
+		return nil, err
+	}
+	if rp.Predicate == "" {
+		return rp, errors.New("the trace replays from the cut but no invariant fails")
+	}
+	return rp, nil
+}

@@ -1,0 +1,37 @@
+package runtime
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+func TestSteeringFilters(t *testing.T) {
+	h := &Host{log: slog.New(slog.DiscardHandler)}
+	m := msg.ConfigOK{Num: 3}
+	if k := MessageKind(m); k != "ConfigOK" {
+		t.Fatalf("kind %q, want ConfigOK", k)
+	}
+	if h.steer.drops("data/0", "reconfig", m) {
+		t.Fatal("dropped without a filter")
+	}
+	h.Steer("data/0", "reconfig", "ConfigOK", time.Hour)
+	h.Steer("data/1", "reconfig", "ConfigOK", -time.Second) // already expired
+	for _, c := range []struct {
+		from, to string
+		want     bool
+	}{{"data/0", "reconfig", true}, {"data/1", "reconfig", false}, {"data/0", "parity/1", false}} {
+		if got := h.steer.drops(node.Addr(c.from), node.Addr(c.to), m); got != c.want {
+			t.Errorf("%s -> %s ConfigOK dropped: %v, want %v", c.from, c.to, got, c.want)
+		}
+	}
+	if h.steer.drops("data/0", "reconfig", msg.StopBackupOK{}) {
+		t.Error("a filter of ConfigOK dropped a StopBackupOK")
+	}
+	if n := h.steer.n.Load(); n != 1 {
+		t.Errorf("%d filters left, want 1 (the expired one forgotten)", n)
+	}
+}
