@@ -50,6 +50,7 @@ type LMCStats struct {
 	Candidates  int      // of which some invariant failed
 	Checks      int      // a-posteriori checks run
 	Passed      int      // checks that found a global execution
+	Longest     int      // events of the longest execution a check found
 	Dropped     int      // candidates no check confirmed
 	Pruned      int      // local states no global execution reaches, not expanded
 	Unprojected []string // invariants without a projection (read every node)
@@ -72,6 +73,8 @@ type lmc struct {
 	start   time.Time
 	last    time.Time
 	reps    int
+	ticks   int
+	over    bool  // MaxTime is up (late)
 	deepest int32 // greatest causal depth
 	waiting int   // deferred messages
 	out     *Result
@@ -252,6 +255,17 @@ func (e *lmc) limit() (Outcome, bool) {
 		return StateLimit, true
 	}
 	return "", false
+}
+
+// late reports, checking the clock now and then, whether MaxTime is up.
+func (e *lmc) late() bool {
+	if e.o.MaxTime <= 0 {
+		return false
+	}
+	if e.ticks++; e.ticks%1024 == 0 {
+		e.over = time.Since(e.start) > e.o.MaxTime
+	}
+	return e.over
 }
 
 func (e *lmc) count() int {

@@ -59,7 +59,7 @@ func (lp *lmcPred) added(e *lmc, l *lmcLocal) {
 	if c != nil {
 		c.reps = append(c.reps, l)
 		for _, combo := range slices.Clone(c.failed) {
-			if e.out != nil {
+			if e.out != nil || e.late() {
 				return
 			}
 			lp.check(e, combo, k, l, false)
@@ -77,7 +77,7 @@ func (lp *lmcPred) added(e *lmc, l *lmcLocal) {
 // each fills combo's positions from pos on (but fixed) with every class
 // and checks each combination.
 func (lp *lmcPred) each(e *lmc, combo []*lmcClass, pos, fixed int) {
-	if e.out != nil {
+	if e.out != nil || e.late() {
 		return
 	}
 	if pos == len(combo) {
@@ -123,7 +123,7 @@ func (lp *lmcPred) check(e *lmc, combo []*lmcClass, k int, l *lmcLocal, fresh bo
 			return try(pos + 1)
 		}
 		for _, r := range combo[pos].reps {
-			if tries >= 2*e.reps || e.out != nil {
+			if tries >= 2*e.reps || e.out != nil || e.late() {
 				return false
 			}
 			pick[pos] = r

@@ -30,7 +30,11 @@ func (e *lmc) replay(fixed map[int][]Event) ([]Event, *State, error) {
 		r.seq[i], r.fixed[i] = q, true
 	}
 	tries := replayTries
-	return r.run(&tries)
+	trace, final, err := r.run(&tries)
+	if final != nil {
+		e.stats.Longest = max(e.stats.Longest, len(trace))
+	}
+	return trace, final, err
 }
 
 // run takes enabled events while there are; when the nodes wait, it

@@ -111,9 +111,9 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 			}
 			st := mc.Strategy(strategy)
 			switch st {
-			case mc.BFS, mc.DFS, mc.Random, mc.Guided:
+			case mc.BFS, mc.DFS, mc.Random, mc.Guided, mc.LMC:
 			default:
-				return fmt.Errorf("mc run: --strategy must be bfs, dfs, random or guided, got %q", strategy)
+				return fmt.Errorf("mc run: --strategy must be bfs, dfs, random, guided or lmc, got %q", strategy)
 			}
 			if workers < 1 {
 				return fmt.Errorf("mc run: --workers must be at least 1, got %d", workers)
@@ -141,7 +141,13 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 				c.Settings.SkipNoOps = true
 				sc = &c
 			}
-			r := sc.Run(st, opt)
+			var r *mc.Result
+			var lmcStats *mc.LMCStats
+			if st == mc.LMC {
+				r, lmcStats = sc.RunLMC(opt)
+			} else {
+				r = sc.Run(st, opt)
+			}
 			mc.Explain(sc, r)
 			sum := mcSummary{Scenario: sc.Name, System: sc.System, Strategy: strategy, States: r.States, MaxDepth: r.MaxDepth,
 				ElapsedS: r.Elapsed.Seconds(), StatesPerS: r.StatesPerSecond(), Result: string(r.Outcome)}
@@ -161,6 +167,7 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 				}
 			} else {
 				printSummary(w, sum, r.Idempotence)
+				printLMCStats(w, sc, lmcStats)
 				if r.Outcome == mc.Violation || r.Outcome == mc.GoalFound {
 					fmt.Fprintln(w, "trace:")
 					sc.PrintTrace(w, r.Trace)
@@ -173,7 +180,7 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&strategy, "strategy", "bfs", "bfs, dfs, random or guided")
+	f.StringVar(&strategy, "strategy", "bfs", "bfs, dfs, random, guided or lmc (local model checking: states are local states, depth is causal depth)")
 	f.DurationVar(&maxTime, "max-time", time.Minute, "stop after this long (0: no limit)")
 	f.IntVar(&maxDepth, "max-depth", 0, "depth bound (0: the scenario's)")
 	f.IntVar(&maxStates, "max-states", 0, "stop after this many distinct states (0: no limit)")
