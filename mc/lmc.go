@@ -52,6 +52,7 @@ type LMCStats struct {
 	Passed      int      // checks that found a global execution
 	Longest     int      // events of the longest execution a check found
 	Dropped     int      // candidates no check confirmed
+	Unchecked   int      // candidates still waiting when the run stopped
 	Pruned      int      // local states no global execution reaches, not expanded
 	Unprojected []string // invariants without a projection (read every node)
 }
@@ -73,6 +74,7 @@ type lmc struct {
 	start   time.Time
 	last    time.Time
 	reps    int
+	pending []lmcCandidate // candidates waiting for drain
 	ticks   int
 	over    bool  // MaxTime is up (late)
 	deepest int32 // greatest causal depth
@@ -106,6 +108,8 @@ type lmcLocal struct {
 	alone      int8 // 0: not checked; 1: reachable alone (lmc.alone); 2: not
 	retries    int8
 	alts       []lmcProducer // other steps to this state (replay's choices)
+	cache      [][]Event     // paths, as of cacheAlts other steps
+	cacheAlts  int
 }
 
 // lmcDeferred is a message a local state takes once the bound allows.
@@ -191,7 +195,7 @@ func RunLMC(init *State, o LMCOptions) (*Result, *LMCStats) {
 		}
 		r.MaxDepth = max(r.MaxDepth, e.stats.Depth[i])
 	}
-	e.stats.Messages = len(e.net)
+	e.stats.Messages, e.stats.Unchecked = len(e.net), len(e.pending)
 	for _, ms := range e.stream {
 		e.stats.Messages += len(ms)
 	}
@@ -233,6 +237,12 @@ func (e *lmc) explore() Outcome {
 			if e.stats.Transitions == before {
 				break
 			}
+		}
+		if e.drain(); e.out != nil {
+			return Violation
+		}
+		if out, stop := e.limit(); stop {
+			return out
 		}
 		if e.deepest < bound && e.waiting == 0 {
 			return Exhausted // every local state was expanded
@@ -501,7 +511,13 @@ func (m *lmcMsg) produced(p lmcProducer) {
 
 // paths lists up to max paths to l: its first, then through its other
 // incoming steps (at most lmcHops of those on one path: they may cycle).
-func (l *lmcLocal) paths(max int) [][]Event { return l.pathsHops(max, lmcHops) }
+// The result is kept until l gains another incoming step.
+func (l *lmcLocal) paths(max int) [][]Event {
+	if l.cache == nil || len(l.cache) < max && l.cacheAlts != len(l.alts) {
+		l.cache, l.cacheAlts = l.pathsHops(max, lmcHops), len(l.alts)
+	}
+	return l.cache[:min(max, len(l.cache))]
+}
 
 const lmcHops = 4
 

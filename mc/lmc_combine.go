@@ -95,9 +95,9 @@ func (lp *lmcPred) each(e *lmc, combo []*lmcClass, pos, fixed int) {
 }
 
 // check builds the system state of combo (with l at position k), and if
-// the invariant fails there (or it reads more than nodes), checks a
-// posteriori whether some combination of the classes' local states is
-// reachable; fresh says combo was not checked before.
+// the invariant fails there (or it reads more than nodes) queues the
+// candidate for the a-posteriori check; fresh says combo was not
+// checked before.
 func (lp *lmcPred) check(e *lmc, combo []*lmcClass, k int, l *lmcLocal, fresh bool) {
 	if fresh {
 		e.stats.Built++
@@ -109,6 +109,31 @@ func (lp *lmcPred) check(e *lmc, combo []*lmcClass, k int, l *lmcLocal, fresh bo
 		}
 		e.stats.Candidates++
 	}
+	e.pending = append(e.pending, lmcCandidate{lp, combo, k, l, fresh})
+}
+
+// lmcCandidate is a combination waiting for its a-posteriori check.
+type lmcCandidate struct {
+	lp    *lmcPred
+	combo []*lmcClass
+	k     int
+	l     *lmcLocal
+	fresh bool
+}
+
+// drain checks the waiting candidates (explore calls it once a bound's
+// local states are all found, so exploring goes first).
+func (e *lmc) drain() {
+	for len(e.pending) > 0 && e.out == nil && !e.late() {
+		c := e.pending[0]
+		e.pending = e.pending[1:]
+		c.lp.resolve(e, c.combo, c.k, c.l, c.fresh)
+	}
+}
+
+// resolve runs the a-posteriori check of a candidate: some combination
+// of its classes' local states, with l at k, reachable.
+func (lp *lmcPred) resolve(e *lmc, combo []*lmcClass, k int, l *lmcLocal, fresh bool) {
 	// Try the combinations of representatives with l at k, a few.
 	pick := make([]*lmcLocal, len(combo))
 	pick[k] = l
@@ -119,11 +144,12 @@ func (lp *lmcPred) check(e *lmc, combo []*lmcClass, k int, l *lmcLocal, fresh bo
 			tries++
 			return e.confirm(lp, pick)
 		}
-		if pos == k {
-			return try(pos + 1)
+		reps := combo[pos].reps
+		if pos == k { // l first, then the class's other states
+			reps = append([]*lmcLocal{l}, slices.DeleteFunc(slices.Clone(reps), func(r *lmcLocal) bool { return r == l })...)
 		}
-		for _, r := range combo[pos].reps {
-			if tries >= 2*e.reps || e.out != nil || e.late() {
+		for _, r := range reps {
+			if tries >= e.tries() || e.out != nil || e.late() {
 				return false
 			}
 			pick[pos] = r
@@ -150,6 +176,10 @@ func (lp *lmcPred) check(e *lmc, combo []*lmcClass, k int, l *lmcLocal, fresh bo
 }
 
 const lmcPathTries = 4
+
+// tries bounds the combinations of representatives one candidate's check
+// tries.
+func (e *lmc) tries() int { return 2 * e.reps }
 
 // alone reports whether some global execution takes l's node along l's
 // path (the others running what it needs): only such local states

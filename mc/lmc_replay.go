@@ -155,7 +155,7 @@ func (r *replayer) extensions() []extension {
 				continue
 			}
 			for _, q := range p.at.paths(4) {
-				q = append(q, p.ev)
+				q = append(slices.Clip(q), p.ev)
 				if len(q) > len(r.seq[j]) && prefix(r.seq[j], q) {
 					out = append(out, extension{j, q})
 				}
