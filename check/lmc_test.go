@@ -8,8 +8,8 @@ import (
 )
 
 // TestLMCDepth (-long) gives global BFS and LMC 60 s each on three
-// recovery scenarios and prints how deep each got (see the Paxos
-// example's TestLMCDepth); docs/model-checking.md records the numbers.
+// recovery scenarios and prints how deep each got
+// (mc.Scenario.CompareLMC); docs/model-checking.md records the numbers.
 func TestLMCDepth(t *testing.T) {
 	if !*long {
 		t.Skip("-long: six minutes")
@@ -19,10 +19,7 @@ func TestLMCDepth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := sc.Run(mc.BFS, mc.Options{Workers: 1, MaxTime: time.Minute})
-		l, st := sc.RunLMC(mc.Options{MaxTime: time.Minute})
-		t.Logf("%s: bfs %s, %d states, depth %d; lmc %s, %d local states, longest local path %d (per node %v), longest checked execution %d",
-			name, g.Outcome, g.States, g.MaxDepth, l.Outcome, l.States, l.MaxDepth, st.Depth, st.Longest)
+		t.Log(sc.CompareLMC(time.Minute))
 	}
 }
 
