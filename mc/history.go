@@ -148,7 +148,7 @@ func Linearizable(model porcupine.Model) Predicate {
 		}
 		cache.Put(k, mix(k), struct{}{})
 		return true, "the clients' history is linearizable"
-	})
+	}).Projected(clientsGlobal)
 }
 
 // Recorder builds the clients' history of a simulation step by step, for

@@ -11,6 +11,8 @@ import (
 type Predicate struct {
 	Name  string
 	Check func(*State) (ok bool, explanation string)
+	// Reads, if set, is what Check reads of the nodes (see Projection).
+	Reads *Projection
 }
 
 // Pred names a check.
@@ -76,4 +78,4 @@ func Implies(a, b Predicate) Predicate {
 }
 
 // Named renames p.
-func Named(name string, p Predicate) Predicate { return Pred(name, p.Check) }
+func Named(name string, p Predicate) Predicate { p.Name = name; return p }

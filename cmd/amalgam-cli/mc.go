@@ -131,9 +131,9 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 			defer undo()
 			st := mc.Strategy(strategy)
 			switch st {
-			case mc.BFS, mc.DFS, mc.Random, mc.Guided, mc.Deep:
+			case mc.BFS, mc.DFS, mc.Random, mc.Guided, mc.Deep, mc.LMC:
 			default:
-				return fmt.Errorf("mc run: --strategy must be bfs, dfs, random, guided or deep, got %q", strategy)
+				return fmt.Errorf("mc run: --strategy must be bfs, dfs, random, guided, deep or lmc, got %q", strategy)
 			}
 			if workers < 1 {
 				return fmt.Errorf("mc run: --workers must be at least 1, got %d", workers)
@@ -162,9 +162,13 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 				sc = &c
 			}
 			var r *mc.Result
-			if st == mc.Deep {
+			var lmcStats *mc.LMCStats
+			switch st {
+			case mc.Deep:
 				r = sc.RunDeep(opt, mc.DeepOptions{Round: roundTime, Deepen: deepen})
-			} else {
+			case mc.LMC:
+				r, lmcStats = sc.RunLMC(opt)
+			default:
 				r = sc.Run(st, opt)
 			}
 			mc.Explain(sc, r)
@@ -186,6 +190,7 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 				}
 			} else {
 				printSummary(w, sum, r.Idempotence)
+				printLMCStats(w, sc, lmcStats)
 				if r.Outcome == mc.Violation || r.Outcome == mc.GoalFound {
 					fmt.Fprintln(w, "trace:")
 					sc.PrintTrace(w, r.Trace)
@@ -203,7 +208,7 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&strategy, "strategy", "bfs", "bfs, dfs, random, guided or deep")
+	f.StringVar(&strategy, "strategy", "bfs", "bfs, dfs, random, guided, deep (random prefixes to a recovery point, then BFS) or lmc (local model checking: states are local states, depth is causal depth)")
 	f.DurationVar(&roundTime, "round-time", 5*time.Second, "deep: bound of each round's BFS")
 	f.BoolVar(&deepen, "deepen", false, "deep: raise failure budgets one at a time in each round's BFS")
 	f.DurationVar(&maxTime, "max-time", time.Minute, "stop after this long (0: no limit)")

@@ -106,19 +106,46 @@ func Register() porcupine.Model {
 	}
 }
 
+// Config is a Paxos setup: servers, one client per value, how many
+// ballots each server may lead for its put, and the injected bugs.
+type Config struct {
+	Servers   int
+	Values    []string
+	Proposals int // 0 counts as 1
+	// AcceptBelowPromise: an acceptor accepts below its promise.
+	AcceptBelowPromise bool
+	// LastPromise: a proposer takes the last promise's value, not the
+	// one accepted at the highest ballot.
+	LastPromise bool
+}
+
+// OneProposal is 3 servers and clients putting A and B, each server
+// leading one ballot; TwoProposals lets each lead a second after a Retry.
+func OneProposal() Config { return Config{Servers: 3, Values: []string{"A", "B"}, Proposals: 1} }
+
+// TwoProposals is OneProposal with two ballots per server.
+func TwoProposals() Config { return Config{Servers: 3, Values: []string{"A", "B"}, Proposals: 2} }
+
 // Nodes builds servers servers and one client per value.
 func Nodes(servers int, values []string, acceptBelowPromise bool) map[node.Addr]node.Node {
+	return Config{Servers: servers, Values: values, AcceptBelowPromise: acceptBelowPromise}.Nodes()
+}
+
+// Nodes builds the configuration's servers and clients.
+func (c Config) Nodes() map[node.Addr]node.Node {
 	nodes := map[node.Addr]node.Node{}
-	for i := 0; i < servers; i++ {
-		nodes[ServerAddr(i)] = &Server{ID: i, N: servers, AcceptBelowPromise: acceptBelowPromise}
+	for i := 0; i < c.Servers; i++ {
+		nodes[ServerAddr(i)] = &Server{ID: i, N: c.Servers, AcceptBelowPromise: c.AcceptBelowPromise,
+			LastPromise: c.LastPromise, Proposals: c.Proposals}
 	}
-	for i, v := range values {
-		nodes[ClientAddr(i)] = &Client{ID: i, Servers: servers, Value: v}
+	for i, v := range c.Values {
+		nodes[ClientAddr(i)] = &Client{ID: i, Servers: c.Servers, Value: v}
 	}
 	return nodes
 }
 
-// Agreement holds when no two servers decided different values.
+// Agreement holds when no two servers decided different values. It reads
+// only the servers' decided values (its projection, for mc's LMC).
 func Agreement() mc.Predicate {
 	return mc.Pred("servers decide one value", func(s *mc.State) (bool, string) {
 		var first node.Addr
@@ -132,8 +159,16 @@ func Agreement() mc.Predicate {
 			}
 		}
 		return true, "at most one value decided"
+	}).Projected(mc.Projection{
+		Reads: func(_ node.Addr, n node.Node) bool { _, ok := n.(*Server); return ok },
+		Key:   func(n node.Node) uint64 { return node.HashOf(decided(n.(*Server).Decided)) },
 	})
 }
+
+// decided hashes a decided value, for Agreement's projection.
+type decided string
+
+func (d decided) Hash(h *node.Hasher) { h.String(string(d)) }
 
 // Scenario is Paxos with servers servers and one client per value, over
 // a network that reorders but neither loses nor duplicates messages.
@@ -144,5 +179,26 @@ func Scenario(servers int, values []string, acceptBelowPromise bool) *mc.Scenari
 		System:     "paxos",
 		Init:       func() *mc.State { return mc.NewState(Nodes(servers, values, acceptBelowPromise)) },
 		Invariants: func() []mc.Predicate { return []mc.Predicate{Agreement(), mc.Linearizable(Register())} },
+	}
+}
+
+// ScenarioOf is the configuration's scenario: Scenario's network, Retry
+// timers firing freely, and deliveries that change nothing no step
+// (Settings.SkipNoOps).
+func ScenarioOf(c Config) *mc.Scenario {
+	name := fmt.Sprintf("paxos-%d-%d-p%d", c.Servers, len(c.Values), max(1, c.Proposals))
+	if c.AcceptBelowPromise {
+		name += "-accept-below-promise"
+	}
+	if c.LastPromise {
+		name += "-last-promise"
+	}
+	return &mc.Scenario{
+		Name:       name,
+		Doc:        fmt.Sprintf("single-decree Paxos, %d servers, %d clients, %d ballots per server", c.Servers, len(c.Values), max(1, c.Proposals)),
+		System:     "paxos",
+		Init:       func() *mc.State { return mc.NewState(c.Nodes()) },
+		Invariants: func() []mc.Predicate { return []mc.Predicate{Agreement(), mc.Linearizable(Register())} },
+		Settings:   mc.Settings{MaxTimerFires: mc.Unlimited, SkipNoOps: true},
 	}
 }

@@ -8,6 +8,7 @@ package paxos
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -45,6 +46,8 @@ type (
 	}
 	Accepted struct{ Ballot Ballot }
 	Decided  struct{ Value string }
+	// Retry is the timer that starts a server's next ballot.
+	Retry struct{}
 )
 
 // The messages' hash type tags. A protocol's tags need only differ from
@@ -59,6 +62,7 @@ const (
 	tagAccept   node.Tag = 7
 	tagAccepted node.Tag = 8
 	tagDecided  node.Tag = 9
+	tagRetry    node.Tag = 10
 )
 
 // Hash implements node.Message.
@@ -93,6 +97,9 @@ func (m Accepted) Hash(h *node.Hasher) { h.Tag(tagAccepted); hashBallot(h, m.Bal
 // Hash implements node.Message.
 func (m Decided) Hash(h *node.Hasher) { h.Tag(tagDecided); h.String(m.Value) }
 
+// Hash implements node.Timer.
+func (Retry) Hash(h *node.Hasher) { h.Tag(tagRetry) }
+
 func hashBallot(h *node.Hasher, b Ballot) { h.Int(b.Round); h.Int(b.Server) }
 
 // Server is one Paxos server. Slices are copied before they change, so a
@@ -102,6 +109,14 @@ type Server struct {
 	// AcceptBelowPromise is an injected bug: the acceptor accepts a
 	// ballot lower than the one it promised.
 	AcceptBelowPromise bool
+	// LastPromise is an injected bug: with a majority of promises, the
+	// proposer takes the value of the promise that arrived last (if it
+	// has one) instead of the one accepted at the highest ballot.
+	LastPromise bool
+	// Proposals is how many ballots the server may lead for its client's
+	// put (0 counts as 1): after the first, a Retry timer starts the next
+	// while nothing is decided.
+	Proposals int
 
 	// acceptor
 	Promised   Ballot
@@ -115,6 +130,7 @@ type Server struct {
 	Promises []*Promise
 	Accepts  []bool
 	Sent     bool // Accept sent
+	Led      int  // ballots led
 	// learner
 	Decided string
 }
@@ -122,8 +138,13 @@ type Server struct {
 // Init implements node.Node.
 func (s *Server) Init(node.Context) {}
 
-// Timer implements node.Node.
-func (s *Server) Timer(node.Context, node.Timer) {}
+// Timer implements node.Node: a Retry leads the next ballot unless a
+// value is decided.
+func (s *Server) Timer(ctx node.Context, t node.Timer) {
+	if _, ok := t.(Retry); ok && s.Decided == "" {
+		s.propose(ctx)
+	}
+}
 
 // peers sends m to every other server: a server acts on its own
 // messages at once.
@@ -154,13 +175,10 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 			return
 		}
 		if s.Client != "" {
-			return // one proposal per server
+			return // one client per server
 		}
-		s.Ballot = Ballot{Round: s.Promised.Round + 1, Server: s.ID}
 		s.Client, s.Value = from, m.Value
-		s.Promises, s.Accepts = make([]*Promise, s.N), make([]bool, s.N)
-		s.peers(ctx, Prepare{Ballot: s.Ballot})
-		s.promised(ctx, s.ID, s.promise(s.Ballot))
+		s.propose(ctx)
 	case Get:
 		if s.Decided != "" {
 			ctx.Send(from, GetOK{Value: s.Decided})
@@ -182,6 +200,18 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 			s.Decided = m.Value
 		}
 	}
+}
+
+// propose leads a new ballot for the client's value.
+func (s *Server) propose(ctx node.Context) {
+	s.Led++
+	s.Ballot = Ballot{Round: s.Promised.Round + 1, Server: s.ID}
+	s.Promises, s.Accepts, s.Sent = make([]*Promise, s.N), make([]bool, s.N), false
+	if s.Led < s.Proposals {
+		ctx.SetTimer(Retry{}, time.Second, 2*time.Second)
+	}
+	s.peers(ctx, Prepare{Ballot: s.Ballot})
+	s.promised(ctx, s.ID, s.promise(s.Ballot))
 }
 
 // promise is the acceptor's answer to a Prepare at b, or nil.
@@ -208,6 +238,12 @@ func (s *Server) promised(ctx node.Context, i int, p *Promise) {
 	var best *Promise
 	for _, p := range s.Promises {
 		if p != nil && p.Value != "" && (best == nil || best.AcceptedAt.less(p.AcceptedAt)) {
+			best = p
+		}
+	}
+	if s.LastPromise {
+		best = nil
+		if p.Value != "" {
 			best = p
 		}
 	}
@@ -281,6 +317,7 @@ func (s *Server) Hash() uint64 {
 		h.Bool(a)
 	}
 	h.Bool(s.Sent)
+	h.Int(s.Led)
 	h.String(s.Decided)
 	return h.Sum()
 }

@@ -307,6 +307,9 @@ func Consistent() mc.Predicate {
 			return false, fmt.Sprintf("%v committed, %v aborted", committed, aborted)
 		}
 		return true, "all RMs that decided agree"
+	}).Projected(mc.Projection{ // the RMs' states only, for mc's LMC
+		Reads: func(_ node.Addr, n node.Node) bool { _, ok := n.(*RM); return ok },
+		Key:   func(n node.Node) uint64 { return uint64(n.(*RM).State) },
 	})
 }
 

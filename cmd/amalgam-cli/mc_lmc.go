@@ -1,0 +1,25 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/amalgam-store/amalgam/mc"
+)
+
+// printLMCStats reports what a local model checking run did (nil: not
+// one).
+func printLMCStats(w io.Writer, sc *mc.Scenario, st *mc.LMCStats) {
+	if st == nil {
+		return
+	}
+	addrs := sc.Init().Addrs()
+	fmt.Fprintf(w, "lmc: %d transitions, %d messages, %d system states built, %d candidates, checks %d run %d passed, %d candidates dropped, %d unchecked, %d local states pruned, longest execution checked %d events\n",
+		st.Transitions, st.Messages, st.Built, st.Candidates, st.Checks, st.Passed, st.Dropped, st.Unchecked, st.Pruned, st.Longest)
+	for i, a := range addrs {
+		fmt.Fprintf(w, "  %s: %d local states, longest path %d events\n", a, st.Local[i], st.Depth[i])
+	}
+	if len(st.Unprojected) > 0 {
+		fmt.Fprintf(w, "  invariants without a projection (every node read whole): %v\n", st.Unprojected)
+	}
+}

@@ -1,0 +1,17 @@
+package paxos
+
+import (
+	"testing"
+	"time"
+)
+
+// TestLMCDepth (-long) gives global BFS and LMC 60 s each on two-ballot
+// Paxos and prints how deep each got (mc.Scenario.CompareLMC).
+// docs/model-checking.md records the numbers; they are measurements, not
+// assertions.
+func TestLMCDepth(t *testing.T) {
+	if !*long {
+		t.Skip("-long: two minutes")
+	}
+	t.Log(ScenarioOf(TwoProposals()).CompareLMC(time.Minute))
+}
