@@ -239,6 +239,7 @@ type searcher struct {
 // Search explores the state graph from init with opt.Strategy (BFS when
 // empty) and reports the first violation, the first goal, or how it ended.
 func Search(init *State, opt Options) *Result {
+	defer raiseGC()()
 	if opt.Workers < 1 {
 		opt.Workers = 1
 	}
