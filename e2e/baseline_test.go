@@ -21,8 +21,8 @@ func TestDevBaselines(t *testing.T) {
 			port := freePort(t, tc.replicas+1)
 			addr := fmt.Sprintf("127.0.0.1:%d", port)
 			s := startDev(t, addr, t.TempDir(), "--protocol", tc.protocol)
-			if !strings.Contains(s.out.String(), tc.protocol+" dev cluster ready") {
-				t.Fatalf("dev output:\n%s", s.out)
+			if !strings.Contains(s.Out.String(), tc.protocol+" dev cluster ready") {
+				t.Fatalf("dev output:\n%s", s.Out)
 			}
 			var st struct {
 				Protocol   string                  `json:"protocol"`
@@ -39,17 +39,8 @@ func TestDevBaselines(t *testing.T) {
 				len(st.Nodes) != 5*tc.replicas || !st.Healthy {
 				t.Fatalf("status: %+v", st)
 			}
+			writeAndAdd(t, addr)
 			var r txn
-			cli(t, addr, &r, "write", "7", "--data", "hello", "--offset", "3")
-			if got := readHex(t, addr, 7, 0, 10); got != "00000068656c6c6f0000" {
-				t.Fatalf("read after write = %s", got)
-			}
-			for i, want := range []uint64{5, 12} {
-				cli(t, addr, &r, "rmw", "7", "--op", "add", "--offset", "16", "--delta", fmt.Sprint([]int{5, 7}[i]))
-				if len(r.Results) != 1 || r.Results[0].Value == nil || *r.Results[0].Value != want {
-					t.Fatalf("add %d: %+v", i, r)
-				}
-			}
 			// A failing check aborts the whole transaction.
 			cli(t, addr, &r, "txn", "--op", "check:block=7,offset=3,expect=nope", "--op", "write:block=7,data=XX")
 			if !r.Aborted {
@@ -70,7 +61,7 @@ func TestDevBaselines(t *testing.T) {
 			if stored == 0 {
 				t.Fatalf("replicas store nothing after writes: %+v", st.Nodes)
 			}
-			s.interrupt(t)
+			interrupt(t, s)
 		})
 	}
 }

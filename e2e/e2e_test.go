@@ -14,27 +14,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 var bin string // directory holding the built binaries
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "amalgam-e2e")
-	if err != nil {
-		panic(err)
-	}
-	bin = dir
-	for _, c := range []string{"amalgam-server", "amalgam-cli"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, c), "../cmd/"+c).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", c, err, out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { e2etest.Main(m, &bin, true, "amalgam-server", "amalgam-cli") }
 
 // freePort finds a loopback port p such that p..p+span are free now.
 func freePort(t *testing.T, span int) int {
@@ -63,47 +49,26 @@ func freePort(t *testing.T, span int) int {
 	return 0
 }
 
-type server struct {
-	cmd *exec.Cmd
-	out *bytes.Buffer
+// startDev runs amalgam-server dev and waits until it is ready.
+func startDev(t *testing.T, addr, dir string, extra ...string) *e2etest.Proc {
+	t.Helper()
+	args := append([]string{filepath.Join(bin, "amalgam-server"), "dev", "--addr", addr, "--data-dir", dir, "--blocks", "60", "--block-size", "256"}, extra...)
+	return e2etest.StartProc(t, "dev", "ready at", 20*time.Second, args...)
 }
 
-func startDev(t *testing.T, addr, dir string, extra ...string) *server {
+// interrupt stops dev with Ctrl-C (SIGINT) and fails the test unless it
+// stops cleanly.
+func interrupt(t *testing.T, s *e2etest.Proc) {
 	t.Helper()
-	args := append([]string{"dev", "--addr", addr, "--data-dir", dir, "--blocks", "60", "--block-size", "256"}, extra...)
-	cmd := exec.Command(filepath.Join(bin, "amalgam-server"), args...)
-	out := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	exited, err := s.Stop(syscall.SIGINT, 15*time.Second)
+	if !exited {
+		t.Fatalf("dev did not stop after Ctrl-C:\n%s", s.Out)
 	}
-	s := &server{cmd, out}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), "ready at") {
-		if time.Now().After(deadline) {
-			t.Fatalf("dev did not start:\n%s", out)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err != nil {
+		t.Fatalf("dev exited with %v after Ctrl-C:\n%s", err, s.Out)
 	}
-	return s
-}
-
-func (s *server) interrupt(t *testing.T) {
-	t.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("dev exited with %v after Ctrl-C:\n%s", err, s.out)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("dev did not stop after Ctrl-C:\n%s", s.out)
-	}
-	if !strings.Contains(s.out.String(), "stopped") {
-		t.Fatalf("dev did not report a clean stop:\n%s", s.out)
+	if !strings.Contains(s.Out.String(), "stopped") {
+		t.Fatalf("dev did not report a clean stop:\n%s", s.Out)
 	}
 }
 
@@ -129,9 +94,8 @@ func cliRaw(cluster string, args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
+// result is what the tests read of one operation's result.
 type result struct {
-	Op      string  `json:"op"`
-	Block   uint64  `json:"block"`
 	DataHex *string `json:"data_hex"`
 	Value   *uint64 `json:"value"`
 	OK      *bool   `json:"ok"`
@@ -150,6 +114,24 @@ func readHex(t *testing.T, cluster string, block, offset, length int) string {
 		t.Fatalf("read: %+v", r)
 	}
 	return *r.Results[0].DataHex
+}
+
+// writeAndAdd writes "hello" at offset 3 of block 7 and reads it back,
+// then adds 5 and 7 to the counter at offset 16, which returns the new
+// value each time.
+func writeAndAdd(t *testing.T, addr string) {
+	t.Helper()
+	var r txn
+	cli(t, addr, &r, "write", "7", "--data", "hello", "--offset", "3")
+	if got := readHex(t, addr, 7, 0, 10); got != "00000068656c6c6f0000" {
+		t.Fatalf("read after write = %s", got)
+	}
+	for i, want := range []uint64{5, 12} {
+		cli(t, addr, &r, "rmw", "7", "--op", "add", "--offset", "16", "--delta", fmt.Sprint([]int{5, 7}[i]))
+		if len(r.Results) != 1 || r.Results[0].Value == nil || *r.Results[0].Value != want {
+			t.Fatalf("add %d: %+v", i, r)
+		}
+	}
 }
 
 func TestDevCluster(t *testing.T) {
@@ -175,22 +157,12 @@ func TestDevCluster(t *testing.T) {
 		t.Fatalf("status: %+v", st)
 	}
 
+	writeAndAdd(t, addr)
 	var r txn
-	cli(t, addr, &r, "write", "7", "--data", "hello", "--offset", "3")
-	if got := readHex(t, addr, 7, 0, 10); got != "00000068656c6c6f0000" {
-		t.Fatalf("read after write = %s", got)
-	}
 	// xor
 	cli(t, addr, &r, "rmw", "7", "--op", "xor", "--hex", "ff01", "--offset", "3")
 	if got := readHex(t, addr, 7, 3, 2); got != "9764" {
 		t.Fatalf("after xor = %s", got)
-	}
-	// add twice: returns the new value
-	for i, want := range []uint64{5, 12} {
-		cli(t, addr, &r, "rmw", "7", "--op", "add", "--offset", "16", "--delta", fmt.Sprint([]int{5, 7}[i]))
-		if len(r.Results) != 1 || r.Results[0].Value == nil || *r.Results[0].Value != want {
-			t.Fatalf("add %d: %+v", i, r)
-		}
 	}
 	// cas: a failing one returns the old bytes and changes nothing, a
 	// matching one swaps.
@@ -257,17 +229,16 @@ func TestDevCluster(t *testing.T) {
 	for _, b := range []int{3, 7, 59} {
 		snapshot[b] = readHex(t, addr, b, 0, 0)
 	}
-	s.interrupt(t)
-	s = startDev(t, addr, dir)
+	interrupt(t, s)
+	s.Start(t)
 	for b, want := range snapshot {
 		if got := readHex(t, addr, b, 0, 0); got != want {
 			t.Fatalf("block %d after restart:\n got %s\nwant %s", b, got, want)
 		}
 	}
 	// And after SIGKILL.
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s = startDev(t, addr, dir)
+	s.Kill()
+	s.Start(t)
 	for b, want := range snapshot {
 		if got := readHex(t, addr, b, 0, 0); got != want {
 			t.Fatalf("block %d after kill -9:\n got %s\nwant %s", b, got, want)
@@ -279,5 +250,5 @@ func TestDevCluster(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "holds a cluster with") {
 		t.Errorf("restart with other flags: %v\n%s", err, out)
 	}
-	s.interrupt(t)
+	interrupt(t, s)
 }

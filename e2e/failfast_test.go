@@ -50,11 +50,8 @@ func serveGRPC(t *testing.T, s *grpc.Server) string {
 // must fail well inside the request timeout (10s) with one line naming
 // the cause, on stderr and in JSON on stdout.
 func TestFailFast(t *testing.T) {
-	dir := t.TempDir()
-	ca := newCA(t, dir, "amalgam test CA")
-	other := newCA(t, dir, "other CA")
-	srvCert, srvKey := ca.issue(t, dir, "server", true)
-	cliCert, cliKey := ca.issue(t, dir, "client", false)
+	p := newPKI(t)
+	dir, ca, other, srvCert, srvKey, cliCert, cliKey := p.dir, p.ca, p.other, p.srvCert, p.srvKey, p.cliCert, p.cliKey
 	wrongName, wrongNameKey := ca.issueWith(t, dir, "elsewhere", func(c *x509.Certificate) {
 		c.ExtKeyUsage = append(c.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
 		c.IPAddresses = []net.IP{net.ParseIP("192.0.2.1")}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 var nbdLong = flag.Bool("nbd-long", false, "run TestNBDKillReplace: fio through NBD while a machine is killed and replaced by a spare (a few minutes)")
@@ -34,7 +35,7 @@ func TestNBDKillReplace(t *testing.T) {
 		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port+1+m))
 	}
 	spare := addrs[machines]
-	procs := []*proc{startProc(t, "reconfig", "reconfiguration service", "reconfig", "--addr", entry,
+	procs := []*e2etest.Proc{startProc(t, "reconfig", "reconfiguration service", "reconfig", "--addr", entry,
 		"--data-dir", filepath.Join(dir, "reconfig"), "--machine-addrs", strings.Join(addrs[:machines], ","),
 		"--block-size", "4096", "--blocks", "6000", "--suspect-after", "1500ms")}
 	for m := range machines {
@@ -46,7 +47,7 @@ func TestNBDKillReplace(t *testing.T) {
 	defer func() {
 		if t.Failed() {
 			for _, p := range procs {
-				t.Logf("%s", p.out.String())
+				t.Logf("%s", p.Out.String())
 			}
 		}
 	}()
@@ -56,7 +57,7 @@ func TestNBDKillReplace(t *testing.T) {
 	killed := make(chan time.Time, 1)
 	go func() {
 		time.Sleep(8 * time.Second)
-		procs[1+victim].kill()
+		procs[1+victim].Kill()
 		killed <- time.Now()
 	}()
 	start := time.Now()

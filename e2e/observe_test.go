@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 // TestVersion: both binaries print their module version, VCS revision and
@@ -66,7 +68,7 @@ dev:
 	}
 	cmd := exec.Command(filepath.Join(bin, "amalgam-server"), "--config", cfg, "dev", "--addr", addr, "--block-size", "64")
 	cmd.Env = append(os.Environ(), "AMALGAM_BLOCKS=45", "AMALGAM_BLOCK_SIZE=256")
-	out := &syncBuf{}
+	out := &e2etest.SyncBuf{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -124,7 +126,7 @@ dev:
 }
 
 // waitFor waits until out shows s (the process's readiness line).
-func waitFor(t *testing.T, out *syncBuf, s string) {
+func waitFor(t *testing.T, out *e2etest.SyncBuf, s string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second) // a hang guard
 	for !strings.Contains(out.String(), s) {

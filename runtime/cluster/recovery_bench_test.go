@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 )
 
@@ -164,8 +165,8 @@ func startBench(t *testing.T, pause time.Duration) *Local {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a leader", 10*time.Second, func() (bool, string) { return lc.Leader() != nil, "" })
-	waitFor(t, "healthy", 10*time.Second, func() (bool, string) { return healthy(lc, 0) })
+	e2etest.WaitFor(t, "a leader", 10*time.Second, func() (bool, string) { return lc.Leader() != nil, "" })
+	e2etest.WaitFor(t, "healthy", 10*time.Second, func() (bool, string) { return healthy(lc, 0) })
 	return lc
 }
 
@@ -189,7 +190,7 @@ func replace(t *testing.T, lc *Local, server string, num uint64) time.Duration {
 	if _, err := c.Replace(ctx, server, false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, server+" rebuilt", 10*time.Minute, func() (bool, string) { return healthy(lc, num) })
+	e2etest.WaitFor(t, server+" rebuilt", 10*time.Minute, func() (bool, string) { return healthy(lc, num) })
 	return time.Since(start)
 }
 
@@ -240,7 +241,7 @@ func TestRecoveryBench(t *testing.T) {
 		if _, err := c.Replace(ctx, "data/1", false); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "data/1 replaced", 30*time.Second, func() (bool, string) {
+		e2etest.WaitFor(t, "data/1 replaced", 30*time.Second, func() (bool, string) {
 			st, err := c.Status(ctx)
 			if err != nil {
 				return false, err.Error()
