@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 // The baselines run from the same binary and answer the same CLI:
@@ -18,7 +20,7 @@ func TestDevBaselines(t *testing.T) {
 		replicas int // per group, f=2
 	}{{"shardedpaxos", 5}, {"rspaxos", 7}} {
 		t.Run(tc.protocol, func(t *testing.T) {
-			port := freePort(t, tc.replicas+1)
+			port := e2etest.FreePort(t, tc.replicas+1)
 			addr := fmt.Sprintf("127.0.0.1:%d", port)
 			s := startDev(t, addr, t.TempDir(), "--protocol", tc.protocol)
 			if !strings.Contains(s.Out.String(), tc.protocol+" dev cluster ready") {

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,33 +20,6 @@ import (
 var bin string // directory holding the built binaries
 
 func TestMain(m *testing.M) { e2etest.Main(m, &bin, true, "amalgam-server", "amalgam-cli") }
-
-// freePort finds a loopback port p such that p..p+span are free now.
-func freePort(t *testing.T, span int) int {
-	t.Helper()
-	for try := 0; try < 50; try++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		ok := true
-		for i := 1; i <= span && ok; i++ {
-			l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+i))
-			if err != nil {
-				ok = false
-				continue
-			}
-			_ = l2.Close()
-		}
-		if ok {
-			return p
-		}
-	}
-	t.Fatal("no free port range")
-	return 0
-}
 
 // startDev runs amalgam-server dev and waits until it is ready.
 func startDev(t *testing.T, addr, dir string, extra ...string) *e2etest.Proc {
@@ -138,7 +110,7 @@ func TestDevCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds binaries and runs a cluster")
 	}
-	port := freePort(t, 6)
+	port := e2etest.FreePort(t, 6)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	dir := t.TempDir()
 	s := startDev(t, addr, dir)
@@ -219,7 +191,7 @@ func TestDevCluster(t *testing.T) {
 	if after := readHex(t, addr, 7, 0, 0); after != before {
 		t.Fatalf("bad input changed block 7:\n%s\n%s", before, after)
 	}
-	_, errOut, err := cliRaw(fmt.Sprintf("127.0.0.1:%d", freePort(t, 0)), "--timeout", "1s", "status")
+	_, errOut, err := cliRaw(fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 0)), "--timeout", "1s", "status")
 	if err == nil || !strings.Contains(errOut, "unreachable") {
 		t.Errorf("unreachable cluster: err %v, %q", err, errOut)
 	}
@@ -245,7 +217,7 @@ func TestDevCluster(t *testing.T) {
 		}
 	}
 	// A different layout on the same directory is refused.
-	cmd := exec.Command(filepath.Join(bin, "amalgam-server"), "dev", "--addr", fmt.Sprintf("127.0.0.1:%d", freePort(t, 6)), "--data-dir", dir, "--blocks", "90")
+	cmd := exec.Command(filepath.Join(bin, "amalgam-server"), "dev", "--addr", fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6)), "--data-dir", dir, "--blocks", "90")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "holds a cluster with") {
 		t.Errorf("restart with other flags: %v\n%s", err, out)

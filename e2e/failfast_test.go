@@ -15,6 +15,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 // tlsServer serves gRPC (no services: the handshake is what is tested) on
@@ -73,7 +75,7 @@ func TestFailFast(t *testing.T) {
 		flags      []string
 		cause      string
 	}{
-		{"nothing listening", fmt.Sprintf("127.0.0.1:%d", freePort(t, 0)), nil, "nothing is listening there (connection refused)"},
+		{"nothing listening", fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 0)), nil, "nothing is listening there (connection refused)"},
 		{"host without a port", "127.0.0.1", nil, "has no port"},
 		{"an HTTP (metrics) port", metrics.Addr().String(), nil, "not a gRPC server"},
 		{"TLS server, no TLS", tlsAddr, nil, "may require TLS"},

@@ -51,7 +51,7 @@ func (c *cluster) logs() string {
 // per machine, as separate processes on loopback.
 func startCluster(t *testing.T, l erasure.Layout, durability string) *cluster {
 	t.Helper()
-	port := freePort(t, l.N)
+	port := e2etest.FreePort(t, l.N)
 	dir := t.TempDir()
 	c := &cluster{entry: fmt.Sprintf("127.0.0.1:%d", port)}
 	var addrs []string

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 // scrape fetches a Prometheus text exposition and returns every sample,
@@ -50,7 +52,7 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // operations run, and every node reports its pending operations and the
 // bytes it stores.
 func TestMetrics(t *testing.T) {
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	s := startDev(t, addr, filepath.Join(t.TempDir(), "data"), "--durability", "memory", "--metrics-addr", "127.0.0.1:0")
 	m := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(s.Out.String())
 	if m == nil {

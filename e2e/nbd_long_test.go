@@ -28,7 +28,7 @@ func TestNBDKillReplace(t *testing.T) {
 	needTools(t, "fio")
 	const machines = 5
 	dir := t.TempDir()
-	port := freePort(t, machines+1)
+	port := e2etest.FreePort(t, machines+1)
 	entry := fmt.Sprintf("127.0.0.1:%d", port)
 	var addrs []string
 	for m := range machines + 1 {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 // cliOut runs amalgam-cli (text output) with stdin and returns stdout.
@@ -63,7 +65,7 @@ func TestImportExport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds binaries and runs a cluster")
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	startDev(t, addr, t.TempDir(), "--blocks", "3000", "--block-size", "4096")
 
 	// A file with a last partial block, imported at block 7.
@@ -100,7 +102,7 @@ func TestImportExport(t *testing.T) {
 	cliFails(t, addr, "nothing was written", "import", big, "--first-block", "0", "--last-block", "99")
 	cliFails(t, addr, "past the last block", "import", big, "--first-block", "3000")
 	cliFails(t, addr, "past the last block", "export", "--blocks", "2990-3000", "-o", outFile+".bad")
-	cliFails(t, fmt.Sprintf("127.0.0.1:%d", freePort(t, 0)), "unreachable", "--timeout", "1s", "import", big, "--first-block", "2900")
+	cliFails(t, fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 0)), "unreachable", "--timeout", "1s", "import", big, "--first-block", "2900")
 	if after := cliOut(t, addr, nil, "export", "--blocks", "2900-2999"); !bytes.Equal(before, after) {
 		t.Fatal("refused imports changed blocks 2900-2999")
 	}
@@ -164,7 +166,7 @@ func stateChunks(path string) int {
 // URI.
 func nbdServer(t *testing.T, cluster string, extra ...string) string {
 	t.Helper()
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t, 0))
+	listen := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 0))
 	startProc(t, "nbd", "nbd ready at", append([]string{"nbd", "--cluster", cluster, "--listen", listen, "--export", "disk"}, extra...)...)
 	return "nbd://" + listen + "/disk"
 }
@@ -229,7 +231,7 @@ func TestNBDTools(t *testing.T) {
 		t.Skip("builds binaries and runs a cluster")
 	}
 	needTools(t, "fio", "nbdcopy")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	startDev(t, addr, t.TempDir(), "--blocks", "1024", "--block-size", "65536") // 64 MiB
 	uri := nbdServer(t, addr)
 

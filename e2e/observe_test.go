@@ -52,7 +52,7 @@ func TestVersion(t *testing.T) {
 // the build and process information.
 func TestConfigFile(t *testing.T) {
 	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	cfg := filepath.Join(dir, "amalgam.yaml")
 	if err := os.WriteFile(cfg, []byte(`
 log-format: json

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/wire"
 )
 
@@ -150,7 +151,7 @@ func TestTLS(t *testing.T) {
 	dir, ca, other, srvCert, srvKey, cliCert, cliKey := p.dir, p.ca, p.other, p.srvCert, p.srvKey, p.cliCert, p.cliKey
 	rogueCert, rogueKey := other.issue(t, dir, "rogue", false)
 
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	s := startDev(t, addr, filepath.Join(dir, "data"), "--durability", "memory",
 		"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-ca", ca.file)
 

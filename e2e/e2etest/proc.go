@@ -148,6 +148,33 @@ func (p *Proc) Exited() bool {
 	}
 }
 
+// FreePort finds a loopback port p such that p..p+span are free now.
+func FreePort(t testing.TB, span int) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		ok := true
+		for i := 1; i <= span && ok; i++ {
+			l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+i))
+			if err != nil {
+				ok = false
+				continue
+			}
+			_ = l2.Close()
+		}
+		if ok {
+			return p
+		}
+	}
+	t.Fatal("no free port range")
+	return 0
+}
+
 // FreeAddrs returns n addresses on ip whose ports are free now.
 func FreeAddrs(t testing.TB, ip string, n int) []string {
 	t.Helper()
