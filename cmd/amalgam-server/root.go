@@ -55,6 +55,17 @@ func checkDurability(d string) error {
 }
 
 // cmdError prefixes err with the subcommand's name, as in "dev: ...".
+// nonEmpty returns cmd's error for the first of the named string flags
+// that is empty.
+func nonEmpty(cmd *cobra.Command, names ...string) error {
+	for _, n := range names {
+		if cmd.Flags().Lookup(n).Value.String() == "" {
+			return cmdError(cmd, fmt.Errorf("--%s must not be empty", n))
+		}
+	}
+	return nil
+}
+
 func cmdError(cmd *cobra.Command, err error) error {
 	if err == nil {
 		return nil
