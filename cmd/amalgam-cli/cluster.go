@@ -43,14 +43,18 @@ func dialWith[T any](cmd *cobra.Command, gl *globalFlags, dial func(context.Cont
 }
 
 // connect dials one client; done closes it.
-func connect(cmd *cobra.Command, gl *globalFlags) (context.Context, context.CancelFunc, *client.Client, error) {
+// withCluster connects to --cluster, runs f within the request timeout,
+// and closes the connection.
+func withCluster(cmd *cobra.Command, gl *globalFlags, f func(context.Context, *client.Client) error) error {
 	ctx, cancel, c, err := dialWith(cmd, gl, func(ctx context.Context, o client.Options) (*client.Client, error) {
 		return client.Dial(ctx, gl.cluster, o)
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
-	return ctx, func() { c.Close(); cancel() }, c, nil
+	defer cancel()
+	defer c.Close()
+	return f(ctx, c)
 }
 
 func parseBlock(s string) (uint64, error) {
@@ -133,16 +137,13 @@ func printTxn(cmd *cobra.Command, gl *globalFlags, ops []msg.Op, out msg.Outcome
 }
 
 func runOps(cmd *cobra.Command, gl *globalFlags, ops []msg.Op) error {
-	ctx, done, c, err := connect(cmd, gl)
-	if err != nil {
-		return err
-	}
-	defer done()
-	out, err := c.Txn(ctx, ops)
-	if err != nil {
-		return explainStuck(cmd, gl, c, ops, err)
-	}
-	return printTxn(cmd, gl, ops, out)
+	return withCluster(cmd, gl, func(ctx context.Context, c *client.Client) error {
+		out, err := c.Txn(ctx, ops)
+		if err != nil {
+			return explainStuck(cmd, gl, c, ops, err)
+		}
+		return printTxn(cmd, gl, ops, out)
+	})
 }
 
 // dataFlags are --data, --hex and --file.

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/runtime"
 )
@@ -76,38 +78,35 @@ Examples:
 			if err != nil {
 				return err
 			}
-			ctx, done, c, err := connect(cmd, gl)
-			if err != nil {
-				return err
-			}
-			defer done()
-			st, err := c.Status(ctx)
-			if err != nil {
-				return err
-			}
-			if p := st.GetProtocol(); p != "" && p != runtime.Amalgam {
-				return fmt.Errorf("locate: the cluster runs %s, which has no stripes (any machine takes any block)", p)
-			}
-			l := c.Layout()
-			if block >= l.NumBlocks() {
-				return fmt.Errorf("block %d is out of range: the cluster has blocks 0..%d", block, l.NumBlocks()-1)
-			}
-			addrs := make([]string, l.N)
-			for _, m := range st.GetMachines() {
-				if i := int(m.GetIndex()); i >= 0 && i < l.N {
-					addrs[i] = m.GetAddr()
+			return withCluster(cmd, gl, func(ctx context.Context, c *client.Client) error {
+				st, err := c.Status(ctx)
+				if err != nil {
+					return err
 				}
-			}
-			doc := locateBlock(l, addrs, block)
-			w := cmd.OutOrStdout()
-			if gl.output == "json" {
-				return writeJSON(w, doc)
-			}
-			fmt.Fprintf(w, "block %d: shard %d, stripe %d position %d\n", doc.Block, doc.Shard, doc.Stripe, doc.Position)
-			fmt.Fprintf(w, "data:      %s\n", placesText([]placeJSON{doc.Data}))
-			fmt.Fprintf(w, "parity:    %s\n", placesText(doc.Parity))
-			fmt.Fprintf(w, "witnesses: %s\n", placesText(doc.Witnesses))
-			return nil
+				if p := st.GetProtocol(); p != "" && p != runtime.Amalgam {
+					return fmt.Errorf("locate: the cluster runs %s, which has no stripes (any machine takes any block)", p)
+				}
+				l := c.Layout()
+				if block >= l.NumBlocks() {
+					return fmt.Errorf("block %d is out of range: the cluster has blocks 0..%d", block, l.NumBlocks()-1)
+				}
+				addrs := make([]string, l.N)
+				for _, m := range st.GetMachines() {
+					if i := int(m.GetIndex()); i >= 0 && i < l.N {
+						addrs[i] = m.GetAddr()
+					}
+				}
+				doc := locateBlock(l, addrs, block)
+				w := cmd.OutOrStdout()
+				if gl.output == "json" {
+					return writeJSON(w, doc)
+				}
+				fmt.Fprintf(w, "block %d: shard %d, stripe %d position %d\n", doc.Block, doc.Shard, doc.Stripe, doc.Position)
+				fmt.Fprintf(w, "data:      %s\n", placesText([]placeJSON{doc.Data}))
+				fmt.Fprintf(w, "parity:    %s\n", placesText(doc.Parity))
+				fmt.Fprintf(w, "witnesses: %s\n", placesText(doc.Witnesses))
+				return nil
+			})
 		},
 	}
 }
