@@ -66,16 +66,14 @@ func cliRaw(cluster string, args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
-// result is what the tests read of one operation's result.
-type result struct {
-	DataHex *string `json:"data_hex"`
-	Value   *uint64 `json:"value"`
-	OK      *bool   `json:"ok"`
-}
-
+// txn is what the tests read of amalgam-cli's JSON for a transaction.
 type txn struct {
-	Aborted bool     `json:"aborted"`
-	Results []result `json:"results"`
+	Aborted bool `json:"aborted"`
+	Results []struct {
+		DataHex *string `json:"data_hex"`
+		Value   *uint64 `json:"value"`
+		OK      *bool   `json:"ok"`
+	} `json:"results"`
 }
 
 func readHex(t *testing.T, cluster string, block, offset, length int) string {

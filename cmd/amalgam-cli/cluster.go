@@ -57,6 +57,19 @@ func withCluster(cmd *cobra.Command, gl *globalFlags, f func(context.Context, *c
 	return f(ctx, c)
 }
 
+// blockCmd makes cmd take one argument, a block number, and run run on it.
+func blockCmd(cmd *cobra.Command, run func(cmd *cobra.Command, block uint64) error) *cobra.Command {
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		b, err := parseBlock(args[0])
+		if err != nil {
+			return err
+		}
+		return run(cmd, b)
+	}
+	return cmd
+}
+
 func parseBlock(s string) (uint64, error) {
 	b, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
@@ -190,18 +203,12 @@ func (d *dataFlags) bytes(cmd *cobra.Command) ([]byte, error) {
 
 func newReadCmd(gl *globalFlags) *cobra.Command {
 	var offset, length int
-	cmd := &cobra.Command{
+	cmd := blockCmd(&cobra.Command{
 		Use:   "read <block>",
 		Short: "Read a block (or --length bytes at --offset)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := parseBlock(args[0])
-			if err != nil {
-				return err
-			}
-			return runOps(cmd, gl, []msg.Op{{Kind: msg.OpRead, Block: b, Offset: offset, Length: length}})
-		},
-	}
+	}, func(cmd *cobra.Command, b uint64) error {
+		return runOps(cmd, gl, []msg.Op{{Kind: msg.OpRead, Block: b, Offset: offset, Length: length}})
+	})
 	cmd.Flags().IntVar(&offset, "offset", 0, "first byte to read")
 	cmd.Flags().IntVar(&length, "length", 0, "bytes to read (0: to the end of the block)")
 	return cmd
@@ -210,22 +217,16 @@ func newReadCmd(gl *globalFlags) *cobra.Command {
 func newWriteCmd(gl *globalFlags) *cobra.Command {
 	var offset int
 	var d dataFlags
-	cmd := &cobra.Command{
+	cmd := blockCmd(&cobra.Command{
 		Use:   "write <block> (--data TEXT | --hex HEX | --file PATH)",
 		Short: "Write bytes into a block at --offset",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := parseBlock(args[0])
-			if err != nil {
-				return err
-			}
-			data, err := d.bytes(cmd)
-			if err != nil {
-				return err
-			}
-			return runOps(cmd, gl, []msg.Op{{Kind: msg.OpWrite, Block: b, Offset: offset, Data: data}})
-		},
-	}
+	}, func(cmd *cobra.Command, b uint64) error {
+		data, err := d.bytes(cmd)
+		if err != nil {
+			return err
+		}
+		return runOps(cmd, gl, []msg.Op{{Kind: msg.OpWrite, Block: b, Offset: offset, Data: data}})
+	})
 	cmd.Flags().IntVar(&offset, "offset", 0, "where in the block to write")
 	d.register(cmd, "bytes to write")
 	return cmd
@@ -238,7 +239,7 @@ func newRMWCmd(gl *globalFlags) *cobra.Command {
 		delta                 int64
 		d                     dataFlags
 	)
-	cmd := &cobra.Command{
+	cmd := blockCmd(&cobra.Command{
 		Use:   "rmw <block> --op xor|add|cas",
 		Short: "Atomic read-modify-write: xor bytes, add to a counter, or compare-and-swap",
 		Long: `rmw runs one atomic read-modify-write operation on a block:
@@ -248,61 +249,56 @@ func newRMWCmd(gl *globalFlags) *cobra.Command {
   --op cas  (--expect|--expect-hex) (--data|--hex|--file)
                                              write the new bytes at --offset if the old ones match;
                                              prints whether it swapped and the old bytes`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := parseBlock(args[0])
-			if err != nil {
+	}, func(cmd *cobra.Command, b uint64) error {
+		var err error
+		o := msg.Op{Block: b, Offset: offset}
+		fl := cmd.Flags()
+		switch op {
+		case "xor":
+			o.Kind = msg.OpXor
+			if o.Data, err = d.bytes(cmd); err != nil {
 				return err
 			}
-			o := msg.Op{Block: b, Offset: offset}
-			fl := cmd.Flags()
-			switch op {
-			case "xor":
-				o.Kind = msg.OpXor
-				if o.Data, err = d.bytes(cmd); err != nil {
-					return err
-				}
-			case "add":
-				o.Kind = msg.OpAdd
-				if !fl.Changed("delta") {
-					return errors.New("--op add needs --delta")
-				}
-				for _, name := range []string{"data", "hex", "file"} {
-					if fl.Changed(name) {
-						return fmt.Errorf("--%s does not go with --op add (it adds --delta)", name)
-					}
-				}
-				o.Delta = uint64(delta)
-			case "cas":
-				o.Kind = msg.OpCas
-				if o.Data, err = d.bytes(cmd); err != nil {
-					return err
-				}
-				var e, h *string
-				if fl.Changed("expect") {
-					e = &expect
-				}
-				if fl.Changed("expect-hex") {
-					h = &expectHex
-				}
-				if o.Expect, err = bytesArg(e, h, "--expect"); err != nil {
-					return err
-				}
-				if len(o.Expect) == 0 {
-					return errors.New("--op cas needs --expect or --expect-hex")
-				}
-			default:
-				return fmt.Errorf("--op must be xor, add or cas, got %q", op)
+		case "add":
+			o.Kind = msg.OpAdd
+			if !fl.Changed("delta") {
+				return errors.New("--op add needs --delta")
 			}
-			if op != "add" && fl.Changed("delta") {
-				return fmt.Errorf("--delta only goes with --op add")
+			for _, name := range []string{"data", "hex", "file"} {
+				if fl.Changed(name) {
+					return fmt.Errorf("--%s does not go with --op add (it adds --delta)", name)
+				}
 			}
-			if op != "cas" && (fl.Changed("expect") || fl.Changed("expect-hex")) {
-				return fmt.Errorf("--expect only goes with --op cas")
+			o.Delta = uint64(delta)
+		case "cas":
+			o.Kind = msg.OpCas
+			if o.Data, err = d.bytes(cmd); err != nil {
+				return err
 			}
-			return runOps(cmd, gl, []msg.Op{o})
-		},
-	}
+			var e, h *string
+			if fl.Changed("expect") {
+				e = &expect
+			}
+			if fl.Changed("expect-hex") {
+				h = &expectHex
+			}
+			if o.Expect, err = bytesArg(e, h, "--expect"); err != nil {
+				return err
+			}
+			if len(o.Expect) == 0 {
+				return errors.New("--op cas needs --expect or --expect-hex")
+			}
+		default:
+			return fmt.Errorf("--op must be xor, add or cas, got %q", op)
+		}
+		if op != "add" && fl.Changed("delta") {
+			return fmt.Errorf("--delta only goes with --op add")
+		}
+		if op != "cas" && (fl.Changed("expect") || fl.Changed("expect-hex")) {
+			return fmt.Errorf("--expect only goes with --op cas")
+		}
+		return runOps(cmd, gl, []msg.Op{o})
+	})
 	f := cmd.Flags()
 	f.StringVar(&op, "op", "", "xor, add or cas")
 	f.IntVar(&offset, "offset", 0, "where in the block")

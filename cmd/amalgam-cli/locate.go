@@ -61,7 +61,7 @@ func placesText(ps []placeJSON) string {
 }
 
 func newLocateCmd(gl *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	return blockCmd(&cobra.Command{
 		Use:   "locate BLOCK",
 		Short: "Show where a block lives: shard, stripe, data, parity and witness machines",
 		Long: `locate asks the cluster for its layout and address book and prints where a
@@ -72,41 +72,35 @@ parity and witnesses. Blocks of one transaction must share a shard.
 Examples:
   amalgam-cli locate 7
   amalgam-cli locate 7 --output json`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			block, err := parseBlock(args[0])
+	}, func(cmd *cobra.Command, block uint64) error {
+		return withCluster(cmd, gl, func(ctx context.Context, c *client.Client) error {
+			st, err := c.Status(ctx)
 			if err != nil {
 				return err
 			}
-			return withCluster(cmd, gl, func(ctx context.Context, c *client.Client) error {
-				st, err := c.Status(ctx)
-				if err != nil {
-					return err
+			if p := st.GetProtocol(); p != "" && p != runtime.Amalgam {
+				return fmt.Errorf("locate: the cluster runs %s, which has no stripes (any machine takes any block)", p)
+			}
+			l := c.Layout()
+			if block >= l.NumBlocks() {
+				return fmt.Errorf("block %d is out of range: the cluster has blocks 0..%d", block, l.NumBlocks()-1)
+			}
+			addrs := make([]string, l.N)
+			for _, m := range st.GetMachines() {
+				if i := int(m.GetIndex()); i >= 0 && i < l.N {
+					addrs[i] = m.GetAddr()
 				}
-				if p := st.GetProtocol(); p != "" && p != runtime.Amalgam {
-					return fmt.Errorf("locate: the cluster runs %s, which has no stripes (any machine takes any block)", p)
-				}
-				l := c.Layout()
-				if block >= l.NumBlocks() {
-					return fmt.Errorf("block %d is out of range: the cluster has blocks 0..%d", block, l.NumBlocks()-1)
-				}
-				addrs := make([]string, l.N)
-				for _, m := range st.GetMachines() {
-					if i := int(m.GetIndex()); i >= 0 && i < l.N {
-						addrs[i] = m.GetAddr()
-					}
-				}
-				doc := locateBlock(l, addrs, block)
-				w := cmd.OutOrStdout()
-				if gl.output == "json" {
-					return writeJSON(w, doc)
-				}
-				fmt.Fprintf(w, "block %d: shard %d, stripe %d position %d\n", doc.Block, doc.Shard, doc.Stripe, doc.Position)
-				fmt.Fprintf(w, "data:      %s\n", placesText([]placeJSON{doc.Data}))
-				fmt.Fprintf(w, "parity:    %s\n", placesText(doc.Parity))
-				fmt.Fprintf(w, "witnesses: %s\n", placesText(doc.Witnesses))
-				return nil
-			})
-		},
-	}
+			}
+			doc := locateBlock(l, addrs, block)
+			w := cmd.OutOrStdout()
+			if gl.output == "json" {
+				return writeJSON(w, doc)
+			}
+			fmt.Fprintf(w, "block %d: shard %d, stripe %d position %d\n", doc.Block, doc.Shard, doc.Stripe, doc.Position)
+			fmt.Fprintf(w, "data:      %s\n", placesText([]placeJSON{doc.Data}))
+			fmt.Fprintf(w, "parity:    %s\n", placesText(doc.Parity))
+			fmt.Fprintf(w, "witnesses: %s\n", placesText(doc.Witnesses))
+			return nil
+		})
+	})
 }
