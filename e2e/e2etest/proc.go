@@ -6,6 +6,7 @@ package e2etest
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"net"
@@ -17,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/amalgam-store/amalgam/client"
 )
 
 // Main runs a test binary's tests with the named commands of cmd/
@@ -192,6 +195,20 @@ func FreeAddrs(t testing.TB, ip string, n int) []string {
 		_ = ln.Close()
 	}
 	return out
+}
+
+// Dial connects to entries (an address list) within 10s and closes the
+// client when the test ends.
+func Dial(t testing.TB, entries string) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, entries, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
 
 // WaitFor polls cond until it holds and returns how long that took; it

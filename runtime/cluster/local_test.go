@@ -87,11 +87,7 @@ func (w *writers) check(t *testing.T, lc *Local) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, lc.Entries, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := e2etest.Dial(t, lc.Entries)
 	for b := uint64(0); b < lc.Layout.NumBlocks(); b++ {
 		got, err := c.Read(ctx, b, 0, 8)
 		if err != nil {
@@ -105,6 +101,20 @@ func (w *writers) check(t *testing.T, lc *Local) {
 			t.Fatalf("block %d holds %d; the last acknowledged write was %d (in flight: %d)", b, v, want, pend)
 		}
 	}
+}
+
+// startHealthy starts a cluster, closed when the test ends, and waits until
+// it has a reconfiguration leader and is healthy.
+func startHealthy(t *testing.T, o Options) *Local {
+	t.Helper()
+	lc, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lc.Close)
+	e2etest.WaitFor(t, "a leader", 10*time.Second, func() (bool, string) { return lc.Leader() != nil, "" })
+	e2etest.WaitFor(t, "healthy", 10*time.Second, func() (bool, string) { return healthy(lc, 0) })
+	return lc
 }
 
 // healthy reports whether the cluster is in configuration num with every
@@ -145,24 +155,14 @@ func healthy(lc *Local, num uint64) (bool, string) {
 // must survive.
 func TestReplaceInProcess(t *testing.T) {
 	l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 8, BlockSize: 64}
-	lc, err := Start(Options{Layout: l, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0", Replicas: 3, Spares: 1,
+	lc := startHealthy(t, Options{Layout: l, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0", Replicas: 3, Spares: 1,
 		SuspectAfter: time.Second, RaftTick: 50 * time.Millisecond, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Close()
-	e2etest.WaitFor(t, "a leader", 10*time.Second, func() (bool, string) { return lc.Leader() != nil, "" })
-	e2etest.WaitFor(t, "healthy", 10*time.Second, func() (bool, string) { return healthy(lc, 0) })
 	w := startWriters(t, lc, 4)
 	time.Sleep(500 * time.Millisecond)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := client.Dial(ctx, lc.Entries, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := e2etest.Dial(t, lc.Entries)
 
 	// 1. A live data server, replaced in place.
 	if _, err := admin.Replace(ctx, "data/1", false); err != nil {
@@ -239,22 +239,12 @@ func TestReplaceInProcess(t *testing.T) {
 // made meanwhile intact.
 func TestReplacementPostponedInProcess(t *testing.T) {
 	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 64}
-	lc, err := Start(Options{Layout: l, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0",
+	lc := startHealthy(t, Options{Layout: l, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0",
 		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: 1500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Close()
-	e2etest.WaitFor(t, "a leader", 10*time.Second, func() (bool, string) { return lc.Leader() != nil, "" })
-	e2etest.WaitFor(t, "healthy", 10*time.Second, func() (bool, string) { return healthy(lc, 0) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := client.Dial(ctx, lc.Entries, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := e2etest.Dial(t, lc.Entries)
 	// No writes yet: requests for degraded blocks would rebuild them at
 	// once, and the replacements must still be rebuilding (a stripe every
 	// 1.5 s) when parity/3 is asked for.
