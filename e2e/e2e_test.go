@@ -19,6 +19,12 @@ import (
 
 var bin string // directory holding the built binaries
 
+// command is one of the built binaries (amalgam-server, amalgam-cli) with
+// args.
+func command(name string, args ...string) *exec.Cmd {
+	return exec.Command(filepath.Join(bin, name), args...)
+}
+
 func TestMain(m *testing.M) { e2etest.Main(m, &bin, true, "amalgam-server", "amalgam-cli") }
 
 // startDev runs amalgam-server dev and waits until it is ready.
@@ -59,7 +65,7 @@ func cli(t *testing.T, cluster string, v any, args ...string) {
 
 func cliRaw(cluster string, args ...string) (string, string, error) {
 	all := append([]string{"--cluster", cluster, "--output", "json", "--timeout", "10s"}, args...)
-	cmd := exec.Command(filepath.Join(bin, "amalgam-cli"), all...)
+	cmd := command("amalgam-cli", all...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -215,7 +221,7 @@ func TestDevCluster(t *testing.T) {
 		}
 	}
 	// A different layout on the same directory is refused.
-	cmd := exec.Command(filepath.Join(bin, "amalgam-server"), "dev", "--addr", fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6)), "--data-dir", dir, "--blocks", "90")
+	cmd := command("amalgam-server", "dev", "--addr", fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6)), "--data-dir", dir, "--blocks", "90")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "holds a cluster with") {
 		t.Errorf("restart with other flags: %v\n%s", err, out)

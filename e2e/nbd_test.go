@@ -19,7 +19,7 @@ import (
 // cliOut runs amalgam-cli (text output) with stdin and returns stdout.
 func cliOut(t *testing.T, cluster string, stdin []byte, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "amalgam-cli"), append([]string{"--cluster", cluster, "--timeout", "20s"}, args...)...)
+	cmd := command("amalgam-cli", append([]string{"--cluster", cluster, "--timeout", "20s"}, args...)...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -116,7 +116,7 @@ func TestImportExport(t *testing.T) {
 	// acknowledged.
 	path, data = randomFile(t, 2000*4096)
 	state := path + ".amalgam-import"
-	cmd := exec.Command(filepath.Join(bin, "amalgam-cli"), "--cluster", addr, "import", path, "--first-block", "100",
+	cmd := command("amalgam-cli", "--cluster", addr, "import", path, "--first-block", "100",
 		"--chunk-blocks", "8", "--concurrency", "1", "--no-progress")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

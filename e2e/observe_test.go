@@ -66,7 +66,7 @@ dev:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(bin, "amalgam-server"), "--config", cfg, "dev", "--addr", addr, "--block-size", "64")
+	cmd := command("amalgam-server", "--config", cfg, "dev", "--addr", addr, "--block-size", "64")
 	cmd.Env = append(os.Environ(), "AMALGAM_BLOCKS=45", "AMALGAM_BLOCK_SIZE=256")
 	out := &e2etest.SyncBuf{}
 	cmd.Stdout, cmd.Stderr = out, out

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -203,7 +202,7 @@ func cliText(cluster string, args ...string) (string, string, error) {
 // Ctrl-C, having said the cluster is healthy.
 func watchUntilInterrupted(t *testing.T, cluster string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "amalgam-cli"), "--cluster", cluster, "status", "--watch", "--interval", "50ms")
+	cmd := command("amalgam-cli", "--cluster", cluster, "status", "--watch", "--interval", "50ms")
 	out := &e2etest.SyncBuf{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
