@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
@@ -70,22 +69,14 @@ func TestNBDKillReplace(t *testing.T) {
 		t.Fatal("fio finished before the machine was killed")
 	}
 
-	admin, err := client.Dial(context.Background(), entry, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	admin := e2etest.Dial(t, entry)
+	e2etest.WaitFor(t, fmt.Sprintf("machine %d moved to the spare", victim), 60*time.Second, func() (bool, string) {
 		st, err := admin.Status(context.Background())
-		if err == nil && st.GetMachines()[victim].GetAddr() == spare {
-			break
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("machine %d was not moved to the spare: %v %v", victim, st.GetMachines(), err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return st.GetMachines()[victim].GetAddr() == spare, fmt.Sprint(st.GetMachines())
+	})
 	// And after the replacement, another verified pass of 128 KiB writes.
 	r = fio(t, uri, "--rw=randwrite", "--bs=128k", "--size=16m", "--iodepth=8")
 	t.Logf("fio 128k after the replacement: %d bytes written and verified", r.Jobs[0].Write.Bytes)

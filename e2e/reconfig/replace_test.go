@@ -17,7 +17,6 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 )
@@ -101,11 +100,7 @@ func TestReplaceMachines(t *testing.T) {
 		"--reconfig", entries, "--data-dir", filepath.Join(dir, "spare")))
 
 	ctx := context.Background()
-	admin, err := client.Dial(ctx, entries, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := e2etest.Dial(t, entries)
 
 	// Clients, as in e2e/kill_test.go (e2etest.Load): mixed transactions on shared blocks,
 	// and every fourth one a counter written into the worker's ledger block.
