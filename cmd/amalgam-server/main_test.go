@@ -36,6 +36,7 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"dev", "--log-format", "xml", "--durability", "memory", "--addr", "127.0.0.1:0"}, "--log-format must be text or json"},
 		{[]string{"dev", "--pprof", "--durability", "memory", "--addr", "127.0.0.1:0"}, "--pprof needs --metrics-addr"},
 		{[]string{"--config", "/nonexistent.yaml", "dev"}, "--config: open /nonexistent.yaml"},
+		{[]string{"version", "--output", "yaml"}, `version: --output must be text or json, got "yaml"`},
 		{[]string{"reconfig", "--data-dir", ""}, "reconfig: --data-dir must not be empty"},
 		{[]string{"reconfig", "--id", "0"}, "--id must be at least 1"},
 		{[]string{"reconfig", "--peers", "2=127.0.0.1:7500,nope"}, `--peers entry "nope"`},

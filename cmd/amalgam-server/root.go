@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/amalgam-store/amalgam/internal/buildinfo"
 )
 
 func newRootCmd() *cobra.Command {
@@ -41,7 +43,7 @@ Examples:
 	root.PersistentFlags().StringVar(&configFile, "config", os.Getenv("AMALGAM_CONFIG"),
 		"YAML file of settings whose keys are flag names (env AMALGAM_CONFIG); flags > AMALGAM_* env > file > defaults")
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newDevCmd(), newNodeCmd(), newReconfigCmd(), newNBDCmd(), newVersionCmd())
+	root.AddCommand(newDevCmd(), newNodeCmd(), newReconfigCmd(), newNBDCmd(), buildinfo.Command("amalgam-server", nil))
 	return root
 }
 
