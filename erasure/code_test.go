@@ -25,6 +25,28 @@ func randBlocks(rng *rand.Rand, n, size int) [][]byte {
 	return out
 }
 
+// eachCode runs fn as a subtest for every code (g, f) of codes and every
+// block size of sizes.
+func eachCode(t *testing.T, codes [][2]int, sizes []int, fn func(t *testing.T, c *Code, g, f, size int)) {
+	for _, gf := range codes {
+		g, f := gf[0], gf[1]
+		c := mustCode(t, g, f)
+		for _, size := range sizes {
+			t.Run(fmt.Sprintf("g%d_f%d_size%d", g, f, size), func(t *testing.T) { fn(t, c, g, f, size) })
+		}
+	}
+}
+
+// encode is c.Encode of a copy of data, failing t on an error.
+func encode(t *testing.T, c *Code, data [][]byte) [][]byte {
+	t.Helper()
+	parity, err := c.Encode(cloneAll(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parity
+}
+
 func mustCode(t testing.TB, g, f int) *Code {
 	t.Helper()
 	c, err := NewCode(g, f)
@@ -77,10 +99,7 @@ func TestCoefficientsMatchLibraryEncode(t *testing.T) {
 				if err := lib.Encode(shards); err != nil {
 					t.Fatal(err)
 				}
-				mine, err := c.Encode(cloneAll(data))
-				if err != nil {
-					t.Fatal(err)
-				}
+				mine := encode(t, c, data)
 				var ll reedsolomon.LowLevel
 				for k := 0; k < f; k++ {
 					folded := make([]byte, size)
@@ -116,55 +135,43 @@ func TestEncodeRejectsWrongBlockCount(t *testing.T) {
 // through a sequence of changes.
 func TestDeltaMovesParity(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, gf := range testCodes {
-		g, f := gf[0], gf[1]
-		c := mustCode(t, g, f)
-		for _, size := range []int{1, 100, 8192} {
-			t.Run(fmt.Sprintf("g%d_f%d_size%d", g, f, size), func(t *testing.T) {
-				data := randBlocks(rng, g, size)
-				parity, err := c.Encode(cloneAll(data))
-				if err != nil {
-					t.Fatal(err)
+	eachCode(t, testCodes, []int{1, 100, 8192}, func(t *testing.T, c *Code, g, f, size int) {
+		data := randBlocks(rng, g, size)
+		parity := encode(t, c, data)
+		for step := 0; step < 3*g; step++ {
+			i := step % g
+			if step >= g {
+				i = rng.IntN(g)
+			}
+			old := data[i]
+			nw := randBlocks(rng, 1, size)[0]
+			if step%4 == 3 { // a partial change
+				nw = bytes.Clone(old)
+				nw[rng.IntN(size)] ^= 0x5a
+			}
+			oldCopy := bytes.Clone(old)
+			delta := Delta(old, nw)
+			if !bytes.Equal(old, oldCopy) {
+				t.Fatal("Delta modified its input")
+			}
+			// old XOR delta == new
+			back := bytes.Clone(old)
+			XORInto(back, delta)
+			if !bytes.Equal(back, nw) {
+				t.Fatal("old XOR Delta(old, new) != new")
+			}
+			data[i] = nw
+			for k := 0; k < f; k++ {
+				c.ApplyDelta(parity[k], k, i, delta)
+			}
+			want := encode(t, c, data)
+			for k := 0; k < f; k++ {
+				if !bytes.Equal(parity[k], want[k]) {
+					t.Fatalf("step %d (position %d): parity %d after delta != encode(new stripe)", step, i, k)
 				}
-				for step := 0; step < 3*g; step++ {
-					i := step % g
-					if step >= g {
-						i = rng.IntN(g)
-					}
-					old := data[i]
-					nw := randBlocks(rng, 1, size)[0]
-					if step%4 == 3 { // a partial change
-						nw = bytes.Clone(old)
-						nw[rng.IntN(size)] ^= 0x5a
-					}
-					oldCopy := bytes.Clone(old)
-					delta := Delta(old, nw)
-					if !bytes.Equal(old, oldCopy) {
-						t.Fatal("Delta modified its input")
-					}
-					// old XOR delta == new
-					back := bytes.Clone(old)
-					XORInto(back, delta)
-					if !bytes.Equal(back, nw) {
-						t.Fatal("old XOR Delta(old, new) != new")
-					}
-					data[i] = nw
-					for k := 0; k < f; k++ {
-						c.ApplyDelta(parity[k], k, i, delta)
-					}
-					want, err := c.Encode(cloneAll(data))
-					if err != nil {
-						t.Fatal(err)
-					}
-					for k := 0; k < f; k++ {
-						if !bytes.Equal(parity[k], want[k]) {
-							t.Fatalf("step %d (position %d): parity %d after delta != encode(new stripe)", step, i, k)
-						}
-					}
-				}
-			})
+			}
 		}
-	}
+	})
 }
 
 // subsets calls fn with every subset of {0..n-1} of size at most max.
@@ -184,52 +191,43 @@ func subsets(n, max int, fn func([]int)) {
 
 func TestReconstructDataEverySubset(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, gf := range [][2]int{{3, 2}, {4, 2}, {6, 3}} {
-		g, f := gf[0], gf[1]
-		c := mustCode(t, g, f)
-		for _, size := range []int{1, 333, 4096} {
-			t.Run(fmt.Sprintf("g%d_f%d_size%d", g, f, size), func(t *testing.T) {
-				data := randBlocks(rng, g, size)
-				parity, err := c.Encode(cloneAll(data))
-				if err != nil {
-					t.Fatal(err)
+	eachCode(t, [][2]int{{3, 2}, {4, 2}, {6, 3}}, []int{1, 333, 4096}, func(t *testing.T, c *Code, g, f, size int) {
+		data := randBlocks(rng, g, size)
+		parity := encode(t, c, data)
+		full := append(cloneAll(data), parity...)
+		tried := 0
+		subsets(g+f, f, func(lost []int) {
+			tried++
+			shards := cloneAll(full)
+			for _, i := range lost {
+				shards[i] = nil
+			}
+			present := cloneAll(shards)
+			if err := c.ReconstructData(shards); err != nil {
+				t.Errorf("lost %v: %v", lost, err)
+				return
+			}
+			for i := 0; i < g; i++ {
+				if !bytes.Equal(shards[i], data[i]) {
+					t.Errorf("lost %v: data block %d not recovered", lost, i)
 				}
-				full := append(cloneAll(data), parity...)
-				tried := 0
-				subsets(g+f, f, func(lost []int) {
-					tried++
-					shards := cloneAll(full)
-					for _, i := range lost {
-						shards[i] = nil
-					}
-					present := cloneAll(shards)
-					if err := c.ReconstructData(shards); err != nil {
-						t.Errorf("lost %v: %v", lost, err)
-						return
-					}
-					for i := 0; i < g; i++ {
-						if !bytes.Equal(shards[i], data[i]) {
-							t.Errorf("lost %v: data block %d not recovered", lost, i)
-						}
-					}
-					for i := range present {
-						if present[i] != nil && !bytes.Equal(shards[i], present[i]) {
-							t.Errorf("lost %v: present block %d was modified", lost, i)
-						}
-					}
-				})
-				// sum_{k=0..f} C(g+f, k)
-				want, binom := 0, 1
-				for k := 0; k <= f; k++ {
-					want += binom
-					binom = binom * (g + f - k) / (k + 1)
+			}
+			for i := range present {
+				if present[i] != nil && !bytes.Equal(shards[i], present[i]) {
+					t.Errorf("lost %v: present block %d was modified", lost, i)
 				}
-				if tried != want {
-					t.Errorf("tried %d subsets, want %d", tried, want)
-				}
-			})
+			}
+		})
+		// sum_{k=0..f} C(g+f, k)
+		want, binom := 0, 1
+		for k := 0; k <= f; k++ {
+			want += binom
+			binom = binom * (g + f - k) / (k + 1)
 		}
-	}
+		if tried != want {
+			t.Errorf("tried %d subsets, want %d", tried, want)
+		}
+	})
 }
 
 func TestReconstructDataTooManyMissing(t *testing.T) {
@@ -238,10 +236,7 @@ func TestReconstructDataTooManyMissing(t *testing.T) {
 		g, f := gf[0], gf[1]
 		c := mustCode(t, g, f)
 		data := randBlocks(rng, g, 64)
-		parity, err := c.Encode(cloneAll(data))
-		if err != nil {
-			t.Fatal(err)
-		}
+		parity := encode(t, c, data)
 		full := append(cloneAll(data), parity...)
 		subsets(g+f, f+1, func(lost []int) {
 			if len(lost) != f+1 {

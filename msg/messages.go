@@ -1,6 +1,17 @@
 package msg
 
-import "github.com/amalgam-store/amalgam/node"
+import (
+	"time"
+
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// RetryMin and RetryMax bound how long a client or the reconfiguration
+// service waits for an answer before it sends again.
+const (
+	RetryMin = 50 * time.Millisecond
+	RetryMax = 100 * time.Millisecond
+)
 
 // Request asks a data server to run Ops atomically (thesis 3.3.1 step 1).
 // Client and Seq make retries idempotent: a client has one request
@@ -71,10 +82,7 @@ func (m Request) Hash(h *node.Hasher) {
 	h.Tag(node.TagRequest)
 	h.Uint64(m.Client)
 	h.Uint64(m.Seq)
-	h.Int(len(m.Ops))
-	for _, op := range m.Ops {
-		op.Hash(h)
-	}
+	node.HashAll(h, m.Ops)
 }
 
 // Hash implements node.Message.
@@ -82,20 +90,13 @@ func (m Reply) Hash(h *node.Hasher) {
 	h.Tag(node.TagReply)
 	h.Uint64(m.Seq)
 	h.Bool(m.Outcome.Aborted)
-	h.Int(len(m.Outcome.Results))
-	for _, r := range m.Outcome.Results {
-		r.Hash(h)
-	}
+	node.HashAll(h, m.Outcome.Results)
 	h.String(m.Err)
 }
 
 // Hash implements node.Message.
 func (m Prepare) Hash(h *node.Hasher) {
-	h.Tag(node.TagPrepare)
-	h.Int(m.Shard)
-	h.Uint64(m.Primary)
-	h.Uint64(m.OpNum)
-	h.Int(m.Stripe)
+	hashRef(h, node.TagPrepare, m.Shard, m.Primary, m.OpNum, m.Stripe)
 	h.Int(m.Pos)
 	h.Bytes(m.Delta)
 	h.Int(len(m.Stripes))
@@ -110,6 +111,8 @@ func (m Prepare) Hash(h *node.Hasher) {
 	}
 }
 
+// hashRef opens the hash of a commit-protocol message with its tag and
+// the stripe part of the operation it is about.
 func hashRef(h *node.Hasher, tag node.Tag, shard int, primary, opNum uint64, stripe int) {
 	h.Tag(tag)
 	h.Int(shard)

@@ -123,13 +123,18 @@ type RebuiltOK struct {
 	Inc     uint64
 }
 
-// Hash implements node.Message.
-func (m Replace) Hash(h *node.Hasher) {
-	h.Tag(node.TagReplace)
-	h.Int(int(m.Role))
-	h.Int(m.Machine)
-	h.Uint64(m.Inc)
+// hashServer hashes a message about one server incarnation (Replace,
+// Rebuilt, RebuiltOK): its tag, then the server's role, machine and
+// incarnation.
+func hashServer(h *node.Hasher, tag node.Tag, role erasure.Role, machine int, inc uint64) {
+	h.Tag(tag)
+	h.Int(int(role))
+	h.Int(machine)
+	h.Uint64(inc)
 }
+
+// Hash implements node.Message.
+func (m Replace) Hash(h *node.Hasher) { hashServer(h, node.TagReplace, m.Role, m.Machine, m.Inc) }
 
 // Hash implements node.Message.
 func (m StopShard) Hash(h *node.Hasher) {
@@ -145,7 +150,7 @@ func (m StopShardOK) Hash(h *node.Hasher) {
 	h.Uint64(m.Num)
 	h.Int(m.Shard)
 	h.Uint64(m.OpNum)
-	hashPrepares(h, m.Prepares)
+	node.HashAll(h, m.Prepares)
 	hashClients(h, m.Clients)
 }
 
@@ -174,7 +179,7 @@ func (m NewConfig) Hash(h *node.Hasher) {
 	if m.Install != nil {
 		h.Int(m.Install.Shard)
 		h.Uint64(m.Install.Upto)
-		hashPrepares(h, m.Install.Chain)
+		node.HashAll(h, m.Install.Chain)
 		hashClients(h, m.Install.Clients)
 	}
 }
@@ -194,20 +199,10 @@ func (m Resending) Hash(h *node.Hasher) {
 }
 
 // Hash implements node.Message.
-func (m Rebuilt) Hash(h *node.Hasher) {
-	h.Tag(node.TagRebuilt)
-	h.Int(int(m.Role))
-	h.Int(m.Machine)
-	h.Uint64(m.Inc)
-}
+func (m Rebuilt) Hash(h *node.Hasher) { hashServer(h, node.TagRebuilt, m.Role, m.Machine, m.Inc) }
 
 // Hash implements node.Message.
-func (m RebuiltOK) Hash(h *node.Hasher) {
-	h.Tag(node.TagRebuiltOK)
-	h.Int(int(m.Role))
-	h.Int(m.Machine)
-	h.Uint64(m.Inc)
-}
+func (m RebuiltOK) Hash(h *node.Hasher) { hashServer(h, node.TagRebuiltOK, m.Role, m.Machine, m.Inc) }
 
 // StartsIncarnation implements node.Starter: a configuration starts the
 // incarnation it gives the server it replaced.
@@ -225,13 +220,6 @@ func (m NewConfig) StartsIncarnation(to node.Addr) (uint64, bool) {
 		return m.Config.Witness[i], true
 	}
 	return 0, false
-}
-
-func hashPrepares(h *node.Hasher, ps []Prepare) {
-	h.Int(len(ps))
-	for _, p := range ps {
-		p.Hash(h)
-	}
 }
 
 func hashClients(h *node.Hasher, cs []ClientRecord) {
@@ -291,45 +279,40 @@ type SnapshotParity struct {
 	Block  []byte
 }
 
+// hashSnapshot opens the hash of a snapshot exchange's message with its
+// tag and the exchange's identity: configuration, stripe and nonce.
+func hashSnapshot(h *node.Hasher, tag node.Tag, num uint64, stripe int, nonce uint64) {
+	h.Tag(tag)
+	h.Uint64(num)
+	h.Int(stripe)
+	h.Uint64(nonce)
+}
+
 // Hash implements node.Message.
 func (m StripeSnapshot) Hash(h *node.Hasher) {
-	h.Tag(node.TagStripeSnapshot)
-	h.Uint64(m.Num)
-	h.Int(m.Stripe)
-	h.Uint64(m.Nonce)
+	hashSnapshot(h, node.TagStripeSnapshot, m.Num, m.Stripe, m.Nonce)
 	h.String(string(m.Requester))
 }
 
 // Hash implements node.Message.
 func (m SnapshotMarker) Hash(h *node.Hasher) {
-	h.Tag(node.TagSnapshotMarker)
-	h.Uint64(m.Num)
-	h.Int(m.Stripe)
-	h.Uint64(m.Nonce)
+	hashSnapshot(h, node.TagSnapshotMarker, m.Num, m.Stripe, m.Nonce)
 	h.String(string(m.Requester))
 	h.Int(m.Shard)
 }
 
 // Hash implements node.Message.
 func (m SnapshotData) Hash(h *node.Hasher) {
-	h.Tag(node.TagSnapshotData)
-	h.Uint64(m.Num)
-	h.Int(m.Stripe)
-	h.Uint64(m.Nonce)
+	hashSnapshot(h, node.TagSnapshotData, m.Num, m.Stripe, m.Nonce)
 	h.Int(m.Shard)
-	h.Bool(m.Block != nil)
-	h.Bytes(m.Block)
+	h.OptBytes(m.Block)
 	h.Uint64(m.OpNum)
 	h.Uint64(m.Primary)
 }
 
 // Hash implements node.Message.
 func (m SnapshotParity) Hash(h *node.Hasher) {
-	h.Tag(node.TagSnapshotParity)
-	h.Uint64(m.Num)
-	h.Int(m.Stripe)
-	h.Uint64(m.Nonce)
+	hashSnapshot(h, node.TagSnapshotParity, m.Num, m.Stripe, m.Nonce)
 	h.Int(m.Index)
-	h.Bool(m.Block != nil)
-	h.Bytes(m.Block)
+	h.OptBytes(m.Block)
 }

@@ -137,12 +137,26 @@ func checkFile(fset *token.FileSet, f *ast.File) []violation {
 	return out
 }
 
-// checkDir parses every non-test .go file in dir and its subdirectories
-// (skipping testdata and names starting with "." or "_") and reports the
+// checkDir checks every file goFiles parses in dir and reports the
 // violations with paths relative to root. It also returns the number of
 // files parsed. Parse errors are reported as violations.
 func checkDir(root, dir string) ([]violation, int, error) {
 	var out []violation
+	files, err := goFiles(root, dir, func(fset *token.FileSet, rel string, f *ast.File, err error) {
+		if err != nil {
+			out = append(out, violation{token.Position{Filename: rel, Line: 1}, "does not parse: " + err.Error()})
+			return
+		}
+		out = append(out, checkFile(fset, f)...)
+	})
+	return out, files, err
+}
+
+// goFiles parses every non-test .go file in dir and its subdirectories
+// (skipping testdata, vendor and names starting with "." or "_") and
+// calls visit with its path relative to root, or with its parse error. It
+// returns the number of files read.
+func goFiles(root, dir string, visit func(fset *token.FileSet, rel string, f *ast.File, err error)) (int, error) {
 	files := 0
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -151,7 +165,7 @@ func checkDir(root, dir string) ([]violation, int, error) {
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if path != dir && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			if path != dir && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -169,14 +183,40 @@ func checkDir(root, dir string) ([]violation, int, error) {
 		}
 		files++
 		f, err := parser.ParseFile(fset, rel, src, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			out = append(out, violation{token.Position{Filename: rel, Line: 1}, "does not parse: " + err.Error()})
-			return nil
-		}
-		out = append(out, checkFile(fset, f)...)
+		visit(fset, rel, f, err)
 		return nil
 	})
-	return out, files, err
+	return files, err
+}
+
+// TestNoLiteralTags fails on a hash type tag written as a number: every
+// h.Uint64(N) or h.Tag(N) in non-test code of the module (node/tags.go
+// declares them all).
+func TestNoLiteralTags(t *testing.T) {
+	root := moduleRoot(t)
+	_, err := goFiles(root, root, func(fset *token.FileSet, rel string, f *ast.File, err error) {
+		if err != nil {
+			t.Errorf("%s: %v", rel, err)
+			return
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok || len(c.Args) != 1 {
+				return true
+			}
+			sel, ok := c.Fun.(*ast.SelectorExpr)
+			if !ok || (sel.Sel.Name != "Uint64" && sel.Sel.Name != "Tag") {
+				return true
+			}
+			if lit, ok := c.Args[0].(*ast.BasicLit); ok && lit.Kind == token.INT {
+				t.Errorf("%s:%d: literal hash tag %s: declare it in node/tags.go", rel, fset.Position(c.Pos()).Line, lit.Value)
+			}
+			return true
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // moduleRoot walks up from the working directory to the directory holding go.mod.

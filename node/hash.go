@@ -47,6 +47,13 @@ func (h *Hasher) Bytes(b []byte) {
 	_, _ = h.d.Write(b)
 }
 
+// OptBytes adds an optional byte string: whether it is present (not nil),
+// then Bytes, so that nil and empty hash apart.
+func (h *Hasher) OptBytes(b []byte) {
+	h.Bool(b != nil)
+	h.Bytes(b)
+}
+
 // String adds a length-prefixed string.
 func (h *Hasher) String(s string) {
 	h.Uint64(uint64(len(s)))
@@ -55,6 +62,14 @@ func (h *Hasher) String(s string) {
 
 // Sum returns the hash of everything added so far.
 func (h *Hasher) Sum() uint64 { return h.d.Sum64() }
+
+// HashAll adds the number of xs, then each of them.
+func HashAll[T interface{ Hash(*Hasher) }](h *Hasher, xs []T) {
+	h.Int(len(xs))
+	for _, x := range xs {
+		x.Hash(h)
+	}
+}
 
 // HashOf hashes a single message or timer value.
 func HashOf(v interface{ Hash(*Hasher) }) uint64 {

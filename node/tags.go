@@ -163,7 +163,7 @@ var tagNames = map[Tag]string{
 	TagShardedRedirect:       "shardedpaxos.Redirect",
 	TagShardedElectionTimer:  "shardedpaxos.ElectionTimer",
 	TagShardedHeartbeatTimer: "shardedpaxos.HeartbeatTimer",
-	TagShardedRetry:          "shardedpaxos.retry",
+	TagShardedRetry:          "shardedpaxos.Retry",
 
 	TagRSP1a:            "rspaxos.P1a",
 	TagRSP1b:            "rspaxos.P1b",
@@ -177,7 +177,7 @@ var tagNames = map[Tag]string{
 	TagRSPieceReply:     "rspaxos.PieceReply",
 	TagRSElectionTimer:  "rspaxos.ElectionTimer",
 	TagRSHeartbeatTimer: "rspaxos.HeartbeatTimer",
-	TagRSRetry:          "rspaxos.retry",
+	TagRSRetry:          "rspaxos.Retry",
 
 	TagBenchRetry: "bench.amalgamRetry",
 }

@@ -4,11 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -63,55 +59,5 @@ func TestTagsRegistered(t *testing.T) {
 	}
 	if got := Tag(12345).String(); got != "tag 12345" {
 		t.Errorf("unregistered tag prints %q", got)
-	}
-}
-
-// TestNoLiteralTags fails on a hash type tag written as a number: every
-// h.Uint64(N) or h.Tag(N) in non-test code of the module.
-func TestNoLiteralTags(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatal("module root not found:", err)
-	}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			c, ok := n.(*ast.CallExpr)
-			if !ok || len(c.Args) != 1 {
-				return true
-			}
-			sel, ok := c.Fun.(*ast.SelectorExpr)
-			if !ok || (sel.Sel.Name != "Uint64" && sel.Sel.Name != "Tag") {
-				return true
-			}
-			if lit, ok := c.Args[0].(*ast.BasicLit); ok && lit.Kind == token.INT {
-				rel, _ := filepath.Rel(root, fset.Position(c.Pos()).Filename)
-				t.Errorf("%s:%d: literal hash tag %s: declare it in node/tags.go", rel, fset.Position(c.Pos()).Line, lit.Value)
-			}
-			return true
-		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -10,17 +10,10 @@ package reconfig
 
 import (
 	"slices"
-	"time"
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
-)
-
-// Retry bounds how often the service re-sends what is not yet answered.
-const (
-	RetryMin = 50 * time.Millisecond
-	RetryMax = 100 * time.Millisecond
 )
 
 // Service is the reconfiguration node at msg.ReconfigAddr.
@@ -106,12 +99,12 @@ func (s *Service) Postponed() []msg.Replace {
 }
 
 // Init implements node.Node.
-func (s *Service) Init(ctx node.Context) { ctx.SetTimer(tick{}, RetryMin, RetryMax) }
+func (s *Service) Init(ctx node.Context) { ctx.SetTimer(tick{}, msg.RetryMin, msg.RetryMax) }
 
 // Timer implements node.Node: re-send what is unanswered.
 func (s *Service) Timer(ctx node.Context, _ node.Timer) {
 	s.resend(ctx)
-	ctx.SetTimer(tick{}, RetryMin, RetryMax)
+	ctx.SetTimer(tick{}, msg.RetryMin, msg.RetryMax)
 }
 
 // Handle implements node.Node.

@@ -33,10 +33,7 @@ func (s *Service) Hash() uint64 {
 		h.String(string(a))
 		h.Uint64(s.acked[a])
 	}
-	h.Int(len(s.queue))
-	for _, r := range s.queue {
-		r.Hash(h)
-	}
+	node.HashAll(h, s.queue)
 	for _, f := range s.fresh {
 		h.String(string(f.Backup))
 		h.Int(f.Shard)

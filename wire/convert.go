@@ -87,18 +87,13 @@ func ResultsToProto(rs []msg.Result) []*Result {
 
 // ResultsFromProto converts results back.
 func ResultsFromProto(ps []*Result) []msg.Result {
-	if ps == nil {
-		return nil
-	}
-	out := make([]msg.Result, len(ps))
-	for i, p := range ps {
+	return convert(ps, func(p *Result) msg.Result {
 		d := p.GetData()
 		if len(d) == 0 {
 			d = nil
 		}
-		out[i] = msg.Result{Data: d, Value: p.GetValue(), OK: p.GetOk()}
-	}
-	return out
+		return msg.Result{Data: d, Value: p.GetValue(), OK: p.GetOk()}
+	})
 }
 
 func ints32(xs []int) []int32 {
@@ -109,13 +104,16 @@ func ints32(xs []int) []int32 {
 	return out
 }
 
-func intsFrom32(xs []int32) []int {
+func intsFrom32(xs []int32) []int { return convert(xs, func(x int32) int { return int(x) }) }
+
+// convert maps xs with f, keeping nil apart from empty.
+func convert[T, U any](xs []T, f func(T) U) []U {
 	if xs == nil {
 		return nil
 	}
-	out := make([]int, len(xs))
+	out := make([]U, len(xs))
 	for i, x := range xs {
-		out[i] = int(x)
+		out[i] = f(x)
 	}
 	return out
 }

@@ -203,16 +203,7 @@ func ConfigFromProto(q *Config, field string) (msg.Config, error) {
 	return c, nil
 }
 
-func preparesToProto(ps []msg.Prepare) []*Prepare {
-	if ps == nil {
-		return nil
-	}
-	out := make([]*Prepare, len(ps))
-	for i, p := range ps {
-		out[i] = prepareToProto(p)
-	}
-	return out
-}
+func preparesToProto(ps []msg.Prepare) []*Prepare { return convert(ps, prepareToProto) }
 
 func preparesFromProto(qs []*Prepare, field string) ([]msg.Prepare, error) {
 	if len(qs) == 0 {
@@ -229,14 +220,9 @@ func preparesFromProto(qs []*Prepare, field string) ([]msg.Prepare, error) {
 }
 
 func clientsToProto(cs []msg.ClientRecord) []*ClientRecord {
-	if cs == nil {
-		return nil
-	}
-	out := make([]*ClientRecord, len(cs))
-	for i, c := range cs {
-		out[i] = &ClientRecord{Client: c.Client, Seq: c.Seq, Reply: replyToProto(c.Reply)}
-	}
-	return out
+	return convert(cs, func(c msg.ClientRecord) *ClientRecord {
+		return &ClientRecord{Client: c.Client, Seq: c.Seq, Reply: replyToProto(c.Reply)}
+	})
 }
 
 func clientsFromProto(qs []*ClientRecord) []msg.ClientRecord {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"google.golang.org/protobuf/proto"
@@ -33,6 +34,24 @@ func roundTrip(t *testing.T, m node.Message) node.Message {
 	return got
 }
 
+// roundTripAll checks that each message survives the round trip with its
+// hash, and returns the number of message types among them.
+func roundTripAll(t *testing.T, cases []node.Message) int {
+	t.Helper()
+	seen := map[reflect.Type]bool{}
+	for _, m := range cases {
+		got := roundTrip(t, m)
+		if !reflect.DeepEqual(got, m) {
+			t.Errorf("round trip changed the message:\n got %#v\nwant %#v", got, m)
+		}
+		if node.HashOf(got) != node.HashOf(m) {
+			t.Errorf("round trip changed the hash of %T", m)
+		}
+		seen[reflect.TypeOf(m)] = true
+	}
+	return len(seen)
+}
+
 func TestMessageRoundTrip(t *testing.T) {
 	ops := []msg.Op{
 		{Kind: msg.OpRead, Block: 7, Offset: 3, Length: 9},
@@ -56,21 +75,11 @@ func TestMessageRoundTrip(t *testing.T) {
 		msg.Commit{Shard: 4, Primary: 3, OpNum: 2, Stripe: 1},
 		msg.PrepareDrop{Shard: 9, Primary: 8, OpNum: 7, Stripe: 6},
 	}
-	seen := map[reflect.Type]bool{}
-	for _, m := range cases {
-		got := roundTrip(t, m)
-		if !reflect.DeepEqual(got, m) {
-			t.Errorf("round trip changed the message:\n got %#v\nwant %#v", got, m)
-		}
-		if node.HashOf(got) != node.HashOf(m) {
-			t.Errorf("round trip changed the hash of %T", m)
-		}
-		seen[reflect.TypeOf(m)] = true
-	}
+	types := roundTripAll(t, cases)
 	// Every message type of package msg is covered, and nil vs empty delta
 	// (read-only prepare vs a zero-length change) survives.
-	if len(seen) != 6 {
-		t.Errorf("covered %d message types, want 6", len(seen))
+	if types != 6 {
+		t.Errorf("covered %d message types, want 6", types)
 	}
 	if d := roundTrip(t, cases[6]).(msg.Prepare).Delta; d != nil {
 		t.Errorf("nil delta came back as %v", d)
@@ -111,4 +120,52 @@ func TestOpFromProtoNamesField(t *testing.T) {
 			t.Errorf("OpsFromProto(%v) = %v, want a FieldError on %s", tc.ops, err, tc.field)
 		}
 	}
+}
+
+// FuzzDecodeExecute feeds arbitrary bytes to the client request decoder.
+// Whatever it accepts must be a valid transaction on one shard; whatever
+// it rejects must be a FieldError. Seeds: f.Add below and testdata/fuzz.
+func FuzzDecodeExecute(f *testing.F) {
+	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 4, BlockSize: 16}
+	seed := func(r *ExecuteRequest) {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	seed(&ExecuteRequest{ClientId: 1, Seq: 1, Ops: []*Op{{Kind: OpKind_OP_KIND_READ, Block: 3}}})
+	seed(&ExecuteRequest{ClientId: 1, Seq: 2, Ops: []*Op{{Kind: OpKind_OP_KIND_WRITE, Block: 0, Offset: 15, Data: []byte{1}}}})
+	seed(&ExecuteRequest{ClientId: 7, Seq: 9, Ops: []*Op{
+		{Kind: OpKind_OP_KIND_CHECK, Block: 0, Expect: []byte{0}},
+		{Kind: OpKind_OP_KIND_ADD, Block: 0, Offset: 8, Delta: 3},
+		{Kind: OpKind_OP_KIND_CAS, Block: 0, Expect: []byte{0}, Data: []byte{1}}}})
+	seed(&ExecuteRequest{ClientId: 1, Seq: 1, Ops: []*Op{{Kind: OpKind_OP_KIND_XOR, Block: 99, Data: []byte{1}}}})
+	seed(&ExecuteRequest{ClientId: 1, Seq: 1, Ops: []*Op{{Kind: 17, Offset: -5}}})
+	f.Add([]byte{0xff, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req ExecuteRequest
+		if proto.Unmarshal(b, &req) != nil {
+			return
+		}
+		ops, shard, err := DecodeExecute(&req, l)
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field == "" {
+				t.Fatalf("rejection %v is not a FieldError naming a field", err)
+			}
+			return
+		}
+		if len(ops) == 0 || len(ops) > MaxTxnOps {
+			t.Fatalf("accepted %d ops", len(ops))
+		}
+		for i, op := range ops {
+			if op.Block >= l.NumBlocks() || l.Shard(op.Block) != shard {
+				t.Fatalf("accepted op %d on block %d (shard %d)", i, op.Block, shard)
+			}
+			if err := op.Validate(l.BlockSize); err != nil {
+				t.Fatalf("accepted invalid op %d: %v", i, err)
+			}
+		}
+	})
 }

@@ -4,17 +4,9 @@
 package workload
 
 import (
-	"time"
-
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
-)
-
-// RetryTimeout bounds how long a client waits before re-sending a request.
-const (
-	RetryMin = 50 * time.Millisecond
-	RetryMax = 100 * time.Millisecond
 )
 
 // Client runs a script of transactions one at a time, re-sending the
@@ -53,7 +45,7 @@ func (c *Client) send(ctx node.Context) {
 		to = c.layout.Shard(ops[0].Block)
 	}
 	ctx.Send(msg.DataAddr(to), msg.Request{Client: c.id, Seq: seq, Ops: ops})
-	ctx.SetTimer(retry{Seq: seq}, RetryMin, RetryMax)
+	ctx.SetTimer(retry{Seq: seq}, msg.RetryMin, msg.RetryMax)
 }
 
 // Handle implements node.Node.

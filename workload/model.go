@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
@@ -122,14 +123,11 @@ func SameOutcome(a, b msg.Outcome) bool {
 
 // DescribeTxn renders a transaction for traces and reports.
 func DescribeTxn(ops []msg.Op) string {
-	var b bytes.Buffer
+	parts := make([]string, len(ops))
 	for i, op := range ops {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(op.String())
+		parts[i] = op.String()
 	}
-	return b.String()
+	return strings.Join(parts, "; ")
 }
 
 // DescribeReply renders a reply for traces and reports.

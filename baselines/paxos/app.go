@@ -3,6 +3,7 @@ package paxos
 import (
 	"fmt"
 
+	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -34,7 +35,19 @@ type Value[V any, I ID] interface {
 // Tags are one protocol's hash type tags for the core's messages and timers.
 type Tags struct {
 	P1a, P1b, P2a, P2b, Nack, Heartbeat, HeartbeatOK, Learn, Redirect node.Tag
-	ElectionTimer, HeartbeatTimer                                     node.Tag
+	ElectionTimer, HeartbeatTimer, Retry                              node.Tag
+}
+
+// Deployment is what a baseline's configuration holds; each baseline
+// defines its Config from it (type Config paxos.Deployment) with its own
+// group shape.
+type Deployment struct {
+	// Layout numbers blocks and shards exactly as Amalgam does: group g
+	// serves Layout.ShardBlocks(g), Layout.N is the number of groups and
+	// Layout.F is f, the number of failures each group tolerates.
+	// Layout.G and Layout.W only affect block numbering.
+	Layout erasure.Layout
+	Timing Timing // zero fields take DefaultTiming's
 }
 
 // Params is what the core needs of a protocol's configuration.
@@ -71,9 +84,13 @@ type App[V Value[V, I], I ID, P any] interface {
 	HashP1(h *node.Hasher, p *P)
 }
 
-// Check reports whether groups of p.Members members fit Votes; name
-// prefixes the error.
-func (p Params) Check(name string) error {
+// Check reports the first problem with a deployment of p over layout l:
+// an invalid layout, or groups of more members than Votes holds; name
+// prefixes the latter error.
+func (p Params) Check(name string, l erasure.Layout) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
 	if p.Members > MaxMembers {
 		return fmt.Errorf("%s: at most %d members per group (votes are a 64-bit mask), got %d", name, MaxMembers, p.Members)
 	}

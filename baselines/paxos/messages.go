@@ -101,19 +101,22 @@ func tags[V Value[V, I], I ID]() *Tags {
 	return v.Tags()
 }
 
+// head opens the hash of a member's message: its tag, ballot and member.
+func head(h *node.Hasher, tag node.Tag, b Ballot, member int) {
+	h.Tag(tag)
+	b.Hash(h)
+	h.Int(member)
+}
+
 // Hash implements node.Message.
 func (m P1a[V, I]) Hash(h *node.Hasher) {
-	h.Tag(tags[V, I]().P1a)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
+	head(h, tags[V, I]().P1a, m.Ballot, m.Member)
 	h.Uint64(m.From)
 }
 
 // Hash implements node.Message.
 func (m P1b[V, I]) Hash(h *node.Hasher) {
-	h.Tag(tags[V, I]().P1b)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
+	head(h, tags[V, I]().P1b, m.Ballot, m.Member)
 	h.Int(len(m.Entries))
 	for _, e := range m.Entries {
 		h.Uint64(e.Slot)
@@ -124,9 +127,7 @@ func (m P1b[V, I]) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m P2a[V, I]) Hash(h *node.Hasher) {
-	h.Tag(tags[V, I]().P2a)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
+	head(h, tags[V, I]().P2a, m.Ballot, m.Member)
 	h.Uint64(m.Slot)
 	m.Val.Hash(h)
 	h.Uint64(m.Commit)
@@ -135,43 +136,33 @@ func (m P2a[V, I]) Hash(h *node.Hasher) {
 
 // Hash implements node.Message.
 func (m P2b[V, I]) Hash(h *node.Hasher) {
-	h.Tag(tags[V, I]().P2b)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
+	head(h, tags[V, I]().P2b, m.Ballot, m.Member)
 	h.Uint64(m.Slot)
 	m.Val.Hash(h)
 }
 
 // Hash implements node.Message.
 func (m Nack[V, I]) Hash(h *node.Hasher) {
-	h.Tag(tags[V, I]().Nack)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
+	head(h, tags[V, I]().Nack, m.Ballot, m.Member)
 	m.Promised.Hash(h)
 }
 
 // Hash implements node.Message.
 func (m Heartbeat[V, I]) Hash(h *node.Hasher) {
-	h.Tag(tags[V, I]().Heartbeat)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
+	head(h, tags[V, I]().Heartbeat, m.Ballot, m.Member)
 	h.Uint64(m.Commit)
 	h.Uint64(m.GC)
 }
 
 // Hash implements node.Message.
 func (m HeartbeatOK[V, I]) Hash(h *node.Hasher) {
-	h.Tag(tags[V, I]().HeartbeatOK)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
+	head(h, tags[V, I]().HeartbeatOK, m.Ballot, m.Member)
 	h.Uint64(m.Applied)
 }
 
 // Hash implements node.Message.
 func (m Learn[V, I]) Hash(h *node.Hasher) {
-	h.Tag(tags[V, I]().Learn)
-	m.Ballot.Hash(h)
-	h.Int(m.Member)
+	head(h, tags[V, I]().Learn, m.Ballot, m.Member)
 	h.Int(len(m.Entries))
 	for _, e := range m.Entries {
 		h.Uint64(e.Slot)
@@ -202,4 +193,13 @@ func (ElectionTimer[V, I]) Hash(h *node.Hasher) { h.Tag(tags[V, I]().ElectionTim
 func (t HeartbeatTimer[V, I]) Hash(h *node.Hasher) {
 	h.Tag(tags[V, I]().HeartbeatTimer)
 	t.Ballot.Hash(h)
+}
+
+// Retry is a client's retry timer for the request numbered Seq.
+type Retry[V Value[V, I], I ID] struct{ Seq uint64 }
+
+// Hash implements node.Timer.
+func (t Retry[V, I]) Hash(h *node.Hasher) {
+	h.Tag(tags[V, I]().Retry)
+	h.Uint64(t.Seq)
 }

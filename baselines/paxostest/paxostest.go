@@ -3,6 +3,7 @@
 package paxostest
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/check/baselines"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
@@ -34,19 +36,122 @@ func GroupsOf(l erasure.Layout, scripts [][][]msg.Op) []int {
 	return gs
 }
 
-// Sim is one randomized run of a baseline in the checker's simulator; what
-// differs between the baselines comes as functions.
-type Sim struct {
+// Config is what the harness needs of a baseline's deployment.
+type Config interface {
+	Members() int
+	Quorum() int
+	Addr(g, i int) node.Addr
+}
+
+// Sim is one randomized run of a baseline in the checker's simulator, whose
+// replicas are of type R, with IDs of type I.
+type Sim[I comparable, R baselines.Replica[I]] struct {
 	Seed       uint64
 	Loss, Dup  float64
 	Crash      bool // crash the leader of a touched group at a random point
-	CheckEvery int  // check Invariants every so many steps (0: at the end only)
+	CheckEvery int  // check the invariants every so many steps (0: at the end only)
 	Ops        int  // operations the complete history holds
 	Layout     erasure.Layout
+	Config     Config
 	Groups     []int // the groups the scripts touch
-	Invariants func(*mc.State) error
-	LeaderOf   func(s *mc.State, g int) (node.Addr, bool)
-	Settled    func(*mc.State) bool
+}
+
+// Seeds runs run with seeds 1..n (n/5 with -short), crashing a leader in
+// every other run, and returns the number of runs, the steps they took
+// and the number of runs in which a leader crashed.
+func Seeds(n int, run func(seed uint64, crash bool) (steps int, crashed bool)) (runs, steps, crashes int) {
+	if testing.Short() {
+		n /= 5
+	}
+	for seed := 1; seed <= n; seed++ {
+		st, crashed := run(uint64(seed), seed%2 == 0)
+		steps += st
+		if crashed {
+			crashes++
+		}
+	}
+	return n, steps, crashes
+}
+
+// Invariants checks one value per slot, that no member discarded a slot a
+// full replica of its group has not applied, and that every active leader
+// leads a ballot of its own (ballots name their leader).
+func (r Sim[I, R]) Invariants(s *mc.State) error {
+	if why := baselines.OneValuePerSlot(baselines.LogSlots[I, R](s), r.Config.Quorum()); why != "" {
+		return fmt.Errorf("one value per slot: %s", why)
+	}
+	reps := baselines.Replicas[R](s)
+	minApplied := map[int]uint64{}
+	for _, m := range reps {
+		if m.Full() {
+			if a, ok := minApplied[m.Group()]; !ok || m.Applied() < a {
+				minApplied[m.Group()] = m.Applied()
+			}
+		}
+	}
+	for _, m := range reps {
+		if m.GC() > minApplied[m.Group()] {
+			return fmt.Errorf("group %d member %d discarded its log up to slot %d, but a full replica applied only %d",
+				m.Group(), m.Member(), m.GC(), minApplied[m.Group()])
+		}
+		if b, ok := m.Leading(); ok && b.Leader != m.Member() {
+			return fmt.Errorf("group %d member %d leads ballot %v of member %d", m.Group(), m.Member(), b, b.Leader)
+		}
+	}
+	return nil
+}
+
+// leaderOf returns the address of group g's live active leader with the
+// highest ballot, if any.
+func (r Sim[I, R]) leaderOf(s *mc.State, g int) (node.Addr, bool) {
+	var best node.Addr
+	var bestBal paxos.Ballot
+	found := false
+	for i := 0; i < r.Config.Members(); i++ {
+		a := r.Config.Addr(g, i)
+		m, ok := s.Node(a).(R)
+		if !ok || s.Crashed(a) || !m.Full() {
+			continue
+		}
+		if b, ok := m.Leading(); ok && (!found || bestBal.Less(b)) {
+			best, bestBal, found = a, b, true
+		}
+	}
+	return best, found
+}
+
+// settled holds when, in every touched group, every live full replica
+// applied the same prefix and, if no full replica crashed, every live
+// member discarded its log up to it.
+func (r Sim[I, R]) settled(s *mc.State) bool {
+	for _, g := range r.Groups {
+		var applied []uint64
+		crashedFull := false
+		for i := 0; i < r.Config.Members(); i++ {
+			a := r.Config.Addr(g, i)
+			if !s.Node(a).(R).Full() {
+				continue
+			}
+			if s.Crashed(a) {
+				crashedFull = true
+				continue
+			}
+			applied = append(applied, s.Node(a).(R).Applied())
+		}
+		if slices.Min(applied) != slices.Max(applied) {
+			return false
+		}
+		if crashedFull {
+			continue
+		}
+		for i := 0; i < r.Config.Members(); i++ {
+			a := r.Config.Addr(g, i)
+			if !s.Crashed(a) && s.Node(a).(R).GC() != applied[0] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Run runs the clients to the end (crashing a leader on the way with
@@ -54,7 +159,7 @@ type Sim struct {
 // and that the history is linearizable, then lets the replicas settle
 // without loss. It returns the settled state, the steps taken and the
 // crashed replica ("" if none).
-func (r Sim) Run(t *testing.T, s *mc.State, rng *rand.Rand, w *baselines.ReplyWatcher) (*mc.State, int, node.Addr) {
+func (r Sim[I, R]) Run(t *testing.T, s *mc.State, rng *rand.Rand, w *baselines.ReplyWatcher) (*mc.State, int, node.Addr) {
 	t.Helper()
 	s.Observe(w.Observe)
 	check := func(st mc.Step) error {
@@ -82,7 +187,7 @@ func (r Sim) Run(t *testing.T, s *mc.State, rng *rand.Rand, w *baselines.ReplyWa
 		}
 		steps += n
 		g := r.Groups[rng.IntN(len(r.Groups))]
-		if a, ok := r.LeaderOf(s, g); ok {
+		if a, ok := r.leaderOf(s, g); ok {
 			if s, err = s.Apply(mc.Event{Kind: mc.Crash, Node: a}); err != nil {
 				t.Fatalf("seed %d: crash %s: %v", r.Seed, a, err)
 			}
@@ -110,7 +215,7 @@ func (r Sim) Run(t *testing.T, s *mc.State, rng *rand.Rand, w *baselines.ReplyWa
 	}
 	// Let the followers catch up and the log be collected, without loss.
 	settle := mc.SimOptions{Seed: r.Seed + 1, MaxSteps: 200000, TimerChance: 0.05}
-	s, n, err = mc.Simulate(s, settle, r.Settled, check)
+	s, n, err = mc.Simulate(s, settle, r.settled, check)
 	steps += n
 	if err != nil {
 		t.Fatalf("seed %d: settling: %v", r.Seed, err)

@@ -37,11 +37,6 @@ type Client struct {
 	result msg.Outcome
 }
 
-type retry struct{ Seq uint64 }
-
-// Hash implements node.Timer.
-func (t retry) Hash(h *node.Hasher) { h.Tag(node.TagRSRetry); h.Uint64(t.Seq) }
-
 // NewClient returns client id (ids start at 1) running script.
 func NewClient(id uint64, cfg Config, script [][]msg.Op) *Client {
 	return &Client{ClientScript: paxos.NewClientScript(id, script, cfg.Groups()), cfg: cfg}
@@ -109,7 +104,7 @@ func (c *Client) send(ctx node.Context, fresh bool) {
 	if fresh {
 		c.seq++
 		lo, hi := c.cfg.Timing.WithDefaults().RetryTimeout()
-		ctx.SetTimer(retry{Seq: c.seq}, lo, hi)
+		ctx.SetTimer(Retry{Seq: c.seq}, lo, hi)
 	}
 	g := c.group()
 	ctx.Send(c.cfg.Addr(g, c.Leader(g)), c.request())
@@ -170,7 +165,7 @@ func (c *Client) compute() {
 
 // Timer implements node.Node.
 func (c *Client) Timer(ctx node.Context, t node.Timer) {
-	r, ok := t.(retry)
+	r, ok := t.(Retry)
 	if !ok || c.Done() || r.Seq != c.seq {
 		return
 	}

@@ -26,21 +26,8 @@ import (
 	"github.com/amalgam-store/amalgam/node"
 )
 
-// Config describes an RSPaxos deployment.
-type Config struct {
-	// Layout numbers blocks and shards exactly as Amalgam does: group g
-	// serves Layout.ShardBlocks(g), Layout.N is the number of groups and
-	// Layout.F is f. Layout.G and Layout.W only affect block numbering.
-	Layout erasure.Layout
-	Timing Timing
-}
-
-// Timing holds the protocol's timer settings; zero fields take
-// paxos.DefaultTiming's.
-type Timing = paxos.Timing
-
-// F is the number of failures a group tolerates.
-func (c Config) F() int { return c.Layout.F }
+// Config describes an RSPaxos deployment (paxos.Deployment).
+type Config paxos.Deployment
 
 // Members is the group size, 3f+1.
 func (c Config) Members() int { return 3*c.Layout.F + 1 }
@@ -68,10 +55,7 @@ func (c Config) params() paxos.Params {
 
 // Validate reports the first problem with the configuration.
 func (c Config) Validate() error {
-	if err := c.Layout.Validate(); err != nil {
-		return err
-	}
-	return c.params().Check("rspaxos")
+	return c.params().Check("rspaxos", c.Layout)
 }
 
 // NewCode builds the group code: f+1 data pieces and 2f parity pieces.

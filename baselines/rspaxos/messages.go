@@ -76,6 +76,7 @@ var tags = paxos.Tags{
 	Redirect:       node.TagRSRedirect,
 	ElectionTimer:  node.TagRSElectionTimer,
 	HeartbeatTimer: node.TagRSHeartbeatTimer,
+	Retry:          node.TagRSRetry,
 }
 
 // The messages of the paxos core.
@@ -92,6 +93,7 @@ type (
 	Learn       = paxos.Learn[Value, ID]
 	Redirect    = paxos.Redirect[Value, ID]
 	SlotView    = paxos.SlotView[ID]
+	Retry       = paxos.Retry[Value, ID] // the client's timer
 )
 
 func (id ID) String() string {
@@ -113,8 +115,7 @@ func (v Value) Hash(h *node.Hasher) {
 	v.ID().Hash(h)
 	h.String(string(v.From))
 	h.Uint64(v.Block)
-	h.Bool(v.Piece != nil)
-	h.Bytes(v.Piece)
+	h.OptBytes(v.Piece)
 }
 
 // PieceReply is a replica's piece of Block as of executing the GET in

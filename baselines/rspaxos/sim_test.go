@@ -13,7 +13,6 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
-	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/workload"
 	"github.com/anishathalye/porcupine"
 )
@@ -60,83 +59,6 @@ func build(t *testing.T, cfg rspaxos.Config, scripts [][][]msg.Op) (*mc.State, [
 		nodes[msg.ClientAddr(i)] = rspaxos.NewClient(uint64(i+1), cfg, sc)
 	}
 	return baselines.NewState(nodes), groups
-}
-
-func replicas(s *mc.State) []*rspaxos.Replica {
-	var out []*rspaxos.Replica
-	for _, a := range s.Addrs() {
-		if r, ok := s.Node(a).(*rspaxos.Replica); ok {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func slots(s *mc.State) []baselines.Slot[rspaxos.Ballot, rspaxos.ID] {
-	return baselines.RSPaxosSlots(s)
-}
-
-func invariants(s *mc.State, cfg rspaxos.Config) error {
-	if why := baselines.OneValuePerSlot(slots(s), cfg.Quorum()); why != "" {
-		return fmt.Errorf("one value per slot: %s", why)
-	}
-	minApplied := map[int]uint64{}
-	for _, r := range replicas(s) {
-		if a, ok := minApplied[r.Group()]; !ok || r.Applied() < a {
-			minApplied[r.Group()] = r.Applied()
-		}
-	}
-	for _, r := range replicas(s) {
-		if r.GC() > minApplied[r.Group()] {
-			return fmt.Errorf("group %d member %d discarded its log up to slot %d, but a replica applied only %d",
-				r.Group(), r.Member(), r.GC(), minApplied[r.Group()])
-		}
-	}
-	return nil
-}
-
-func leaderOf(s *mc.State, cfg rspaxos.Config, g int) (node.Addr, bool) {
-	var best node.Addr
-	var bestBal rspaxos.Ballot
-	found := false
-	for i := 0; i < cfg.Members(); i++ {
-		a := cfg.Addr(g, i)
-		r, ok := s.Node(a).(*rspaxos.Replica)
-		if !ok || s.Crashed(a) {
-			continue
-		}
-		if b, ok := r.Leading(); ok && (!found || bestBal.Less(b)) {
-			best, bestBal, found = a, b, true
-		}
-	}
-	return best, found
-}
-
-func settled(s *mc.State, cfg rspaxos.Config, groups []int) bool {
-	for _, g := range groups {
-		var applied []uint64
-		crashed := false
-		for i := 0; i < cfg.Members(); i++ {
-			a := cfg.Addr(g, i)
-			if s.Crashed(a) {
-				crashed = true
-				continue
-			}
-			applied = append(applied, s.Node(a).(*rspaxos.Replica).Applied())
-		}
-		if slices.Min(applied) != slices.Max(applied) {
-			return false
-		}
-		if crashed {
-			continue
-		}
-		for i := 0; i < cfg.Members(); i++ {
-			if s.Node(cfg.Addr(g, i)).(*rspaxos.Replica).GC() != applied[0] {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // checkPieces checks, for every block of a settled group, that the live
@@ -189,18 +111,13 @@ type simRun struct {
 	clients, ops int
 	blocks       uint64
 	mixed        bool // full workload.DefaultMix (read-modify-writes as GET then PUT)
-	loss, dup    float64
 	seed         uint64
 	crash        bool
-	checkEvery   int
 }
 
-type simResult struct {
-	steps   int
-	crashed node.Addr
-}
-
-func (r simRun) run(t *testing.T) simResult {
+// run runs the clients' scripts with 10% loss and 10% duplication, then
+// checks that every settled group's pieces are one codeword.
+func (r simRun) run(t *testing.T) (steps int, crashed bool) {
 	t.Helper()
 	cfg := rspaxos.Config{Layout: r.layout}
 	code, err := cfg.NewCode()
@@ -221,28 +138,15 @@ func (r simRun) run(t *testing.T) simResult {
 	// reply to one PUT must be the same.
 	w := baselines.NewReplyWatcher()
 	w.Skip = func(r msg.Reply) bool { return len(r.Outcome.Results) == 1 && r.Outcome.Results[0].Data != nil }
-	var res simResult
-	sim := paxostest.Sim{
-		Seed: r.seed, Loss: r.loss, Dup: r.dup, Crash: r.crash, CheckEvery: r.checkEvery,
-		Ops: r.clients * r.ops, Layout: r.layout, Groups: groups,
-		Invariants: func(s *mc.State) error { return invariants(s, cfg) },
-		LeaderOf:   func(s *mc.State, g int) (node.Addr, bool) { return leaderOf(s, cfg, g) },
-		Settled:    func(s *mc.State) bool { return settled(s, cfg, groups) },
-	}
-	s, res.steps, res.crashed = sim.Run(t, s, rng, w)
+	sim := paxostest.Sim[rspaxos.ID, *rspaxos.Replica]{Seed: r.seed, Loss: 0.1, Dup: 0.1, Crash: r.crash, CheckEvery: 5,
+		Ops: r.clients * r.ops, Layout: r.layout, Config: cfg, Groups: groups}
+	s, steps, crashedAt := sim.Run(t, s, rng, w)
 	for _, g := range groups {
 		if err := checkPieces(s, cfg, code, g); err != nil {
 			t.Fatalf("seed %d: %v", r.seed, err)
 		}
 	}
-	return res
-}
-
-func seeds(full, short int) int {
-	if testing.Short() {
-		return short
-	}
-	return full
+	return steps, crashedAt != ""
 }
 
 func TestRandomized(t *testing.T) {
@@ -266,16 +170,9 @@ func TestRandomized(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			n := seeds(c.seeds, c.seeds/5)
-			steps, crashes := 0, 0
-			for seed := 1; seed <= n; seed++ {
-				res := simRun{layout: c.layout, clients: c.clients, ops: c.ops, blocks: c.blocks, mixed: c.mixed,
-					loss: 0.1, dup: 0.1, seed: uint64(seed), crash: seed%2 == 0, checkEvery: 5}.run(t)
-				steps += res.steps
-				if res.crashed != "" {
-					crashes++
-				}
-			}
+			n, steps, crashes := paxostest.Seeds(c.seeds, func(seed uint64, crash bool) (int, bool) {
+				return simRun{layout: c.layout, clients: c.clients, ops: c.ops, blocks: c.blocks, mixed: c.mixed, seed: seed, crash: crash}.run(t)
+			})
 			t.Logf("%d seeds (%d with a leader crashed), %d clients x %d operations, 10%% loss, 10%% duplication: linearizable, one value per slot, pieces one codeword; %d steps in all",
 				n, crashes, c.clients, c.ops, steps)
 		})

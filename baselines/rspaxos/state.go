@@ -31,8 +31,7 @@ func (r *Replica) Hash() uint64 {
 		h.Uint64(rd.block)
 		h.Uint64(rd.version)
 		for _, p := range rd.pieces {
-			h.Bool(p != nil)
-			h.Bytes(p)
+			h.OptBytes(p)
 		}
 	}
 	return h.Sum()

@@ -19,12 +19,6 @@ type Client struct {
 	first uint64 // the sequence number of script[0]
 }
 
-// retry is the client's only timer.
-type retry struct{ Seq uint64 }
-
-// Hash implements node.Timer.
-func (t retry) Hash(h *node.Hasher) { h.Tag(node.TagShardedRetry); h.Uint64(t.Seq) }
-
 // NewClient returns client id (ids start at 1) running script. Every
 // transaction's ops must be on one shard.
 func NewClient(id uint64, cfg Config, script [][]msg.Op) *Client {
@@ -60,7 +54,7 @@ func (c *Client) start(ctx node.Context) {
 	}
 	c.send(ctx)
 	lo, hi := c.cfg.Timing.WithDefaults().RetryTimeout()
-	ctx.SetTimer(retry{Seq: c.seq()}, lo, hi)
+	ctx.SetTimer(Retry{Seq: c.seq()}, lo, hi)
 }
 
 func (c *Client) send(ctx node.Context) {
@@ -92,7 +86,7 @@ func (c *Client) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 
 // Timer implements node.Node.
 func (c *Client) Timer(ctx node.Context, t node.Timer) {
-	r, ok := t.(retry)
+	r, ok := t.(Retry)
 	if !ok || c.Done() || r.Seq != c.seq() {
 		return
 	}

@@ -14,26 +14,11 @@ package shardedpaxos
 
 import (
 	"github.com/amalgam-store/amalgam/baselines/paxos"
-	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/node"
 )
 
-// Config describes a ShardedPaxos deployment.
-type Config struct {
-	// Layout numbers blocks and shards exactly as Amalgam does: group g
-	// serves the blocks of Layout.ShardBlocks(g), and Layout.N is the
-	// number of groups. Layout.F is f, the number of failures each group
-	// tolerates. Layout.G and Layout.W only affect block numbering.
-	Layout erasure.Layout
-	Timing Timing
-}
-
-// Timing holds the protocol's timer settings; zero fields take
-// paxos.DefaultTiming's.
-type Timing = paxos.Timing
-
-// F is the number of failures a group tolerates.
-func (c Config) F() int { return c.Layout.F }
+// Config describes a ShardedPaxos deployment (paxos.Deployment).
+type Config paxos.Deployment
 
 // Full is the number of full replicas per group: f+1.
 func (c Config) Full() int { return c.Layout.F + 1 }
@@ -58,10 +43,7 @@ func (c Config) params() paxos.Params {
 
 // Validate reports the first problem with the configuration.
 func (c Config) Validate() error {
-	if err := c.Layout.Validate(); err != nil {
-		return err
-	}
-	return c.params().Check("shardedpaxos")
+	return c.params().Check("shardedpaxos", c.Layout)
 }
 
 // Machines is the number of machines a deployment uses (paxos.Machines).

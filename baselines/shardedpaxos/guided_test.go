@@ -57,17 +57,6 @@ func slot1(s *mc.State, i int) (shardedpaxos.SlotView, bool) {
 	return shardedpaxos.SlotView{}, false
 }
 
-// onePerSlot is the invariant: one value per log slot, whether learned by
-// a replica or accepted by a quorum at one ballot.
-func onePerSlot(cfg shardedpaxos.Config) mc.Predicate {
-	return mc.Pred("one value per log slot", func(s *mc.State) (bool, string) {
-		if why := baselines.OneValuePerSlot(slots(s), cfg.Quorum()); why != "" {
-			return false, why
-		}
-		return true, "every slot has at most one chosen value"
-	})
-}
-
 // accepts holds when a member other than the proposing leader accepted v
 // in slot 1 at the leader's ballot.
 func accepts(v shardedpaxos.ID, leader int) mc.Predicate {
@@ -152,7 +141,7 @@ func learns(i int, v shardedpaxos.ID) mc.Predicate {
 // Timer firings are budgeted per path, cumulatively: elections, and the
 // second timeout a member that granted a promise needs.
 func thesisPlan(depth int, maxTime time.Duration) []mc.Phase {
-	inv := []mc.Predicate{onePerSlot(thesisCfg)}
+	inv := []mc.Predicate{baselines.OneValuePerSlotPred(baselines.LogSlots[shardedpaxos.ID, *shardedpaxos.Replica], thesisCfg.Quorum())}
 	phase := func(name string, fires int, goal ...mc.Predicate) mc.Phase {
 		return mc.Phase{Name: name, Options: mc.Options{Strategy: mc.BFS, Settings: mc.Settings{MaxTimerFires: fires},
 			Invariants: inv, Goals: goal, MaxDepth: depth, MaxTime: maxTime}}

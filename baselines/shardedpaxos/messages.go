@@ -50,10 +50,7 @@ func (id ID) Hash(h *node.Hasher) {
 func (v Value) Hash(h *node.Hasher) {
 	v.ID().Hash(h)
 	h.String(string(v.From))
-	h.Int(len(v.Ops))
-	for _, op := range v.Ops {
-		op.Hash(h)
-	}
+	node.HashAll(h, v.Ops)
 }
 
 // WithPiece returns v: values are not erasure-coded.
@@ -77,6 +74,7 @@ var tags = paxos.Tags{
 	Redirect:       node.TagShardedRedirect,
 	ElectionTimer:  node.TagShardedElectionTimer,
 	HeartbeatTimer: node.TagShardedHeartbeatTimer,
+	Retry:          node.TagShardedRetry,
 }
 
 // The messages (see package paxos).
@@ -93,4 +91,5 @@ type (
 	Learn       = paxos.Learn[Value, ID]
 	Redirect    = paxos.Redirect[Value, ID]
 	SlotView    = paxos.SlotView[ID]
+	Retry       = paxos.Retry[Value, ID] // the client's timer
 )

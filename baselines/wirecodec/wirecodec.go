@@ -8,6 +8,9 @@ package wirecodec
 import (
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/baselines/rspaxos"
 	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
@@ -51,49 +54,163 @@ func ballotToProto(b paxos.Ballot) *wire.PaxosBallot {
 	return &wire.PaxosBallot{Round: b.Round, Leader: int32(b.Leader)}
 }
 
-// The messages whose wire form the baselines share.
+// A baseline's message is a oneof named body whose fields are named after
+// the core's messages (p1a, p1b, ..., redirect), in both baselines. putBody
+// sets the field named field; body returns the field that is set, and its
+// name for errors (prefix.field), or nil when none is.
 
-func p1aToProto[V paxos.Value[V, I], I paxos.ID](m paxos.P1a[V, I]) *wire.PaxosP1A {
-	return &wire.PaxosP1A{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), From: m.From}
+func putBody(q proto.Message, field string, body proto.Message) {
+	r := q.ProtoReflect()
+	r.Set(r.Descriptor().Fields().ByName(protoreflect.Name(field)), protoreflect.ValueOfMessage(body.ProtoReflect()))
 }
 
-func nackToProto[V paxos.Value[V, I], I paxos.ID](m paxos.Nack[V, I]) *wire.PaxosNack {
-	return &wire.PaxosNack{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Promised: ballotToProto(m.Promised)}
+func body(q proto.Message, prefix string) (proto.Message, string) {
+	r := q.ProtoReflect()
+	fd := r.WhichOneof(r.Descriptor().Oneofs().ByName("body"))
+	if fd == nil {
+		return nil, ""
+	}
+	return r.Get(fd).Message().Interface(), prefix + "." + string(fd.Name())
 }
 
-func heartbeatToProto[V paxos.Value[V, I], I paxos.ID](m paxos.Heartbeat[V, I]) *wire.PaxosHeartbeat {
-	return &wire.PaxosHeartbeat{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Commit: m.Commit, Gc: m.GC}
+// each converts every element of s with f; nil for none.
+func each[T, U any](s []T, f func(T) U) []U {
+	var out []U
+	for _, e := range s {
+		out = append(out, f(e))
+	}
+	return out
 }
 
-func heartbeatOKToProto[V paxos.Value[V, I], I paxos.ID](m paxos.HeartbeatOK[V, I]) *wire.PaxosHeartbeatOK {
-	return &wire.PaxosHeartbeatOK{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Applied: m.Applied}
+// coreToProto encodes the messages whose wire form the baselines share,
+// and returns their field in the body.
+func coreToProto[V paxos.Value[V, I], I paxos.ID](m node.Message) (string, proto.Message) {
+	switch m := m.(type) {
+	case paxos.P1a[V, I]:
+		return "p1a", &wire.PaxosP1A{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), From: m.From}
+	case paxos.Nack[V, I]:
+		return "nack", &wire.PaxosNack{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Promised: ballotToProto(m.Promised)}
+	case paxos.Heartbeat[V, I]:
+		return "heartbeat", &wire.PaxosHeartbeat{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Commit: m.Commit, Gc: m.GC}
+	case paxos.HeartbeatOK[V, I]:
+		return "heartbeat_ok", &wire.PaxosHeartbeatOK{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Applied: m.Applied}
+	case paxos.Redirect[V, I]:
+		return "redirect", &wire.PaxosRedirect{Seq: m.Seq, Group: int32(m.Group), Leader: int32(m.Leader)}
+	}
+	return "", nil
 }
 
-func redirectToProto[V paxos.Value[V, I], I paxos.ID](m paxos.Redirect[V, I]) *wire.PaxosRedirect {
-	return &wire.PaxosRedirect{Seq: m.Seq, Group: int32(m.Group), Leader: int32(m.Leader)}
+// The generated types in which the baselines' wire forms differ: each
+// baseline has its own value (VP), ID (IP), accepted and chosen entries,
+// and the four messages that carry them.
+type (
+	ballotMember interface {
+		GetBallot() *wire.PaxosBallot
+		GetMember() int32
+	}
+	acceptedProto[VP any] interface {
+		comparable
+		GetSlot() uint64
+		GetBallot() *wire.PaxosBallot
+		GetVal() VP
+	}
+	chosenProto[VP any] interface {
+		comparable
+		GetSlot() uint64
+		GetVal() VP
+	}
+	entriesProto[E any] interface {
+		ballotMember
+		GetEntries() []E
+	}
+	p2aProto[VP any] interface {
+		ballotMember
+		GetSlot() uint64
+		GetVal() VP
+		GetCommit() uint64
+		GetGc() uint64
+	}
+	p2bProto[IP comparable] interface {
+		ballotMember
+		GetSlot() uint64
+		GetVal() IP
+	}
+)
+
+// fromProto decodes a message of the paxos core from body, the field f of
+// a baseline's message; val decodes a value (and reports a missing one),
+// id an ID's fields. It returns nil for a body it does not know.
+func fromProto[V paxos.Value[V, I], I paxos.ID, VP any, IP comparable, A acceptedProto[VP], C chosenProto[VP],
+	P1B entriesProto[A], P2A p2aProto[VP], P2B p2bProto[IP], L entriesProto[C]](
+	d *decoder, body proto.Message, f string, val func(VP, string) V, id func(IP, string) I) node.Message {
+	switch r := body.(type) {
+	case *wire.PaxosP1A:
+		return paxos.P1a[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), From: r.GetFrom()}
+	case *wire.PaxosNack:
+		return paxos.Nack[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
+			Promised: d.ballot(r.GetPromised(), f+".promised")}
+	case *wire.PaxosHeartbeat:
+		return paxos.Heartbeat[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
+			Commit: r.GetCommit(), GC: r.GetGc()}
+	case *wire.PaxosHeartbeatOK:
+		return paxos.HeartbeatOK[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
+			Applied: r.GetApplied()}
+	case *wire.PaxosRedirect:
+		return paxos.Redirect[V, I]{Seq: r.GetSeq(), Group: d.index(r.GetGroup(), f+".group"), Leader: d.index(r.GetLeader(), f+".leader")}
+	case P1B:
+		return paxos.P1b[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
+			Entries: entries(d, r.GetEntries(), f, func(e A, ef string) paxos.Accepted[V] {
+				return paxos.Accepted[V]{Slot: e.GetSlot(), Ballot: d.ballot(e.GetBallot(), ef+".ballot"), Val: val(e.GetVal(), ef+".val")}
+			})}
+	case P2A:
+		return paxos.P2a[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
+			Val: val(r.GetVal(), f+".val"), Commit: r.GetCommit(), GC: r.GetGc()}
+	case P2B:
+		var none IP
+		if r.GetVal() == none {
+			d.fail(fieldErr(f+".val", "missing"))
+		}
+		return paxos.P2b[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
+			Val: id(r.GetVal(), f+".val")}
+	case L:
+		return paxos.Learn[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
+			Entries: entries(d, r.GetEntries(), f, func(e C, ef string) paxos.Chosen[V] {
+				return paxos.Chosen[V]{Slot: e.GetSlot(), Val: val(e.GetVal(), ef+".val")}
+			})}
+	}
+	return nil
 }
 
-func p1aFromProto[V paxos.Value[V, I], I paxos.ID](d *decoder, r *wire.PaxosP1A, f string) paxos.P1a[V, I] {
-	return paxos.P1a[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), From: r.GetFrom()}
+// entries decodes the entries of message field f with dec, failing on a
+// missing one; nil for none.
+func entries[E comparable, T any](d *decoder, es []E, f string, dec func(E, string) T) []T {
+	var out []T
+	var none E
+	for i, e := range es {
+		ef := fmt.Sprintf("%s.entries[%d]", f, i)
+		if e == none {
+			d.fail(fieldErr(ef, "missing"))
+			break
+		}
+		out = append(out, dec(e, ef))
+	}
+	return out
 }
 
-func nackFromProto[V paxos.Value[V, I], I paxos.ID](d *decoder, r *wire.PaxosNack, f string) paxos.Nack[V, I] {
-	return paxos.Nack[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
-		Promised: d.ballot(r.GetPromised(), f+".promised")}
-}
-
-func heartbeatFromProto[V paxos.Value[V, I], I paxos.ID](d *decoder, r *wire.PaxosHeartbeat, f string) paxos.Heartbeat[V, I] {
-	return paxos.Heartbeat[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
-		Commit: r.GetCommit(), GC: r.GetGc()}
-}
-
-func heartbeatOKFromProto[V paxos.Value[V, I], I paxos.ID](d *decoder, r *wire.PaxosHeartbeatOK, f string) paxos.HeartbeatOK[V, I] {
-	return paxos.HeartbeatOK[V, I]{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"),
-		Applied: r.GetApplied()}
-}
-
-func redirectFromProto[V paxos.Value[V, I], I paxos.ID](d *decoder, r *wire.PaxosRedirect, f string) paxos.Redirect[V, I] {
-	return paxos.Redirect[V, I]{Seq: r.GetSeq(), Group: d.index(r.GetGroup(), f+".group"), Leader: d.index(r.GetLeader(), f+".leader")}
+// decode decodes q, a baseline's message named prefix, with dec.
+func decode(q proto.Message, prefix string, dec func(d *decoder, body proto.Message, f string) node.Message) (node.Message, error) {
+	var d decoder
+	var m node.Message
+	if b, f := body(q, prefix); b != nil {
+		m = dec(&d, b, f)
+	}
+	if m == nil {
+		return nil, fieldErr(prefix+".body", "missing or unknown message type")
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return m, nil
 }
 
 // --- ShardedPaxos ---
@@ -103,100 +220,44 @@ func spValueToProto(v shardedpaxos.Value) *wire.ShardedPaxosValue {
 }
 
 func shardedPaxosToProto(m node.Message) *wire.ShardedPaxosMessage {
-	q := &wire.ShardedPaxosMessage{}
+	var f string
+	var p proto.Message
 	switch m := m.(type) {
-	case shardedpaxos.P1a:
-		q.Body = &wire.ShardedPaxosMessage_P1A{P1A: p1aToProto(m)}
 	case shardedpaxos.P1b:
-		p := &wire.ShardedPaxosP1B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member)}
-		for _, e := range m.Entries {
-			p.Entries = append(p.Entries, &wire.ShardedPaxosAccepted{Slot: e.Slot, Ballot: ballotToProto(e.Ballot), Val: spValueToProto(e.Val)})
-		}
-		q.Body = &wire.ShardedPaxosMessage_P1B{P1B: p}
+		f, p = "p1b", &wire.ShardedPaxosP1B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member),
+			Entries: each(m.Entries, func(e shardedpaxos.Accepted) *wire.ShardedPaxosAccepted {
+				return &wire.ShardedPaxosAccepted{Slot: e.Slot, Ballot: ballotToProto(e.Ballot), Val: spValueToProto(e.Val)}
+			})}
 	case shardedpaxos.P2a:
-		q.Body = &wire.ShardedPaxosMessage_P2A{P2A: &wire.ShardedPaxosP2A{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
-			Val: spValueToProto(m.Val), Commit: m.Commit, Gc: m.GC}}
+		f, p = "p2a", &wire.ShardedPaxosP2A{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
+			Val: spValueToProto(m.Val), Commit: m.Commit, Gc: m.GC}
 	case shardedpaxos.P2b:
-		q.Body = &wire.ShardedPaxosMessage_P2B{P2B: &wire.ShardedPaxosP2B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
-			Val: &wire.ShardedPaxosID{Noop: m.Val.Noop, Client: m.Val.Client, Seq: m.Val.Seq}}}
-	case shardedpaxos.Nack:
-		q.Body = &wire.ShardedPaxosMessage_Nack{Nack: nackToProto(m)}
-	case shardedpaxos.Heartbeat:
-		q.Body = &wire.ShardedPaxosMessage_Heartbeat{Heartbeat: heartbeatToProto(m)}
-	case shardedpaxos.HeartbeatOK:
-		q.Body = &wire.ShardedPaxosMessage_HeartbeatOk{HeartbeatOk: heartbeatOKToProto(m)}
+		f, p = "p2b", &wire.ShardedPaxosP2B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
+			Val: &wire.ShardedPaxosID{Noop: m.Val.Noop, Client: m.Val.Client, Seq: m.Val.Seq}}
 	case shardedpaxos.Learn:
-		p := &wire.ShardedPaxosLearn{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member)}
-		for _, e := range m.Entries {
-			p.Entries = append(p.Entries, &wire.ShardedPaxosChosen{Slot: e.Slot, Val: spValueToProto(e.Val)})
-		}
-		q.Body = &wire.ShardedPaxosMessage_Learn{Learn: p}
-	case shardedpaxos.Redirect:
-		q.Body = &wire.ShardedPaxosMessage_Redirect{Redirect: redirectToProto(m)}
+		f, p = "learn", &wire.ShardedPaxosLearn{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member),
+			Entries: each(m.Entries, func(e shardedpaxos.Chosen) *wire.ShardedPaxosChosen {
+				return &wire.ShardedPaxosChosen{Slot: e.Slot, Val: spValueToProto(e.Val)}
+			})}
 	default:
+		f, p = coreToProto[shardedpaxos.Value, shardedpaxos.ID](m)
+	}
+	if p == nil {
 		return nil
 	}
+	q := &wire.ShardedPaxosMessage{}
+	putBody(q, f, p)
 	return q
 }
 
 func shardedPaxosFromProto(q *wire.ShardedPaxosMessage) (node.Message, error) {
-	var d decoder
-	var m node.Message
-	switch b := q.GetBody().(type) {
-	case *wire.ShardedPaxosMessage_P1A:
-		m = p1aFromProto[shardedpaxos.Value, shardedpaxos.ID](&d, b.P1A, "sharded_paxos.p1a")
-	case *wire.ShardedPaxosMessage_P1B:
-		r, f := b.P1B, "sharded_paxos.p1b"
-		p := shardedpaxos.P1b{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
-		for i, e := range r.GetEntries() {
-			ef := fmt.Sprintf("%s.entries[%d]", f, i)
-			if e == nil {
-				d.fail(fieldErr(ef, "missing"))
-				break
-			}
-			p.Entries = append(p.Entries, shardedpaxos.Accepted{Slot: e.GetSlot(), Ballot: d.ballot(e.GetBallot(), ef+".ballot"),
-				Val: d.spValue(e.GetVal(), ef+".val")})
-		}
-		m = p
-	case *wire.ShardedPaxosMessage_P2A:
-		r, f := b.P2A, "sharded_paxos.p2a"
-		m = shardedpaxos.P2a{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
-			Val: d.spValue(r.GetVal(), f+".val"), Commit: r.GetCommit(), GC: r.GetGc()}
-	case *wire.ShardedPaxosMessage_P2B:
-		r, f := b.P2B, "sharded_paxos.p2b"
-		if r.GetVal() == nil {
-			d.fail(fieldErr(f+".val", "missing"))
-		}
-		id := r.GetVal()
-		m = shardedpaxos.P2b{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
-			Val: shardedpaxos.ID{Noop: id.GetNoop(), Client: id.GetClient(), Seq: id.GetSeq()}}
-	case *wire.ShardedPaxosMessage_Nack:
-		m = nackFromProto[shardedpaxos.Value, shardedpaxos.ID](&d, b.Nack, "sharded_paxos.nack")
-	case *wire.ShardedPaxosMessage_Heartbeat:
-		m = heartbeatFromProto[shardedpaxos.Value, shardedpaxos.ID](&d, b.Heartbeat, "sharded_paxos.heartbeat")
-	case *wire.ShardedPaxosMessage_HeartbeatOk:
-		m = heartbeatOKFromProto[shardedpaxos.Value, shardedpaxos.ID](&d, b.HeartbeatOk, "sharded_paxos.heartbeat_ok")
-	case *wire.ShardedPaxosMessage_Learn:
-		r, f := b.Learn, "sharded_paxos.learn"
-		p := shardedpaxos.Learn{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
-		for i, e := range r.GetEntries() {
-			ef := fmt.Sprintf("%s.entries[%d]", f, i)
-			if e == nil {
-				d.fail(fieldErr(ef, "missing"))
-				break
-			}
-			p.Entries = append(p.Entries, shardedpaxos.Chosen{Slot: e.GetSlot(), Val: d.spValue(e.GetVal(), ef+".val")})
-		}
-		m = p
-	case *wire.ShardedPaxosMessage_Redirect:
-		m = redirectFromProto[shardedpaxos.Value, shardedpaxos.ID](&d, b.Redirect, "sharded_paxos.redirect")
-	default:
-		return nil, fieldErr("sharded_paxos.body", "missing or unknown message type")
-	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return m, nil
+	return decode(q, "sharded_paxos", func(d *decoder, body proto.Message, f string) node.Message {
+		return fromProto[shardedpaxos.Value, shardedpaxos.ID, *wire.ShardedPaxosValue, *wire.ShardedPaxosID,
+			*wire.ShardedPaxosAccepted, *wire.ShardedPaxosChosen, *wire.ShardedPaxosP1B, *wire.ShardedPaxosP2A,
+			*wire.ShardedPaxosP2B, *wire.ShardedPaxosLearn](d, body, f, d.spValue, func(q *wire.ShardedPaxosID, _ string) shardedpaxos.ID {
+			return shardedpaxos.ID{Noop: q.GetNoop(), Client: q.GetClient(), Seq: q.GetSeq()}
+		})
+	})
 }
 
 // --- RSPaxos ---
@@ -207,107 +268,51 @@ func rsValueToProto(v rspaxos.Value) *wire.RSPaxosValue {
 }
 
 func rsPaxosToProto(m node.Message) *wire.RSPaxosMessage {
-	q := &wire.RSPaxosMessage{}
+	var f string
+	var p proto.Message
 	switch m := m.(type) {
-	case rspaxos.P1a:
-		q.Body = &wire.RSPaxosMessage_P1A{P1A: p1aToProto(m)}
 	case rspaxos.P1b:
-		p := &wire.RSPaxosP1B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member)}
-		for _, e := range m.Entries {
-			p.Entries = append(p.Entries, &wire.RSPaxosAccepted{Slot: e.Slot, Ballot: ballotToProto(e.Ballot), Val: rsValueToProto(e.Val)})
-		}
-		q.Body = &wire.RSPaxosMessage_P1B{P1B: p}
+		f, p = "p1b", &wire.RSPaxosP1B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member),
+			Entries: each(m.Entries, func(e rspaxos.Accepted) *wire.RSPaxosAccepted {
+				return &wire.RSPaxosAccepted{Slot: e.Slot, Ballot: ballotToProto(e.Ballot), Val: rsValueToProto(e.Val)}
+			})}
 	case rspaxos.P2a:
-		q.Body = &wire.RSPaxosMessage_P2A{P2A: &wire.RSPaxosP2A{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
-			Val: rsValueToProto(m.Val), Commit: m.Commit, Gc: m.GC}}
+		f, p = "p2a", &wire.RSPaxosP2A{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
+			Val: rsValueToProto(m.Val), Commit: m.Commit, Gc: m.GC}
 	case rspaxos.P2b:
-		q.Body = &wire.RSPaxosMessage_P2B{P2B: &wire.RSPaxosP2B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
-			Val: &wire.RSPaxosID{Kind: wire.RSPaxosKind(m.Val.Kind), Client: m.Val.Client, Seq: m.Val.Seq}}}
-	case rspaxos.Nack:
-		q.Body = &wire.RSPaxosMessage_Nack{Nack: nackToProto(m)}
-	case rspaxos.Heartbeat:
-		q.Body = &wire.RSPaxosMessage_Heartbeat{Heartbeat: heartbeatToProto(m)}
-	case rspaxos.HeartbeatOK:
-		q.Body = &wire.RSPaxosMessage_HeartbeatOk{HeartbeatOk: heartbeatOKToProto(m)}
+		f, p = "p2b", &wire.RSPaxosP2B{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member), Slot: m.Slot,
+			Val: &wire.RSPaxosID{Kind: wire.RSPaxosKind(m.Val.Kind), Client: m.Val.Client, Seq: m.Val.Seq}}
 	case rspaxos.Learn:
-		p := &wire.RSPaxosLearn{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member)}
-		for _, e := range m.Entries {
-			p.Entries = append(p.Entries, &wire.RSPaxosChosen{Slot: e.Slot, Val: rsValueToProto(e.Val)})
-		}
-		q.Body = &wire.RSPaxosMessage_Learn{Learn: p}
+		f, p = "learn", &wire.RSPaxosLearn{Ballot: ballotToProto(m.Ballot), Member: int32(m.Member),
+			Entries: each(m.Entries, func(e rspaxos.Chosen) *wire.RSPaxosChosen {
+				return &wire.RSPaxosChosen{Slot: e.Slot, Val: rsValueToProto(e.Val)}
+			})}
 	case rspaxos.PieceReply:
-		q.Body = &wire.RSPaxosMessage_PieceReply{PieceReply: &wire.RSPaxosPieceReply{Member: int32(m.Member), Slot: m.Slot, Block: m.Block,
-			Version: m.Version, Piece: m.Piece, HasPiece: m.Piece != nil, Missing: m.Missing}}
-	case rspaxos.Redirect:
-		q.Body = &wire.RSPaxosMessage_Redirect{Redirect: redirectToProto(m)}
+		f, p = "piece_reply", &wire.RSPaxosPieceReply{Member: int32(m.Member), Slot: m.Slot, Block: m.Block,
+			Version: m.Version, Piece: m.Piece, HasPiece: m.Piece != nil, Missing: m.Missing}
 	default:
+		f, p = coreToProto[rspaxos.Value, rspaxos.ID](m)
+	}
+	if p == nil {
 		return nil
 	}
+	q := &wire.RSPaxosMessage{}
+	putBody(q, f, p)
 	return q
 }
 
 func rsPaxosFromProto(q *wire.RSPaxosMessage) (node.Message, error) {
-	var d decoder
-	var m node.Message
-	switch b := q.GetBody().(type) {
-	case *wire.RSPaxosMessage_P1A:
-		m = p1aFromProto[rspaxos.Value, rspaxos.ID](&d, b.P1A, "rs_paxos.p1a")
-	case *wire.RSPaxosMessage_P1B:
-		r, f := b.P1B, "rs_paxos.p1b"
-		p := rspaxos.P1b{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
-		for i, e := range r.GetEntries() {
-			ef := fmt.Sprintf("%s.entries[%d]", f, i)
-			if e == nil {
-				d.fail(fieldErr(ef, "missing"))
-				break
-			}
-			p.Entries = append(p.Entries, rspaxos.Accepted{Slot: e.GetSlot(), Ballot: d.ballot(e.GetBallot(), ef+".ballot"),
-				Val: d.rsValue(e.GetVal(), ef+".val")})
+	return decode(q, "rs_paxos", func(d *decoder, body proto.Message, f string) node.Message {
+		if r, ok := body.(*wire.RSPaxosPieceReply); ok {
+			return rspaxos.PieceReply{Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(), Block: r.GetBlock(), Version: r.GetVersion(),
+				Piece: wire.OptBytes(r.GetPiece(), r.GetHasPiece()), Missing: r.GetMissing()}
 		}
-		m = p
-	case *wire.RSPaxosMessage_P2A:
-		r, f := b.P2A, "rs_paxos.p2a"
-		m = rspaxos.P2a{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
-			Val: d.rsValue(r.GetVal(), f+".val"), Commit: r.GetCommit(), GC: r.GetGc()}
-	case *wire.RSPaxosMessage_P2B:
-		r, f := b.P2B, "rs_paxos.p2b"
-		if r.GetVal() == nil {
-			d.fail(fieldErr(f+".val", "missing"))
-		}
-		id := r.GetVal()
-		m = rspaxos.P2b{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(),
-			Val: rspaxos.ID{Kind: d.rsKind(id.GetKind(), f+".val.kind"), Client: id.GetClient(), Seq: id.GetSeq()}}
-	case *wire.RSPaxosMessage_Nack:
-		m = nackFromProto[rspaxos.Value, rspaxos.ID](&d, b.Nack, "rs_paxos.nack")
-	case *wire.RSPaxosMessage_Heartbeat:
-		m = heartbeatFromProto[rspaxos.Value, rspaxos.ID](&d, b.Heartbeat, "rs_paxos.heartbeat")
-	case *wire.RSPaxosMessage_HeartbeatOk:
-		m = heartbeatOKFromProto[rspaxos.Value, rspaxos.ID](&d, b.HeartbeatOk, "rs_paxos.heartbeat_ok")
-	case *wire.RSPaxosMessage_Learn:
-		r, f := b.Learn, "rs_paxos.learn"
-		p := rspaxos.Learn{Ballot: d.ballot(r.GetBallot(), f+".ballot"), Member: d.index(r.GetMember(), f+".member")}
-		for i, e := range r.GetEntries() {
-			ef := fmt.Sprintf("%s.entries[%d]", f, i)
-			if e == nil {
-				d.fail(fieldErr(ef, "missing"))
-				break
-			}
-			p.Entries = append(p.Entries, rspaxos.Chosen{Slot: e.GetSlot(), Val: d.rsValue(e.GetVal(), ef+".val")})
-		}
-		m = p
-	case *wire.RSPaxosMessage_PieceReply:
-		r, f := b.PieceReply, "rs_paxos.piece_reply"
-		m = rspaxos.PieceReply{Member: d.index(r.GetMember(), f+".member"), Slot: r.GetSlot(), Block: r.GetBlock(), Version: r.GetVersion(),
-			Piece: wire.OptBytes(r.GetPiece(), r.GetHasPiece()), Missing: r.GetMissing()}
-	case *wire.RSPaxosMessage_Redirect:
-		m = redirectFromProto[rspaxos.Value, rspaxos.ID](&d, b.Redirect, "rs_paxos.redirect")
-	default:
-		return nil, fieldErr("rs_paxos.body", "missing or unknown message type")
-	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return m, nil
+		return fromProto[rspaxos.Value, rspaxos.ID, *wire.RSPaxosValue, *wire.RSPaxosID,
+			*wire.RSPaxosAccepted, *wire.RSPaxosChosen, *wire.RSPaxosP1B, *wire.RSPaxosP2A,
+			*wire.RSPaxosP2B, *wire.RSPaxosLearn](d, body, f, d.rsValue, func(q *wire.RSPaxosID, f string) rspaxos.ID {
+			return rspaxos.ID{Kind: d.rsKind(q.GetKind(), f+".kind"), Client: q.GetClient(), Seq: q.GetSeq()}
+		})
+	})
 }
 
 // --- Decoding helpers ---

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/baselines/rspaxos"
 	"github.com/amalgam-store/amalgam/baselines/shardedpaxos"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -19,35 +20,47 @@ func Scenarios() []*mc.Scenario {
 	return []*mc.Scenario{ShardedPaxosNormal, ShardedPaxosLossy, ShardedPaxosTwoClients, RSPaxosNormal, RSPaxosLossy, RSPaxosTwoClients}
 }
 
-// ShardedPaxosSlots collects every ShardedPaxos member's log for
-// OneValuePerSlot. Crashed members count: their acceptances happened.
-func ShardedPaxosSlots(s *mc.State) []Slot[shardedpaxos.Ballot, shardedpaxos.ID] {
-	var out []Slot[shardedpaxos.Ballot, shardedpaxos.ID]
+// Replica is what the checks read of a member: the paxos core's view
+// (paxos.Replica), which both baselines' replicas embed.
+type Replica[I comparable] interface {
+	node.Node
+	Group() int
+	Member() int
+	Full() bool
+	Role() string
+	Leading() (paxos.Ballot, bool)
+	Promised() paxos.Ballot
+	Applied() uint64
+	GC() uint64
+	Slots() []paxos.SlotView[I]
+}
+
+// Replicas lists the nodes of s of type R, in address order.
+func Replicas[R any](s *mc.State) []R {
+	var out []R
 	for _, a := range s.Addrs() {
-		r, ok := s.Node(a).(*shardedpaxos.Replica)
-		if !ok {
-			continue
-		}
-		for _, v := range r.Slots() {
-			out = append(out, Slot[shardedpaxos.Ballot, shardedpaxos.ID]{Group: r.Group(), Member: r.Member(), Slot: v.Slot,
-				Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
+		if r, ok := s.Node(a).(R); ok {
+			out = append(out, r)
 		}
 	}
 	return out
 }
 
-// RSPaxosSlots collects every RSPaxos member's log for OneValuePerSlot.
-func RSPaxosSlots(s *mc.State) []Slot[rspaxos.Ballot, rspaxos.ID] {
-	var out []Slot[rspaxos.Ballot, rspaxos.ID]
-	for _, a := range s.Addrs() {
-		r, ok := s.Node(a).(*rspaxos.Replica)
-		if !ok {
-			continue
-		}
-		for _, v := range r.Slots() {
-			out = append(out, Slot[rspaxos.Ballot, rspaxos.ID]{Group: r.Group(), Member: r.Member(), Slot: v.Slot,
-				Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
-		}
+// LogSlots collects the log of every member of type R in s for
+// OneValuePerSlot. Crashed members count: their acceptances happened.
+func LogSlots[I comparable, R Replica[I]](s *mc.State) []Slot[paxos.Ballot, I] {
+	var out []Slot[paxos.Ballot, I]
+	for _, r := range Replicas[R](s) {
+		out = append(out, slotsOf(r)...)
+	}
+	return out
+}
+
+func slotsOf[I comparable](r Replica[I]) []Slot[paxos.Ballot, I] {
+	var out []Slot[paxos.Ballot, I]
+	for _, v := range r.Slots() {
+		out = append(out, Slot[paxos.Ballot, I]{Group: r.Group(), Member: r.Member(), Slot: v.Slot,
+			Accepted: v.Accepted, Ballot: v.Ballot, Acc: v.Acc, Chosen: v.Chosen, Val: v.Val})
 	}
 	return out
 }
@@ -118,7 +131,7 @@ func spInit(scripts [][][]msg.Op, first ...int) func() *mc.State {
 
 func spInvariants() []mc.Predicate {
 	return []mc.Predicate{
-		OneValuePerSlotPred(ShardedPaxosSlots, spCfg.Quorum()),
+		OneValuePerSlotPred(LogSlots[shardedpaxos.ID, *shardedpaxos.Replica], spCfg.Quorum()),
 		GCSafe(func(n node.Node) bool { return n.(*shardedpaxos.Replica).Full() }),
 		mc.Linearizable(workload.Model(spCfg.Layout)),
 	}
@@ -143,7 +156,7 @@ func rsInit(scripts [][][]msg.Op) func() *mc.State {
 
 func rsInvariants() []mc.Predicate {
 	return []mc.Predicate{
-		OneValuePerSlotPred(RSPaxosSlots, rsCfg.Quorum()),
+		OneValuePerSlotPred(LogSlots[rspaxos.ID, *rspaxos.Replica], rsCfg.Quorum()),
 		GCSafe(func(node.Node) bool { return true }),
 		mc.Linearizable(workload.Model(rsCfg.Layout)),
 	}
@@ -153,58 +166,36 @@ func rsInvariants() []mc.Predicate {
 // operations each. The "normal" ones are small enough to explore to
 // exhaustion; the others are searched within time limits.
 var (
-	ShardedPaxosNormal = &mc.Scenario{
-		Name:   "shardedpaxos-normal",
-		System: "shardedpaxos", Describe: DescribeNode,
-		Doc: "ShardedPaxos f=1 (2 replicas + 1 witness), 1 group; one client: write b0, read b0; " +
+	ShardedPaxosNormal = scenario("shardedpaxos", "normal",
+		"ShardedPaxos f=1 (2 replicas + 1 witness), 1 group; one client: write b0, read b0; "+
 			"one timer firing per path (an election at any point, a heartbeat or a retry), no loss",
-		Init:       spInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}),
-		Settings:   mc.Settings{MaxTimerFires: 1},
-		Invariants: spInvariants,
-	}
-	ShardedPaxosLossy = &mc.Scenario{
-		Name:   "shardedpaxos-lossy",
-		System: "shardedpaxos", Describe: DescribeNode,
-		Doc: "shardedpaxos-normal with up to 1 drop, 1 duplicate and 3 timer firings per path " +
+		spInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}), mc.Settings{MaxTimerFires: 1}, spInvariants)
+	ShardedPaxosLossy = scenario("shardedpaxos", "lossy",
+		"shardedpaxos-normal with up to 1 drop, 1 duplicate and 3 timer firings per path "+
 			"(elections, heartbeats, retries)",
-		Init:       ShardedPaxosNormal.Init,
-		Settings:   mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 3},
-		Invariants: spInvariants,
-	}
-	ShardedPaxosTwoClients = &mc.Scenario{
-		Name:   "shardedpaxos-two-clients",
-		System: "shardedpaxos", Describe: DescribeNode,
-		Doc: "ShardedPaxos f=1, 1 group; client 0 writes b0 (starting at member 0, the leader), client 1 " +
+		ShardedPaxosNormal.Init, mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 3}, spInvariants)
+	ShardedPaxosTwoClients = scenario("shardedpaxos", "two-clients",
+		"ShardedPaxos f=1, 1 group; client 0 writes b0 (starting at member 0, the leader), client 1 "+
 			"reads b0 (starting at member 1); up to 2 timer firings per path, no loss",
-		Init:       spInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}, 0, 1),
-		Settings:   mc.Settings{MaxTimerFires: 2},
-		Invariants: spInvariants,
-	}
-	RSPaxosNormal = &mc.Scenario{
-		Name:   "rspaxos-normal",
-		System: "rspaxos", Describe: DescribeNode,
-		Doc: "RSPaxos f=1 (4 replicas, quorums of 3, 2 data + 2 parity pieces), 1 group; one client: " +
+		spInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}, 0, 1), mc.Settings{MaxTimerFires: 2}, spInvariants)
+	RSPaxosNormal = scenario("rspaxos", "normal",
+		"RSPaxos f=1 (4 replicas, quorums of 3, 2 data + 2 parity pieces), 1 group; one client: "+
 			"PUT b0, GET b0; no timers, no loss",
-		Init:       rsInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}),
-		Invariants: rsInvariants,
-	}
-	RSPaxosLossy = &mc.Scenario{
-		Name:       "rspaxos-lossy",
-		System:     "rspaxos",
-		Doc:        "rspaxos-normal with up to 1 drop, 1 duplicate and 2 timer firings per path",
-		Init:       RSPaxosNormal.Init,
-		Settings:   mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 2},
-		Invariants: rsInvariants,
-	}
-	RSPaxosTwoClients = &mc.Scenario{
-		Name:       "rspaxos-two-clients",
-		System:     "rspaxos",
-		Doc:        "RSPaxos f=1, 1 group; client 0 PUTs b0, client 1 GETs b0; up to 1 timer firing per path, no loss",
-		Init:       rsInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}),
-		Settings:   mc.Settings{MaxTimerFires: 1},
-		Invariants: rsInvariants,
-	}
+		rsInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}), mc.Settings{}, rsInvariants)
+	RSPaxosLossy = scenario("rspaxos", "lossy",
+		"rspaxos-normal with up to 1 drop, 1 duplicate and 2 timer firings per path",
+		RSPaxosNormal.Init, mc.Settings{MaxDrops: 1, MaxDuplicates: 1, MaxTimerFires: 2}, rsInvariants)
+	RSPaxosTwoClients = scenario("rspaxos", "two-clients",
+		"RSPaxos f=1, 1 group; client 0 PUTs b0, client 1 GETs b0; up to 1 timer firing per path, no loss",
+		rsInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}), mc.Settings{MaxTimerFires: 1}, rsInvariants)
 )
+
+// scenario is the scenario system-name of a baseline, whose traces
+// DescribeNode describes.
+func scenario(system, name, doc string, init func() *mc.State, settings mc.Settings, inv func() []mc.Predicate) *mc.Scenario {
+	return &mc.Scenario{Name: system + "-" + name, System: system, Describe: DescribeNode, Doc: doc, Init: init, Settings: settings,
+		Invariants: inv}
+}
 
 // DefaultTime bounds the scenario searches of the tests that are not
 // exhaustive.

@@ -124,14 +124,11 @@ func (es Effects) Addrs() []node.Addr {
 
 // String renders one effect per line.
 func (es Effects) String() string {
-	var b strings.Builder
+	lines := make([]string, len(es))
 	for i, e := range es {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(e.String())
+		lines[i] = e.String()
 	}
-	return b.String()
+	return strings.Join(lines, "\n")
 }
 
 // Of keeps the messages of type M.

@@ -11,11 +11,10 @@ package raftreconfig
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"sort"
 	"sync"
@@ -633,13 +632,11 @@ func (r *Replica) inbound(from, to node.Addr, m node.Message) {
 	}
 }
 
+// randUint64 draws a non-zero number from math/rand/v2, whose generator
+// each process seeds from the operating system: entry ids and timer jitter.
 func randUint64() uint64 {
-	var b [8]byte
 	for {
-		if _, err := rand.Read(b[:]); err != nil {
-			panic(err)
-		}
-		if v := binary.LittleEndian.Uint64(b[:]); v != 0 {
+		if v := rand.Uint64(); v != 0 {
 			return v
 		}
 	}

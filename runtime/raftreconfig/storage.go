@@ -57,14 +57,7 @@ func (d *disk) save(hs pb.HardState, ents []pb.Entry, snap pb.Snapshot) error {
 	b := d.db.NewBatch()
 	defer b.Close()
 	if !raft.IsEmptySnap(snap) {
-		v, err := snap.Marshal()
-		if err != nil {
-			return err
-		}
-		if err := b.Set(snapKey, v, nil); err != nil {
-			return err
-		}
-		if err := b.DeleteRange(entryKey(0), entryKey(snap.Metadata.Index+1), nil); err != nil {
+		if err := putSnapshot(b, snap, snap.Metadata.Index); err != nil {
 			return err
 		}
 	}
@@ -74,21 +67,13 @@ func (d *disk) save(hs pb.HardState, ents []pb.Entry, snap pb.Snapshot) error {
 			return err
 		}
 		for i := range ents {
-			v, err := ents[i].Marshal()
-			if err != nil {
-				return err
-			}
-			if err := b.Set(entryKey(ents[i].Index), v, nil); err != nil {
+			if err := put(b, entryKey(ents[i].Index), &ents[i]); err != nil {
 				return err
 			}
 		}
 	}
 	if !raft.IsEmptyHardState(hs) {
-		v, err := hs.Marshal()
-		if err != nil {
-			return err
-		}
-		if err := b.Set(hardKey, v, nil); err != nil {
+		if err := put(b, hardKey, &hs); err != nil {
 			return err
 		}
 	}
@@ -101,36 +86,38 @@ func (d *disk) save(hs pb.HardState, ents []pb.Entry, snap pb.Snapshot) error {
 // saveSnapshot stores a snapshot the replica took and drops the entries it
 // covers up to compact.
 func (d *disk) saveSnapshot(snap pb.Snapshot, compact uint64) error {
-	v, err := snap.Marshal()
-	if err != nil {
-		return err
-	}
 	b := d.db.NewBatch()
 	defer b.Close()
-	if err := b.Set(snapKey, v, nil); err != nil {
-		return err
-	}
-	if err := b.DeleteRange(entryKey(0), entryKey(compact+1), nil); err != nil {
+	if err := putSnapshot(b, snap, compact); err != nil {
 		return err
 	}
 	return b.Commit(d.opts())
 }
 
+// putSnapshot adds snap to b and drops the log entries up to upto.
+func putSnapshot(b *pebble.Batch, snap pb.Snapshot, upto uint64) error {
+	if err := put(b, snapKey, &snap); err != nil {
+		return err
+	}
+	return b.DeleteRange(entryKey(0), entryKey(upto+1), nil)
+}
+
+// put adds v, marshalled, to b at k.
+func put(b *pebble.Batch, k []byte, v interface{ Marshal() ([]byte, error) }) error {
+	data, err := v.Marshal()
+	if err != nil {
+		return err
+	}
+	return b.Set(k, data, nil)
+}
+
 // load reads everything back.
 func (d *disk) load() (hs pb.HardState, snap pb.Snapshot, ents []pb.Entry, err error) {
-	if v, ok, err := d.get(hardKey); err != nil {
+	if err := d.getInto(hardKey, &hs, "hard state"); err != nil {
 		return hs, snap, nil, err
-	} else if ok {
-		if err := hs.Unmarshal(v); err != nil {
-			return hs, snap, nil, fmt.Errorf("hard state: %w", err)
-		}
 	}
-	if v, ok, err := d.get(snapKey); err != nil {
+	if err := d.getInto(snapKey, &snap, "snapshot"); err != nil {
 		return hs, snap, nil, err
-	} else if ok {
-		if err := snap.Unmarshal(v); err != nil {
-			return hs, snap, nil, fmt.Errorf("snapshot: %w", err)
-		}
 	}
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(0), UpperBound: entriesEnd})
 	if err != nil {
@@ -147,6 +134,18 @@ func (d *disk) load() (hs pb.HardState, snap pb.Snapshot, ents []pb.Entry, err e
 		}
 	}
 	return hs, snap, ents, it.Close()
+}
+
+// getInto unmarshals the value at k, if any, into v; what names v in errors.
+func (d *disk) getInto(k []byte, v interface{ Unmarshal([]byte) error }, what string) error {
+	data, ok, err := d.get(k)
+	if err != nil || !ok {
+		return err
+	}
+	if err := v.Unmarshal(data); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 func (d *disk) get(k []byte) ([]byte, bool, error) {
