@@ -22,7 +22,7 @@ duplication and crash the scenario allows. The baselines' scenarios
 (check/baselines) check the ShardedPaxos and RSPaxos replicas the same way.
 It needs no cluster. See docs/model-checking.md.`,
 	}
-	cmd.AddCommand(newMCListCmd(gl), newMCRunCmd(gl), newMCReplayCmd(gl))
+	cmd.AddCommand(newMCListCmd(gl), newMCRunCmd(gl), newMCReplayCmd(gl), newMCExploreCmd(gl))
 	return cmd
 }
 
@@ -91,6 +91,7 @@ func newMCRunCmd(gl *globalFlags) *cobra.Command {
 		workers                     int
 		seed                        uint64
 		quiet, skipNoOps            bool
+		exploreAddr                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "run <scenario>",
@@ -166,6 +167,11 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 					sc.PrintTrace(w, r.Trace)
 				}
 			}
+			if r.Outcome == mc.Violation && exploreAddr != "" {
+				if err := exploreViolation(cmd, sc, r, exploreAddr); err != nil {
+					return err
+				}
+			}
 			if r.Outcome == mc.Violation {
 				return violationExit(sc.Name, sum.Violation)
 			}
@@ -183,6 +189,7 @@ idempotence (self-checks, slower). Progress goes to stderr. Exit status:
 	f.StringVar(&saveTrace, "save-trace", "", "write a violation's trace to this JSON file")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	f.BoolVar(&skipNoOps, "skip-noops", false, "deliveries and timer firings that change nothing are no step (Settings.SkipNoOps)")
+	addExploreFlag(f, &exploreAddr)
 	return cmd
 }
 
