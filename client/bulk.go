@@ -78,19 +78,9 @@ func (r Range) groups(l erasure.Layout, buf []byte, off int64) ([][]segment, err
 // transaction (up to wire.MaxTxnOps blocks), and the transactions run
 // concurrently on the pool's clients.
 func (p *Pool) ReadAt(ctx context.Context, r Range, buf []byte, off int64) error {
-	groups, err := r.groups(p.Layout(), buf, off)
-	if err != nil {
-		return err
-	}
-	return p.each(groups, func(g []segment) error {
-		ops := make([]msg.Op, len(g))
-		for i, s := range g {
-			ops[i] = msg.Op{Kind: msg.OpRead, Block: s.block, Offset: s.offset, Length: len(s.buf)}
-		}
-		out, err := p.Txn(ctx, ops)
-		if err != nil {
-			return err
-		}
+	return p.txns(ctx, r, buf, off, func(s segment) msg.Op {
+		return msg.Op{Kind: msg.OpRead, Block: s.block, Offset: s.offset, Length: len(s.buf)}
+	}, func(g []segment, out msg.Outcome) error {
 		for i, s := range g {
 			if copy(s.buf, out.Results[i].Data) != len(s.buf) {
 				return fmt.Errorf("block %d: read returned %d bytes, want %d", s.block, len(out.Results[i].Data), len(s.buf))
@@ -106,17 +96,29 @@ func (p *Pool) ReadAt(ctx context.Context, r Range, buf []byte, off int64) error
 // wire.MaxTxnOps blocks), so they commit together; the transactions run
 // concurrently and, if one fails, others may have committed.
 func (p *Pool) WriteAt(ctx context.Context, r Range, data []byte, off int64) error {
-	groups, err := r.groups(p.Layout(), data, off)
+	return p.txns(ctx, r, data, off, func(s segment) msg.Op {
+		return msg.Op{Kind: msg.OpWrite, Block: s.block, Offset: s.offset, Data: s.buf}
+	}, func([]segment, msg.Outcome) error { return nil })
+}
+
+// txns splits buf at byte off of r into one transaction per shard, of the
+// ops op makes from the segments, runs them concurrently and hands each
+// one's outcome to check.
+func (p *Pool) txns(ctx context.Context, r Range, buf []byte, off int64, op func(segment) msg.Op, check func([]segment, msg.Outcome) error) error {
+	groups, err := r.groups(p.Layout(), buf, off)
 	if err != nil {
 		return err
 	}
 	return p.each(groups, func(g []segment) error {
 		ops := make([]msg.Op, len(g))
 		for i, s := range g {
-			ops[i] = msg.Op{Kind: msg.OpWrite, Block: s.block, Offset: s.offset, Data: s.buf}
+			ops[i] = op(s)
 		}
-		_, err := p.Txn(ctx, ops)
-		return err
+		out, err := p.Txn(ctx, ops)
+		if err != nil {
+			return err
+		}
+		return check(g, out)
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/wire"
 )
 
@@ -27,7 +28,7 @@ func TestAuthorization(t *testing.T) {
 	srvCert, srvKey := ca.issue(t, dir, "server", true)
 	cliCert, cliKey := ca.issue(t, dir, "client", false)
 	admCert, admKey := ca.issue(t, dir, "admin", false, "admin")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	startDev(t, addr, filepath.Join(dir, "data"), "--durability", "memory",
 		"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-ca", ca.file)
 	machine := fmt.Sprintf("127.0.0.1:%d", mustPort(t, addr)+1)

@@ -3,160 +3,20 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
-
-var bin string // directory holding the built binaries
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "amalgam-e2e")
-	if err != nil {
-		panic(err)
-	}
-	bin = dir
-	for _, c := range []string{"amalgam-server", "amalgam-cli"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, c), "../cmd/"+c).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", c, err, out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// freePort finds a loopback port p such that p..p+span are free now.
-func freePort(t *testing.T, span int) int {
-	t.Helper()
-	for try := 0; try < 50; try++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		ok := true
-		for i := 1; i <= span && ok; i++ {
-			l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+i))
-			if err != nil {
-				ok = false
-				continue
-			}
-			_ = l2.Close()
-		}
-		if ok {
-			return p
-		}
-	}
-	t.Fatal("no free port range")
-	return 0
-}
-
-type server struct {
-	cmd *exec.Cmd
-	out *bytes.Buffer
-}
-
-func startDev(t *testing.T, addr, dir string, extra ...string) *server {
-	t.Helper()
-	args := append([]string{"dev", "--addr", addr, "--data-dir", dir, "--blocks", "60", "--block-size", "256"}, extra...)
-	cmd := exec.Command(filepath.Join(bin, "amalgam-server"), args...)
-	out := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd, out}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), "ready at") {
-		if time.Now().After(deadline) {
-			t.Fatalf("dev did not start:\n%s", out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return s
-}
-
-func (s *server) interrupt(t *testing.T) {
-	t.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("dev exited with %v after Ctrl-C:\n%s", err, s.out)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("dev did not stop after Ctrl-C:\n%s", s.out)
-	}
-	if !strings.Contains(s.out.String(), "stopped") {
-		t.Fatalf("dev did not report a clean stop:\n%s", s.out)
-	}
-}
-
-// cli runs amalgam-cli --output json and decodes its output; it fails the
-// test if the command fails.
-func cli(t *testing.T, cluster string, v any, args ...string) {
-	t.Helper()
-	out, errOut, err := cliRaw(cluster, args...)
-	if err != nil {
-		t.Fatalf("amalgam-cli %v: %v\n%s%s", args, err, out, errOut)
-	}
-	if err := json.Unmarshal([]byte(out), v); err != nil {
-		t.Fatalf("amalgam-cli %v: output is not JSON (%v):\n%s", args, err, out)
-	}
-}
-
-func cliRaw(cluster string, args ...string) (string, string, error) {
-	all := append([]string{"--cluster", cluster, "--output", "json", "--timeout", "10s"}, args...)
-	cmd := exec.Command(filepath.Join(bin, "amalgam-cli"), all...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
-}
-
-type result struct {
-	Op      string  `json:"op"`
-	Block   uint64  `json:"block"`
-	DataHex *string `json:"data_hex"`
-	Value   *uint64 `json:"value"`
-	OK      *bool   `json:"ok"`
-}
-
-type txn struct {
-	Aborted bool     `json:"aborted"`
-	Results []result `json:"results"`
-}
-
-func readHex(t *testing.T, cluster string, block, offset, length int) string {
-	t.Helper()
-	var r txn
-	cli(t, cluster, &r, "read", fmt.Sprint(block), "--offset", fmt.Sprint(offset), "--length", fmt.Sprint(length))
-	if len(r.Results) != 1 || r.Results[0].DataHex == nil {
-		t.Fatalf("read: %+v", r)
-	}
-	return *r.Results[0].DataHex
-}
 
 func TestDevCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds binaries and runs a cluster")
 	}
-	port := freePort(t, 6)
+	port := e2etest.FreePort(t, 6)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	dir := t.TempDir()
 	s := startDev(t, addr, dir)
@@ -175,22 +35,12 @@ func TestDevCluster(t *testing.T) {
 		t.Fatalf("status: %+v", st)
 	}
 
+	writeAndAdd(t, addr)
 	var r txn
-	cli(t, addr, &r, "write", "7", "--data", "hello", "--offset", "3")
-	if got := readHex(t, addr, 7, 0, 10); got != "00000068656c6c6f0000" {
-		t.Fatalf("read after write = %s", got)
-	}
 	// xor
 	cli(t, addr, &r, "rmw", "7", "--op", "xor", "--hex", "ff01", "--offset", "3")
 	if got := readHex(t, addr, 7, 3, 2); got != "9764" {
 		t.Fatalf("after xor = %s", got)
-	}
-	// add twice: returns the new value
-	for i, want := range []uint64{5, 12} {
-		cli(t, addr, &r, "rmw", "7", "--op", "add", "--offset", "16", "--delta", fmt.Sprint([]int{5, 7}[i]))
-		if len(r.Results) != 1 || r.Results[0].Value == nil || *r.Results[0].Value != want {
-			t.Fatalf("add %d: %+v", i, r)
-		}
 	}
 	// cas: a failing one returns the old bytes and changes nothing, a
 	// matching one swaps.
@@ -247,7 +97,7 @@ func TestDevCluster(t *testing.T) {
 	if after := readHex(t, addr, 7, 0, 0); after != before {
 		t.Fatalf("bad input changed block 7:\n%s\n%s", before, after)
 	}
-	_, errOut, err := cliRaw(fmt.Sprintf("127.0.0.1:%d", freePort(t, 0)), "--timeout", "1s", "status")
+	_, errOut, err := cliRaw(fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 0)), "--timeout", "1s", "status")
 	if err == nil || !strings.Contains(errOut, "unreachable") {
 		t.Errorf("unreachable cluster: err %v, %q", err, errOut)
 	}
@@ -257,27 +107,86 @@ func TestDevCluster(t *testing.T) {
 	for _, b := range []int{3, 7, 59} {
 		snapshot[b] = readHex(t, addr, b, 0, 0)
 	}
-	s.interrupt(t)
-	s = startDev(t, addr, dir)
+	interrupt(t, s)
+	s.Start(t)
 	for b, want := range snapshot {
 		if got := readHex(t, addr, b, 0, 0); got != want {
 			t.Fatalf("block %d after restart:\n got %s\nwant %s", b, got, want)
 		}
 	}
 	// And after SIGKILL.
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s = startDev(t, addr, dir)
+	s.Kill()
+	s.Start(t)
 	for b, want := range snapshot {
 		if got := readHex(t, addr, b, 0, 0); got != want {
 			t.Fatalf("block %d after kill -9:\n got %s\nwant %s", b, got, want)
 		}
 	}
 	// A different layout on the same directory is refused.
-	cmd := exec.Command(filepath.Join(bin, "amalgam-server"), "dev", "--addr", fmt.Sprintf("127.0.0.1:%d", freePort(t, 6)), "--data-dir", dir, "--blocks", "90")
+	cmd := command("amalgam-server", "dev", "--addr", fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6)), "--data-dir", dir, "--blocks", "90")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "holds a cluster with") {
 		t.Errorf("restart with other flags: %v\n%s", err, out)
 	}
-	s.interrupt(t)
+	interrupt(t, s)
+}
+
+// The baselines run from the same binary and answer the same CLI:
+// amalgam-server dev --protocol shardedpaxos|rspaxos, then writes, RMWs,
+// a transaction and status through amalgam-cli --output json.
+func TestDevBaselines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds binaries and runs clusters")
+	}
+	for _, tc := range []struct {
+		protocol string
+		replicas int // per group, f=2
+	}{{"shardedpaxos", 5}, {"rspaxos", 7}} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			port := e2etest.FreePort(t, tc.replicas+1)
+			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			s := startDev(t, addr, t.TempDir(), "--protocol", tc.protocol)
+			if !strings.Contains(s.Out.String(), tc.protocol+" dev cluster ready") {
+				t.Fatalf("dev output:\n%s", s.Out)
+			}
+			var st struct {
+				Protocol   string                  `json:"protocol"`
+				Durability string                  `json:"durability"`
+				Machines   []struct{ Addr string } `json:"machines"`
+				Nodes      []struct {
+					Addr        string `json:"addr"`
+					BytesStored int64  `json:"bytes_stored"`
+				} `json:"nodes"`
+				Healthy bool `json:"healthy"`
+			}
+			cli(t, addr, &st, "status")
+			if st.Protocol != tc.protocol || st.Durability != "memory" || len(st.Machines) != tc.replicas ||
+				len(st.Nodes) != 5*tc.replicas || !st.Healthy {
+				t.Fatalf("status: %+v", st)
+			}
+			writeAndAdd(t, addr)
+			var r txn
+			// A failing check aborts the whole transaction.
+			cli(t, addr, &r, "txn", "--op", "check:block=7,offset=3,expect=nope", "--op", "write:block=7,data=XX")
+			if !r.Aborted {
+				t.Fatalf("txn with a failing check: %+v", r)
+			}
+			if got := readHex(t, addr, 7, 0, 2); got != "0000" {
+				t.Fatalf("aborted txn wrote: %s", got)
+			}
+			// Bad input: one-line error, nothing applied.
+			if _, errOut, err := cliRaw(addr, "write", "100000", "--data", "x"); err == nil || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+				t.Fatalf("write to a missing block: err %v, stderr %q", err, errOut)
+			}
+			cli(t, addr, &st, "status")
+			var stored int64
+			for _, n := range st.Nodes {
+				stored += n.BytesStored
+			}
+			if stored == 0 {
+				t.Fatalf("replicas store nothing after writes: %+v", st.Nodes)
+			}
+			interrupt(t, s)
+		})
+	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 // tlsServer serves gRPC (no services: the handshake is what is tested) on
@@ -50,11 +52,8 @@ func serveGRPC(t *testing.T, s *grpc.Server) string {
 // must fail well inside the request timeout (10s) with one line naming
 // the cause, on stderr and in JSON on stdout.
 func TestFailFast(t *testing.T) {
-	dir := t.TempDir()
-	ca := newCA(t, dir, "amalgam test CA")
-	other := newCA(t, dir, "other CA")
-	srvCert, srvKey := ca.issue(t, dir, "server", true)
-	cliCert, cliKey := ca.issue(t, dir, "client", false)
+	p := newPKI(t)
+	dir, ca, other, srvCert, srvKey, cliCert, cliKey := p.dir, p.ca, p.other, p.srvCert, p.srvKey, p.cliCert, p.cliKey
 	wrongName, wrongNameKey := ca.issueWith(t, dir, "elsewhere", func(c *x509.Certificate) {
 		c.ExtKeyUsage = append(c.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
 		c.IPAddresses = []net.IP{net.ParseIP("192.0.2.1")}
@@ -76,7 +75,7 @@ func TestFailFast(t *testing.T) {
 		flags      []string
 		cause      string
 	}{
-		{"nothing listening", fmt.Sprintf("127.0.0.1:%d", freePort(t, 0)), nil, "nothing is listening there (connection refused)"},
+		{"nothing listening", fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 0)), nil, "nothing is listening there (connection refused)"},
 		{"host without a port", "127.0.0.1", nil, "has no port"},
 		{"an HTTP (metrics) port", metrics.Addr().String(), nil, "not a gRPC server"},
 		{"TLS server, no TLS", tlsAddr, nil, "may require TLS"},

@@ -1,128 +1,48 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 
 	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
-	"github.com/amalgam-store/amalgam/workload"
 )
 
 var killDuration = flag.Duration("kill-duration", 0,
 	"how long TestKillNode runs its clients (default 30s, or 8s with -short; env AMALGAM_KILL_DURATION)")
 
-// syncBuf is a bytes.Buffer that a child process writes while the test
-// reads it.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// proc is one amalgam-server process, restartable with the same
-// arguments.
-type proc struct {
-	name string
-	args []string
-	cmd  *exec.Cmd
-	out  *syncBuf // every incarnation's output, in order
-	done chan struct{}
-}
-
-func startProc(t *testing.T, name, ready string, args ...string) *proc {
+// startProc starts amalgam-server with args and waits up to 30s until
+// its output shows ready.
+func startProc(t *testing.T, name, ready string, args ...string) *e2etest.Proc {
 	t.Helper()
-	p := &proc{name: name, args: args, out: &syncBuf{}}
-	p.start(t, ready)
-	t.Cleanup(func() { p.kill() })
-	return p
-}
-
-// start runs a new incarnation and waits until its output shows ready.
-func (p *proc) start(t *testing.T, ready string) {
-	t.Helper()
-	fmt.Fprintf(p.out, "---- %s starting: amalgam-server %s\n", p.name, strings.Join(p.args, " "))
-	mark := len(p.out.String())
-	p.cmd = exec.Command(filepath.Join(bin, "amalgam-server"), p.args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.done = make(chan struct{})
-	cmd, done := p.cmd, p.done
-	go func() { _ = cmd.Wait(); close(done) }()
-	deadline := time.After(30 * time.Second)
-	for !strings.Contains(p.out.String()[mark:], ready) {
-		select {
-		case <-done:
-			t.Fatalf("%s exited before it was ready:\n%s", p.name, p.out)
-		case <-deadline:
-			t.Fatalf("%s not ready after 30s:\n%s", p.name, p.out)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// kill sends SIGKILL and waits for the process to go.
-func (p *proc) kill() {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-	fmt.Fprintf(p.out, "---- %s killed (SIGKILL)\n", p.name)
-}
-
-// exited reports whether the current incarnation has exited.
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+	return e2etest.StartProc(t, name, ready, 30*time.Second, append([]string{filepath.Join(bin, "amalgam-server")}, args...)...)
 }
 
 // cluster is a reconfiguration replica and n node processes.
 type cluster struct {
 	entry    string
-	reconfig *proc
-	nodes    []*proc
+	reconfig *e2etest.Proc
+	nodes    []*e2etest.Proc
 }
 
 func (c *cluster) logs() string {
 	var b strings.Builder
-	b.WriteString(c.reconfig.out.String())
+	b.WriteString(c.reconfig.Out.String())
 	for _, n := range c.nodes {
-		b.WriteString(n.out.String())
+		b.WriteString(n.Out.String())
 	}
 	return b.String()
 }
@@ -131,7 +51,7 @@ func (c *cluster) logs() string {
 // per machine, as separate processes on loopback.
 func startCluster(t *testing.T, l erasure.Layout, durability string) *cluster {
 	t.Helper()
-	port := freePort(t, l.N)
+	port := e2etest.FreePort(t, l.N)
 	dir := t.TempDir()
 	c := &cluster{entry: fmt.Sprintf("127.0.0.1:%d", port)}
 	var addrs []string
@@ -198,104 +118,10 @@ func TestKillNode(t *testing.T) {
 		}
 	}()
 
-	start := time.Now()
-	now := func() int64 { return time.Since(start).Nanoseconds() }
-	var (
-		mu       sync.Mutex
-		history  []porcupine.Operation
-		pending  int
-		acked    int // acknowledged transactions that write
-		nextCID  = workers
-		lastAck  [workers]uint64   // ledger: last acknowledged counter
-		inFlight [workers][]uint64 // ledger: counters of pending writes
-	)
-	newClient := func(ctx context.Context) (*client.Client, error) {
-		return client.Dial(ctx, c.entry, client.Options{AttemptTimeout: time.Second})
-	}
-
-	// The workers: each runs one transaction at a time; every fourth one
-	// writes a counter into the worker's own ledger block.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			ctx := context.Background()
-			cl, err := newClient(ctx)
-			if err != nil {
-				t.Errorf("worker %d: %v", w, err)
-				return
-			}
-			defer func() { cl.Close() }()
-			cid := w
-			wrnd := rand.New(rand.NewPCG(seed, uint64(w)+2))
-			var script [][]msg.Op
-			var counter uint64
-			for i := 0; ; i++ {
-				if len(script) == 0 {
-					script = workload.Generate(wrnd.Uint64, l, shared, 256, workload.DefaultMix)
-				}
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ops := script[0]
-				script = script[1:]
-				var ledgerVal uint64
-				if i%4 == 3 {
-					counter++
-					ledgerVal = counter
-					ops = []msg.Op{{Kind: msg.OpWrite, Block: uint64(ledger + w), Data: binary.LittleEndian.AppendUint64(nil, counter)}}
-				}
-				octx, cancel := context.WithTimeout(ctx, opTimeout)
-				call := now()
-				out, err := cl.Txn(octx, ops)
-				ret := now()
-				cancel()
-				op := porcupine.Operation{ClientId: cid, Input: ops, Call: call}
-				switch {
-				case err == nil:
-					op.Output, op.Return = msg.Reply{Outcome: out}, ret
-				case errors.Is(err, client.ErrInvalid):
-					t.Errorf("worker %d: %s refused: %v", w, workload.DescribeTxn(ops), err)
-					return
-				default:
-					// Timed out: it may still take effect at any time, so
-					// it stays pending to the end of the history. A fresh
-					// client id keeps one request per id outstanding.
-					op.Output, op.Return = nil, math.MaxInt64
-				}
-				mu.Lock()
-				history = append(history, op)
-				if op.Output == nil {
-					pending++
-					if ledgerVal > 0 {
-						inFlight[w] = append(inFlight[w], ledgerVal)
-					}
-					cid = nextCID
-					nextCID++
-				} else {
-					if writes(ops) && !out.Aborted {
-						acked++
-					}
-					if ledgerVal > 0 {
-						lastAck[w] = ledgerVal
-					}
-				}
-				mu.Unlock()
-				if op.Output == nil {
-					t.Logf("worker %d: %s timed out after %v (%v); recorded as pending", w, workload.DescribeTxn(ops), time.Duration(ret-call), err)
-					cl.Close()
-					if cl, err = newClient(ctx); err != nil {
-						t.Errorf("worker %d: %v", w, err)
-						return
-					}
-				}
-			}
-		}(w)
-	}
+	ld := &e2etest.Load{T: t, Entries: c.entry, Layout: l, Seed: seed, Workers: workers, Shared: shared, Timeout: opTimeout}
+	ld.Start()
+	start := ld.Began()
+	defer ld.Stop()
 
 	// Kill the victim three times: SIGKILL, a pause, restart, then a
 	// probe write on the victim's shard must commit (its data server is
@@ -311,15 +137,12 @@ func TestKillNode(t *testing.T) {
 	if probeBlock == math.MaxUint64 {
 		t.Fatalf("node %d's shard has no block outside the workload's", victim)
 	}
-	probe, err := newClient(context.Background())
+	probe, err := client.Dial(context.Background(), c.entry, client.Options{AttemptTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer probe.Close()
-	mu.Lock()
-	probeCID := nextCID
-	nextCID++
-	mu.Unlock()
+	probeCID := ld.NewClientID()
 	down := min(dur/10, 2*time.Second)
 	type window struct{ kill, restart, rejoined int64 }
 	var windows []window
@@ -329,9 +152,7 @@ func TestKillNode(t *testing.T) {
 	waitCompleted := func(n int) {
 		guard := time.Now().Add(3 * time.Minute) // a hang guard only
 		for {
-			mu.Lock()
-			done := len(history) - pending
-			mu.Unlock()
+			done := ld.Ops() - ld.Pending()
 			if done >= n || t.Failed() {
 				return
 			}
@@ -348,27 +169,24 @@ func TestKillNode(t *testing.T) {
 			break
 		}
 		n := c.nodes[victim]
-		if n.exited() {
+		if n.Exited() {
 			t.Fatalf("node %d exited on its own", victim)
 		}
-		win := window{kill: now()}
-		n.kill()
+		win := window{kill: ld.Now()}
+		n.Kill()
 		time.Sleep(down)
-		n.start(t, "serving at")
-		win.restart = now()
+		n.Start(t)
+		win.restart = ld.Now()
 		ops := []msg.Op{{Kind: msg.OpWrite, Block: probeBlock, Data: binary.LittleEndian.AppendUint64(nil, uint64(k))}}
 		pctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		out, err := probe.Txn(pctx, ops)
 		cancel()
-		win.rejoined = now()
-		mu.Lock()
+		win.rejoined = ld.Now()
 		op := porcupine.Operation{ClientId: probeCID, Input: ops, Call: win.restart, Output: msg.Reply{Outcome: out}, Return: win.rejoined}
 		if err != nil {
 			op.Output, op.Return = nil, math.MaxInt64
-			pending++
 		}
-		history = append(history, op)
-		mu.Unlock()
+		ld.Record(op)
 		if err != nil {
 			t.Fatalf("node %d restarted at %v but a write on its shard did not commit within %v: %v",
 				victim, time.Duration(win.restart), opTimeout, err)
@@ -379,10 +197,9 @@ func TestKillNode(t *testing.T) {
 	}
 	time.Sleep(time.Until(start.Add(dur)))
 	waitCompleted(minOps)
-	close(stop)
-	wg.Wait() // in-flight transactions finish (or time out) first
+	ld.Stop() // in-flight transactions finish (or time out) first
 	for m, n := range c.nodes {
-		if n.exited() {
+		if n.Exited() {
 			t.Fatalf("node %d exited on its own", m)
 		}
 	}
@@ -391,41 +208,15 @@ func TestKillNode(t *testing.T) {
 	}
 
 	// Final reads of every block, after everything else returned, so a
-	// lost write shows in the linearizability check too.
+	// lost write shows in the linearizability check too. No acknowledged
+	// ledger write may be lost: each ledger block holds the last
+	// acknowledged counter or a later one that was still pending.
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	cl, err := newClient(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	final := map[uint64][]byte{}
-	for b := uint64(0); b < l.NumBlocks(); b++ {
-		ops := []msg.Op{{Kind: msg.OpRead, Block: b}}
-		call := now()
-		out, err := cl.Txn(ctx, ops)
-		if err != nil {
-			t.Fatalf("final read of block %d: %v", b, err)
-		}
-		history = append(history, porcupine.Operation{ClientId: nextCID, Input: ops, Call: call, Output: msg.Reply{Outcome: out}, Return: now()})
-		final[b] = out.Results[0].Data
-	}
-
-	// No acknowledged ledger write is lost: each ledger block holds the
-	// last acknowledged counter or a later one that was still pending.
-	for w := 0; w < workers; w++ {
-		got := binary.LittleEndian.Uint64(final[uint64(ledger+w)])
-		ok := got == lastAck[w]
-		for _, p := range inFlight[w] {
-			ok = ok || (got == p && p > lastAck[w])
-		}
-		if !ok {
-			t.Errorf("worker %d's ledger block holds counter %d; the last acknowledged write was %d (pending: %v): an acknowledged write was lost",
-				w, got, lastAck[w], inFlight[w])
-		}
-	}
+	ld.FinalReads(ctx, l.NumBlocks(), opTimeout)
 
 	// A timeline of completions shows the stalls and the recoveries.
+	history := ld.History()
 	const bucket = 500 * time.Millisecond
 	counts := make([]int, (dur+2*bucket)/bucket)
 	for _, op := range history {
@@ -446,33 +237,18 @@ func TestKillNode(t *testing.T) {
 	if interrupted == 0 {
 		t.Errorf("no transaction was in flight when the node was killed")
 	}
+	pending := ld.Pending()
 	t.Logf("%d transactions: %d completed (%d acknowledged writing ones), %d pending (timed out), %d in flight at a kill; node %d killed and restarted %d times, down %v each",
-		len(history), len(history)-pending, acked, pending, interrupted, victim, len(windows), down)
+		len(history), len(history)-pending, ld.Acked(), pending, interrupted, victim, len(windows), down)
 	if len(history)-pending < minOps {
 		t.Fatalf("only %d transactions completed; the test exercised too little", len(history)-pending)
 	}
 	checkStart := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(workload.Model(l), history, 3*time.Minute)
-	switch res {
+	switch res, viz := ld.Check(3*time.Minute, "kill"); res {
 	case porcupine.Ok:
 		t.Logf("linearizable: checked %d operations with porcupine in %v", len(history), time.Since(checkStart).Round(time.Millisecond))
 	default:
-		viz := filepath.Join(os.TempDir(), fmt.Sprintf("amalgam-kill-%d.html", seed))
-		if err := porcupine.VisualizePath(workload.Model(l), info, viz); err == nil {
-			t.Logf("visualization in %s", viz)
-		}
-		t.Fatalf("history of %d operations: porcupine says %v", len(history), res)
+		t.Fatalf("history of %d operations: porcupine says %v; visualization in %s", len(history), res, viz)
 	}
 	failed = false
-}
-
-// writes reports whether a transaction changes a block when it commits.
-func writes(ops []msg.Op) bool {
-	for _, op := range ops {
-		switch op.Kind {
-		case msg.OpWrite, msg.OpXor, msg.OpAdd, msg.OpCas:
-			return true
-		}
-	}
-	return false
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 // scrape fetches a Prometheus text exposition and returns every sample,
@@ -50,11 +52,11 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // operations run, and every node reports its pending operations and the
 // bytes it stores.
 func TestMetrics(t *testing.T) {
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	s := startDev(t, addr, filepath.Join(t.TempDir(), "data"), "--durability", "memory", "--metrics-addr", "127.0.0.1:0")
-	m := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(s.out.String())
+	m := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindStringSubmatch(s.Out.String())
 	if m == nil {
-		t.Fatalf("dev did not print its metrics address:\n%s", s.out)
+		t.Fatalf("dev did not print its metrics address:\n%s", s.Out)
 	}
 	url := m[1]
 
@@ -107,5 +109,5 @@ func TestMetrics(t *testing.T) {
 	if _, ok := after["amalgam_stream_reconnects_total"]; !ok {
 		t.Errorf("no amalgam_stream_reconnects_total")
 	}
-	s.interrupt(t)
+	interrupt(t, s)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 var (
@@ -35,11 +36,11 @@ func TestNBDBench(t *testing.T) {
 		t.Skip("benchmark: run with -args -nbd-bench")
 	}
 	needTools(t, "fio", "nbdkit")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	startDev(t, addr, t.TempDir(), "--blocks", "4096", "--block-size", "4096", "--durability", *nbdBenchMode)
 	const size = 4096 * 4096 // the export's first 16 MiB
 	uri := nbdServer(t, addr)
-	kitPort := freePort(t, 0)
+	kitPort := e2etest.FreePort(t, 0)
 	kit := exec.Command("nbdkit", "--foreground", "--port", fmt.Sprint(kitPort), "--ipaddr", "127.0.0.1", "memory", fmt.Sprint(size))
 	if err := kit.Start(); err != nil {
 		t.Fatal(err)

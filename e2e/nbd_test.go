@@ -3,8 +3,10 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,12 +14,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 // cliOut runs amalgam-cli (text output) with stdin and returns stdout.
 func cliOut(t *testing.T, cluster string, stdin []byte, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "amalgam-cli"), append([]string{"--cluster", cluster, "--timeout", "20s"}, args...)...)
+	cmd := command("amalgam-cli", append([]string{"--cluster", cluster, "--timeout", "20s"}, args...)...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -63,7 +67,7 @@ func TestImportExport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds binaries and runs a cluster")
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	startDev(t, addr, t.TempDir(), "--blocks", "3000", "--block-size", "4096")
 
 	// A file with a last partial block, imported at block 7.
@@ -100,7 +104,7 @@ func TestImportExport(t *testing.T) {
 	cliFails(t, addr, "nothing was written", "import", big, "--first-block", "0", "--last-block", "99")
 	cliFails(t, addr, "past the last block", "import", big, "--first-block", "3000")
 	cliFails(t, addr, "past the last block", "export", "--blocks", "2990-3000", "-o", outFile+".bad")
-	cliFails(t, fmt.Sprintf("127.0.0.1:%d", freePort(t, 0)), "unreachable", "--timeout", "1s", "import", big, "--first-block", "2900")
+	cliFails(t, fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 0)), "unreachable", "--timeout", "1s", "import", big, "--first-block", "2900")
 	if after := cliOut(t, addr, nil, "export", "--blocks", "2900-2999"); !bytes.Equal(before, after) {
 		t.Fatal("refused imports changed blocks 2900-2999")
 	}
@@ -114,7 +118,7 @@ func TestImportExport(t *testing.T) {
 	// acknowledged.
 	path, data = randomFile(t, 2000*4096)
 	state := path + ".amalgam-import"
-	cmd := exec.Command(filepath.Join(bin, "amalgam-cli"), "--cluster", addr, "import", path, "--first-block", "100",
+	cmd := command("amalgam-cli", "--cluster", addr, "import", path, "--first-block", "100",
 		"--chunk-blocks", "8", "--concurrency", "1", "--no-progress")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -164,7 +168,7 @@ func stateChunks(path string) int {
 // URI.
 func nbdServer(t *testing.T, cluster string, extra ...string) string {
 	t.Helper()
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t, 0))
+	listen := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 0))
 	startProc(t, "nbd", "nbd ready at", append([]string{"nbd", "--cluster", cluster, "--listen", listen, "--export", "disk"}, extra...)...)
 	return "nbd://" + listen + "/disk"
 }
@@ -229,7 +233,7 @@ func TestNBDTools(t *testing.T) {
 		t.Skip("builds binaries and runs a cluster")
 	}
 	needTools(t, "fio", "nbdcopy")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	startDev(t, addr, t.TempDir(), "--blocks", "1024", "--block-size", "65536") // 64 MiB
 	uri := nbdServer(t, addr)
 
@@ -253,4 +257,74 @@ func TestNBDTools(t *testing.T) {
 	if err != nil || len(got) != 1026<<16 || !bytes.Equal(got[:len(data)], data) {
 		t.Fatalf("nbdcopy out (%d bytes, %v) differs from the 64 MiB nbdcopy put in", len(got), err)
 	}
+}
+
+var nbdLong = flag.Bool("nbd-long", false, "run TestNBDKillReplace: fio through NBD while a machine is killed and replaced by a spare (a few minutes)")
+
+// TestNBDKillReplace runs fio's verified random writes through an NBD
+// export of a durable cluster of separate processes (a reconfiguration
+// replica, five machines and a spare) and kills one machine with SIGKILL
+// partway through. The reconfiguration service moves its slot to the
+// spare, which rebuilds; fio must finish with no I/O or verification
+// error. Run with: go test -run TestNBDKillReplace -v ./e2e/ -args -nbd-long
+func TestNBDKillReplace(t *testing.T) {
+	if !*nbdLong {
+		t.Skip("long: run with -nbd-long")
+	}
+	needTools(t, "fio")
+	const machines = 5
+	dir := t.TempDir()
+	port := e2etest.FreePort(t, machines+1)
+	entry := fmt.Sprintf("127.0.0.1:%d", port)
+	var addrs []string
+	for m := range machines + 1 {
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port+1+m))
+	}
+	spare := addrs[machines]
+	procs := []*e2etest.Proc{startProc(t, "reconfig", "reconfiguration service", "reconfig", "--addr", entry,
+		"--data-dir", filepath.Join(dir, "reconfig"), "--machine-addrs", strings.Join(addrs[:machines], ","),
+		"--block-size", "4096", "--blocks", "6000", "--suspect-after", "1500ms")}
+	for m := range machines {
+		procs = append(procs, startProc(t, fmt.Sprintf("node %d", m), "serving at", "node", "--machine", fmt.Sprint(m),
+			"--addr", addrs[m], "--reconfig", entry, "--data-dir", filepath.Join(dir, fmt.Sprintf("node-%d", m))))
+	}
+	procs = append(procs, startProc(t, "spare", "spare serving at", "node", "--spare", "--addr", spare,
+		"--reconfig", entry, "--data-dir", filepath.Join(dir, "spare")))
+	defer func() {
+		if t.Failed() {
+			for _, p := range procs {
+				t.Logf("%s", p.Out.String())
+			}
+		}
+	}()
+	uri := nbdServer(t, entry, "--timeout", "5m")
+
+	victim := 1
+	killed := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(8 * time.Second)
+		procs[1+victim].Kill()
+		killed <- time.Now()
+	}()
+	start := time.Now()
+	r := fio(t, uri, "--rw=randwrite", "--bs=4k", "--size=16m", "--iodepth=16")
+	fioDone := time.Now()
+	at := <-killed
+	t.Logf("fio 4k: %d bytes written and verified in %v; machine %d killed %v in", r.Jobs[0].Write.Bytes, time.Since(start).Round(time.Second),
+		victim, at.Sub(start).Round(time.Second))
+	if at.After(fioDone) {
+		t.Fatal("fio finished before the machine was killed")
+	}
+
+	admin := e2etest.Dial(t, entry)
+	e2etest.WaitFor(t, fmt.Sprintf("machine %d moved to the spare", victim), 60*time.Second, func() (bool, string) {
+		st, err := admin.Status(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.GetMachines()[victim].GetAddr() == spare, fmt.Sprint(st.GetMachines())
+	})
+	// And after the replacement, another verified pass of 128 KiB writes.
+	r = fio(t, uri, "--rw=randwrite", "--bs=128k", "--size=16m", "--iodepth=8")
+	t.Logf("fio 128k after the replacement: %d bytes written and verified", r.Jobs[0].Write.Bytes)
 }

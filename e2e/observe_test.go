@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 // TestVersion: both binaries print their module version, VCS revision and
@@ -50,7 +52,7 @@ func TestVersion(t *testing.T) {
 // the build and process information.
 func TestConfigFile(t *testing.T) {
 	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	cfg := filepath.Join(dir, "amalgam.yaml")
 	if err := os.WriteFile(cfg, []byte(`
 log-format: json
@@ -64,9 +66,9 @@ dev:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(bin, "amalgam-server"), "--config", cfg, "dev", "--addr", addr, "--block-size", "64")
+	cmd := command("amalgam-server", "--config", cfg, "dev", "--addr", addr, "--block-size", "64")
 	cmd.Env = append(os.Environ(), "AMALGAM_BLOCKS=45", "AMALGAM_BLOCK_SIZE=256")
-	out := &syncBuf{}
+	out := &e2etest.SyncBuf{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -124,7 +126,7 @@ dev:
 }
 
 // waitFor waits until out shows s (the process's readiness line).
-func waitFor(t *testing.T, out *syncBuf, s string) {
+func waitFor(t *testing.T, out *e2etest.SyncBuf, s string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second) // a hang guard
 	for !strings.Contains(out.String(), s) {

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 )
 
@@ -84,7 +84,7 @@ func TestHealthAndLocate(t *testing.T) {
 	}
 
 	const victim = 2
-	c.nodes[victim].kill()
+	c.nodes[victim].Kill()
 	out, errOut, err = cliRaw(c.entry, "health")
 	if code := exitCode(t, err); code != 2 || json.Unmarshal([]byte(out), &h) != nil || h.Healthy ||
 		len(h.Problems) == 0 || !strings.Contains(h.Problems[0], "machine 2 ") || !strings.Contains(h.Problems[0], "down") {
@@ -148,7 +148,7 @@ func TestSuspectedMachine(t *testing.T) {
 	}
 
 	const victim = 3
-	c.nodes[victim].kill()
+	c.nodes[victim].Kill()
 	// The leader suspects it after --suspect-after (3 s); the deadline
 	// only guards against a hang.
 	deadline := time.Now().Add(2 * time.Minute)
@@ -202,8 +202,8 @@ func cliText(cluster string, args ...string) (string, string, error) {
 // Ctrl-C, having said the cluster is healthy.
 func watchUntilInterrupted(t *testing.T, cluster string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "amalgam-cli"), "--cluster", cluster, "status", "--watch", "--interval", "50ms")
-	out := &syncBuf{}
+	cmd := command("amalgam-cli", "--cluster", cluster, "status", "--watch", "--interval", "50ms")
+	out := &e2etest.SyncBuf{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -10,13 +10,15 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 // TestReadiness: a machine's gRPC health is SERVING on a healthy cluster,
 // NOT_SERVING while a replaced server rebuilds (throttled to 2 blocks/s,
 // so it takes seconds), and SERVING again once it has rebuilt.
 func TestReadiness(t *testing.T) {
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	startDev(t, addr, filepath.Join(t.TempDir(), "data"), "--durability", "memory", "--rebuild-rate", "2")
 	machine := fmt.Sprintf("127.0.0.1:%d", mustPort(t, addr)+2) // machine 1
 	cc, err := grpc.NewClient(machine, grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/wire"
 )
 
@@ -54,23 +55,30 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 	}
 }
 
-func newCA(t *testing.T, dir, name string) *testCA {
+// sign makes a key and a certificate for name from tmpl, valid for a day
+// around now, signed by parent, or by itself when parent is nil.
+func sign(t *testing.T, name string, tmpl *x509.Certificate, parent *testCA) ([]byte, *ecdsa.PrivateKey) {
 	t.Helper()
 	serial++
 	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(serial),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	tmpl.SerialNumber = big.NewInt(serial)
+	tmpl.Subject = pkix.Name{CommonName: name}
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	parentCert, parentKey := tmpl, key
+	if parent != nil {
+		parentCert, parentKey = parent.cert, parent.key
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parentCert, &key.PublicKey, parentKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return der, key
+}
+
+func newCA(t *testing.T, dir, name string) *testCA {
+	t.Helper()
+	der, key := sign(t, name, &x509.Certificate{IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}, nil)
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
 		t.Fatal(err)
@@ -102,21 +110,9 @@ func (ca *testCA) issue(t *testing.T, dir, name string, server bool, roles ...st
 // issueWith is issue for a client certificate that mod changes first.
 func (ca *testCA) issueWith(t *testing.T, dir, name string, mod func(*x509.Certificate)) (certFile, keyFile string) {
 	t.Helper()
-	serial++
-	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
+	tmpl := &x509.Certificate{KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	mod(tmpl)
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	der, key := sign(t, name, tmpl, ca)
 	kder, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
@@ -127,19 +123,35 @@ func (ca *testCA) issueWith(t *testing.T, dir, name string, mod func(*x509.Certi
 	return certFile, keyFile
 }
 
+// pki is a test's certificates: the cluster's CA and another, and a
+// server and a client certificate from the cluster's CA, in dir.
+type pki struct {
+	dir             string
+	ca, other       *testCA
+	srvCert, srvKey string
+	cliCert, cliKey string
+}
+
+func newPKI(t *testing.T) *pki {
+	t.Helper()
+	p := &pki{dir: t.TempDir()}
+	p.ca = newCA(t, p.dir, "amalgam test CA")
+	p.other = newCA(t, p.dir, "other CA")
+	p.srvCert, p.srvKey = p.ca.issue(t, p.dir, "server", true)
+	p.cliCert, p.cliKey = p.ca.issue(t, p.dir, "client", false)
+	return p
+}
+
 // TestTLS runs a dev cluster with mutual TLS. A client with a certificate
 // from the cluster's CA works; a client with no TLS, with TLS but no
 // certificate, or with a certificate from another CA is refused, by the
 // entry address and by every machine, and applies nothing.
 func TestTLS(t *testing.T) {
-	dir := t.TempDir()
-	ca := newCA(t, dir, "amalgam test CA")
-	other := newCA(t, dir, "other CA")
-	srvCert, srvKey := ca.issue(t, dir, "server", true)
-	cliCert, cliKey := ca.issue(t, dir, "client", false)
+	p := newPKI(t)
+	dir, ca, other, srvCert, srvKey, cliCert, cliKey := p.dir, p.ca, p.other, p.srvCert, p.srvKey, p.cliCert, p.cliKey
 	rogueCert, rogueKey := other.issue(t, dir, "rogue", false)
 
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t, 6))
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	s := startDev(t, addr, filepath.Join(dir, "data"), "--durability", "memory",
 		"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-ca", ca.file)
 
@@ -228,5 +240,5 @@ func TestTLS(t *testing.T) {
 	if *r.Results[0].DataHex != want {
 		t.Fatalf("block 5 changed by a refused client: %s", *r.Results[0].DataHex)
 	}
-	s.interrupt(t)
+	interrupt(t, s)
 }

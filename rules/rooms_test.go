@@ -215,3 +215,20 @@ func TestNothingImportsBench(t *testing.T) {
 		}
 	}
 }
+
+// testSupport are the packages that only tests import.
+var testSupport = []string{"e2e/e2etest", "internal/browsertest", "internal/clitest"}
+
+// No package's non-test code imports a test-support package, even
+// indirectly.
+func TestOnlyTestsImportTestSupport(t *testing.T) {
+	pkgs := loadPackages(t)
+	for _, r := range sorted(pkgs) {
+		forbidden(t, pkgs, pkgs[r], func(imp string) bool { return !slices.Contains(testSupport, imp) }, false)
+	}
+	for _, r := range testSupport {
+		if pkgs[r] == nil {
+			t.Errorf("rules name %s, which is gone: drop it", r)
+		}
+	}
+}

@@ -12,7 +12,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/amalgam-store/amalgam/baselines/paxos"
-	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/workload"
@@ -28,18 +28,6 @@ func startBaseline(t *testing.T, protocol string, l erasure.Layout) *BaselineLoc
 	return bl
 }
 
-func dialEntry(t *testing.T, entry string) *client.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := client.Dial(ctx, entry, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
 // Both baselines run on the runtime behind the unchanged Go client: one
 // client's mixed transactions (RSPaxos runs them as GETs and PUTs) match
 // the sequential specification.
@@ -50,7 +38,7 @@ func TestBaselineLocalSequential(t *testing.T) {
 			if got, want := len(bl.Machines), max(testLayout.N, bl.Baseline.Members()); got != want {
 				t.Fatalf("%d machines, want %d", got, want)
 			}
-			c := dialEntry(t, bl.EntryAddr)
+			c := e2etest.Dial(t, bl.EntryAddr)
 			runModel(t, c, testLayout, 2, 150, map[uint64][]byte{})
 		})
 	}
@@ -77,7 +65,7 @@ func TestBaselineLocalLeaderFailure(t *testing.T) {
 			stopped.Store(math.MaxInt64)
 			var wg sync.WaitGroup
 			for ci := 0; ci < clients; ci++ {
-				c := dialEntry(t, bl.EntryAddr)
+				c := e2etest.Dial(t, bl.EntryAddr)
 				rnd := rand.New(rand.NewPCG(uint64(ci), 9))
 				script := workload.Generate(rnd.Uint64, l, 0, perClient, workload.DefaultMix)
 				if p == RSPaxos {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
@@ -26,18 +27,6 @@ func startLocal(t *testing.T, l erasure.Layout, durability, dir string) *Local {
 		t.Fatal(err)
 	}
 	return lc
-}
-
-func dial(t *testing.T, lc *Local) *client.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := client.Dial(ctx, lc.EntryAddr, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
 }
 
 // clusterBlocks reads every data block and parity block of stripe st.
@@ -153,7 +142,7 @@ func runModel(t *testing.T, c *client.Client, l erasure.Layout, seed uint64, n i
 func TestLocalClusterMemory(t *testing.T) {
 	lc := startLocal(t, testLayout, "memory", "")
 	defer lc.Close()
-	c := dial(t, lc)
+	c := e2etest.Dial(t, lc.EntryAddr)
 	runModel(t, c, testLayout, 1, 200, map[uint64][]byte{})
 	waitParityConsistent(t, lc)
 }
@@ -163,7 +152,7 @@ func TestLocalClusterDurableRestart(t *testing.T) {
 	l := testLayout
 	l.W = 0
 	lc := startLocal(t, l, "durable", dir)
-	c := dial(t, lc)
+	c := e2etest.Dial(t, lc.EntryAddr)
 	model := map[uint64][]byte{}
 	runModel(t, c, l, 2, 100, model)
 	waitParityConsistent(t, lc)
@@ -171,7 +160,7 @@ func TestLocalClusterDurableRestart(t *testing.T) {
 
 	lc = startLocal(t, l, "durable", dir)
 	defer lc.Close()
-	c = dial(t, lc)
+	c = e2etest.Dial(t, lc.EntryAddr)
 	for b, got := range readAll(t, c, l) {
 		want := model[uint64(b)]
 		if want == nil {
@@ -190,7 +179,7 @@ func TestLocalClusterWitnesses(t *testing.T) {
 	l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 8, BlockSize: 32}
 	lc := startLocal(t, l, "durable", t.TempDir())
 	defer lc.Close()
-	c := dial(t, lc)
+	c := e2etest.Dial(t, lc.EntryAddr)
 	runModel(t, c, l, 4, 100, map[uint64][]byte{})
 	waitParityConsistent(t, lc)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 // TestPowerLoss runs a durable cluster whose stores share one file system
@@ -50,7 +52,7 @@ func TestPowerLoss(t *testing.T) {
 		crashAt := int64(50 + rnd.IntN(150))
 		var wg sync.WaitGroup
 		for i := 0; i < clients; i++ {
-			c := dial(t, lc)
+			c := e2etest.Dial(t, lc.EntryAddr)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -100,7 +102,7 @@ func TestPowerLoss(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, got := range readAll(t, dial(t, lc), l) {
+		for i, got := range readAll(t, e2etest.Dial(t, lc.EntryAddr), l) {
 			b := uint64(i)
 			want := last[b]
 			if want == nil {
@@ -119,7 +121,7 @@ func TestPowerLoss(t *testing.T) {
 // checkRestored checks that every block holds its value in want.
 func checkRestored(t *testing.T, lc *Local, want map[uint64][]byte) {
 	t.Helper()
-	for b, got := range readAll(t, dial(t, lc), lc.Cluster.Config.Layout) {
+	for b, got := range readAll(t, e2etest.Dial(t, lc.EntryAddr), lc.Cluster.Config.Layout) {
 		if v, ok := want[uint64(b)]; ok && !bytes.Equal(got, v) {
 			t.Fatalf("block %d = %x, want %x", b, got, v)
 		}

@@ -35,16 +35,19 @@ func (c *counter) Timer(ctx node.Context, _ node.Timer) {
 		ctx.SetTimer(tick{}, time.Millisecond, 2*time.Millisecond)
 	}
 }
-func (c *counter) Clone() node.Node { cp := *c; return &cp }
-func (c *counter) Hash() uint64     { return c.next }
-func (c *counter) TrackChanges()    {}
-func (c *counter) Persist(w node.Writer) {
-	w.Put("next", binary.BigEndian.AppendUint64(nil, c.next))
-}
-func (c *counter) Restore(r node.Reader) error {
-	v, ok, err := r.Get("next")
+func (c *counter) Clone() node.Node            { cp := *c; return &cp }
+func (c *counter) Hash() uint64                { return c.next }
+func (c *counter) TrackChanges()               {}
+func (c *counter) Persist(w node.Writer)       { putUint64(w, "next", c.next) }
+func (c *counter) Restore(r node.Reader) error { return getUint64(r, "next", &c.next) }
+
+// putUint64 and getUint64 store the one number a test node persists.
+func putUint64(w node.Writer, k string, v uint64) { w.Put(k, binary.BigEndian.AppendUint64(nil, v)) }
+
+func getUint64(r node.Reader, k string, v *uint64) error {
+	b, ok, err := r.Get(k)
 	if ok {
-		c.next = binary.BigEndian.Uint64(v)
+		*v = binary.BigEndian.Uint64(b)
 	}
 	return err
 }
@@ -67,16 +70,8 @@ func (s *sink) Timer(node.Context, node.Timer) {}
 func (s *sink) Clone() node.Node               { cp := *s; return &cp }
 func (s *sink) Hash() uint64                   { return s.last }
 func (s *sink) TrackChanges()                  {}
-func (s *sink) Persist(w node.Writer) {
-	w.Put("last", binary.BigEndian.AppendUint64(nil, s.last))
-}
-func (s *sink) Restore(r node.Reader) error {
-	v, ok, err := r.Get("last")
-	if ok {
-		s.last = binary.BigEndian.Uint64(v)
-	}
-	return err
-}
+func (s *sink) Persist(w node.Writer)          { putUint64(w, "last", s.last) }
+func (s *sink) Restore(r node.Reader) error    { return getUint64(r, "last", &s.last) }
 
 // TestStreamExactlyOnce streams numbered messages between two hosts whose
 // connections a proxy resets at random, and (durable) restarts both hosts

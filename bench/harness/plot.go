@@ -44,6 +44,16 @@ func layout(c draw.Canvas) (plotC, legendC draw.Canvas) {
 }
 
 // draw draws the figure on c.
+// render draws f on c over a white background and returns the drawing
+// area.
+func (f *figure) render(c vg.CanvasSizer) draw.Canvas {
+	dc := draw.New(c)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	f.draw(dc)
+	return dc
+}
+
 func (f *figure) draw(c draw.Canvas) {
 	pc, lc := layout(c)
 	f.p.Draw(pc)
@@ -226,10 +236,7 @@ func (r *Report) Plot(dir string) ([]string, error) {
 	var files []string
 	for _, f := range figs {
 		c := vgsvg.New(figW, figH)
-		dc := draw.New(c)
-		dc.SetColor(color.White)
-		dc.Fill(dc.Rectangle.Path())
-		f.draw(dc)
+		f.render(c)
 		path := filepath.Join(dir, f.name)
 		w, err := os.Create(path)
 		if err != nil {

@@ -3,7 +3,6 @@ package harness
 import (
 	"bytes"
 	"image"
-	"image/color"
 	"image/png"
 	"math"
 	"slices"
@@ -61,10 +60,7 @@ func TestPlotLayout(t *testing.T) {
 	}
 	for _, f := range figs {
 		c := vgimg.New(figW, figH)
-		dc := draw.New(c)
-		dc.SetColor(color.White)
-		dc.Fill(dc.Rectangle.Path())
-		f.draw(dc)
+		dc := f.render(c)
 		var buf bytes.Buffer
 		if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {
 			t.Fatal(err)

@@ -345,80 +345,60 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// sender is the connection's sending side.
-type sender struct{ c *conn }
-
-func (s sender) Send(f *wire.StreamFrame) error {
-	c := s.c
+// push carries m from one end's machine to the other's; on arrival it
+// joins *q and ready is signalled.
+func push[T proto.Message](c *conn, from, to *endpoint, q *[]T, ready chan struct{}, m T) error {
 	select {
 	case <-c.closed:
 		return errClosed
 	default:
 	}
-	c.k.carry(c.src.machine, c.dst.machine, proto.Size(f), false, func() {
+	c.k.carry(from.machine, to.machine, proto.Size(m), false, func() {
 		c.mu.Lock()
-		c.inF = append(c.inF, f)
+		*q = append(*q, m)
 		c.mu.Unlock()
-		signal(c.frames)
+		signal(ready)
 	})
 	return nil
 }
 
-func (s sender) Recv() (*wire.StreamAck, error) {
-	c := s.c
+// pop waits for the first message of *q, signalled on ready, or for the
+// connection to close.
+func pop[T any](c *conn, q *[]T, ready chan struct{}) (T, error) {
 	for {
 		c.mu.Lock()
-		if len(c.inA) > 0 {
-			a := c.inA[0]
-			c.inA = c.inA[1:]
+		if len(*q) > 0 {
+			m := (*q)[0]
+			*q = (*q)[1:]
 			c.mu.Unlock()
-			return a, nil
+			return m, nil
 		}
 		c.mu.Unlock()
 		select {
-		case <-c.acks:
+		case <-ready:
 		case <-c.closed:
-			return nil, errClosed
+			var zero T
+			return zero, errClosed
 		}
 	}
 }
+
+// sender is the connection's sending side.
+type sender struct{ c *conn }
+
+func (s sender) Send(f *wire.StreamFrame) error {
+	return push(s.c, s.c.src, s.c.dst, &s.c.inF, s.c.frames, f)
+}
+
+func (s sender) Recv() (*wire.StreamAck, error) { return pop(s.c, &s.c.inA, s.c.acks) }
 
 // receiver is the connection's receiving side.
 type receiver struct{ c *conn }
 
 func (s receiver) Context() context.Context { return s.c.ctx }
 
-func (s receiver) Recv() (*wire.StreamFrame, error) {
-	c := s.c
-	for {
-		c.mu.Lock()
-		if len(c.inF) > 0 {
-			f := c.inF[0]
-			c.inF = c.inF[1:]
-			c.mu.Unlock()
-			return f, nil
-		}
-		c.mu.Unlock()
-		select {
-		case <-c.frames:
-		case <-c.closed:
-			return nil, errClosed
-		}
-	}
-}
+func (s receiver) Recv() (*wire.StreamFrame, error) { return pop(s.c, &s.c.inF, s.c.frames) }
 
 func (s receiver) Send(a *wire.StreamAck) error {
-	c := s.c
-	select {
-	case <-c.closed:
-		return errClosed
-	default:
-	}
-	c.k.carry(c.dst.machine, c.src.machine, proto.Size(a), false, func() {
-		c.mu.Lock()
-		c.inA = append(c.inA, a)
-		c.mu.Unlock()
-		signal(c.acks)
-	})
-	return nil
+	return push(s.c, s.c.dst, s.c.src, &s.c.inA, s.c.acks, a)
 }

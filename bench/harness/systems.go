@@ -12,6 +12,7 @@ import (
 	"github.com/amalgam-store/amalgam/parity"
 	"github.com/amalgam-store/amalgam/runtime"
 	"github.com/amalgam-store/amalgam/witness"
+	"github.com/amalgam-store/amalgam/workload"
 )
 
 // The systems the harness compares.
@@ -95,7 +96,7 @@ func deploy(system string, l erasure.Layout, opt NetOptions) (*deployment, error
 			}
 		}
 		d.newClient = func(id uint64, script [][]msg.Op) clientNode {
-			return &amalgamClient{id: id, layout: l, script: script}
+			return amalgamClient{workload.NewClient(id, l, script)}
 		}
 		d.stored = func() int64 {
 			var n int64
@@ -133,48 +134,23 @@ func deploy(system string, l erasure.Layout, opt NetOptions) (*deployment, error
 
 // amalgamClient is workload.Client with the benchmark's retry timeout
 // (workload.Client retries after 50-100 ms, which a loaded 2-core machine
-// exceeds, and the baselines' clients get the same timeout).
-type amalgamClient struct {
-	id      uint64
-	layout  erasure.Layout
-	script  [][]msg.Op
-	next    int
-	replies []msg.Reply
+// exceeds, and the baselines' clients get the same timeout): it runs the
+// client's handlers with a context that sets every timer to benchRetry to
+// 2*benchRetry.
+type amalgamClient struct{ *workload.Client }
+
+// benchTimers is the context amalgamClient's handlers see.
+type benchTimers struct{ node.Context }
+
+func (c benchTimers) SetTimer(t node.Timer, _, _ time.Duration) {
+	c.Context.SetTimer(t, benchRetry, 2*benchRetry)
 }
 
-type amalgamRetry struct{ Seq uint64 }
-
-func (t amalgamRetry) Hash(h *node.Hasher) { h.Tag(node.TagBenchRetry); h.Uint64(t.Seq) }
-
-func (c *amalgamClient) Init(ctx node.Context) { c.send(ctx) }
-
-func (c *amalgamClient) send(ctx node.Context) {
-	if c.Done() {
-		return
-	}
-	ops := c.script[c.next]
-	seq := uint64(c.next + 1)
-	ctx.Send(msg.DataAddr(c.layout.Shard(ops[0].Block)), msg.Request{Client: c.id, Seq: seq, Ops: ops})
-	ctx.SetTimer(amalgamRetry{Seq: seq}, benchRetry, 2*benchRetry)
+func (c amalgamClient) Init(ctx node.Context) { c.Client.Init(benchTimers{ctx}) }
+func (c amalgamClient) Handle(ctx node.Context, from node.Addr, m node.Message) {
+	c.Client.Handle(benchTimers{ctx}, from, m)
 }
-
-func (c *amalgamClient) Handle(ctx node.Context, _ node.Addr, m node.Message) {
-	r, ok := m.(msg.Reply)
-	if !ok || c.Done() || r.Seq != uint64(c.next+1) {
-		return
-	}
-	c.replies = append(c.replies, r)
-	c.next++
-	c.send(ctx)
+func (c amalgamClient) Timer(ctx node.Context, t node.Timer) { c.Client.Timer(benchTimers{ctx}, t) }
+func (c amalgamClient) Clone() node.Node {
+	return amalgamClient{c.Client.Clone().(*workload.Client)}
 }
-
-func (c *amalgamClient) Timer(ctx node.Context, t node.Timer) {
-	if r, ok := t.(amalgamRetry); ok && r.Seq == uint64(c.next+1) {
-		c.send(ctx)
-	}
-}
-
-func (c *amalgamClient) Done() bool           { return c.next >= len(c.script) }
-func (c *amalgamClient) Replies() []msg.Reply { return c.replies }
-func (c *amalgamClient) Clone() node.Node     { cp := *c; return &cp }
-func (c *amalgamClient) Hash() uint64         { return c.id<<20 ^ uint64(c.next) }

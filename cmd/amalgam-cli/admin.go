@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/wire"
 )
@@ -41,42 +43,39 @@ f blocks degraded, replaced and not yet rebuilt: replacing it then would
 lose the stripe (thesis 3.4.2). It starts by itself once they rebuild.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, done, c, err := connect(cmd, gl)
-			if err != nil {
-				return err
-			}
-			defer done()
-			r, err := c.Replace(ctx, args[0], toSpare)
-			if err != nil {
-				return err
-			}
-			type reqJSON struct {
-				Server string `json:"server"`
-				Inc    uint64 `json:"incarnation"`
-			}
-			doc := struct {
-				Requested []reqJSON `json:"requested"`
-				Postponed []reqJSON `json:"postponed"`
-				Host      string    `json:"host"`
-			}{Requested: []reqJSON{}, Postponed: []reqJSON{}, Host: r.GetHost()}
-			for _, q := range r.GetRequested() {
-				doc.Requested = append(doc.Requested, reqJSON{roleAddr(q.GetRole(), q.GetMachine()), q.GetInc()})
-			}
-			for _, q := range r.GetPostponed() {
-				doc.Postponed = append(doc.Postponed, reqJSON{roleAddr(q.GetRole(), q.GetMachine()), q.GetInc()})
-			}
-			w := cmd.OutOrStdout()
-			if gl.output == "json" {
-				return writeJSON(w, doc)
-			}
-			for _, q := range doc.Requested {
-				fmt.Fprintf(w, "replacing %s (incarnation %d)\n", q.Server, q.Inc)
-			}
-			for _, q := range doc.Postponed {
-				fmt.Fprintf(w, "postponed %s: a stripe it holds a block of has f blocks degraded; it starts once they are rebuilt\n", q.Server)
-			}
-			fmt.Fprintf(w, "its machine slot is served by %s\n", doc.Host)
-			return nil
+			return withCluster(cmd, gl, func(ctx context.Context, c *client.Client) error {
+				r, err := c.Replace(ctx, args[0], toSpare)
+				if err != nil {
+					return err
+				}
+				type reqJSON struct {
+					Server string `json:"server"`
+					Inc    uint64 `json:"incarnation"`
+				}
+				doc := struct {
+					Requested []reqJSON `json:"requested"`
+					Postponed []reqJSON `json:"postponed"`
+					Host      string    `json:"host"`
+				}{Requested: []reqJSON{}, Postponed: []reqJSON{}, Host: r.GetHost()}
+				for _, q := range r.GetRequested() {
+					doc.Requested = append(doc.Requested, reqJSON{roleAddr(q.GetRole(), q.GetMachine()), q.GetInc()})
+				}
+				for _, q := range r.GetPostponed() {
+					doc.Postponed = append(doc.Postponed, reqJSON{roleAddr(q.GetRole(), q.GetMachine()), q.GetInc()})
+				}
+				w := cmd.OutOrStdout()
+				if gl.output == "json" {
+					return writeJSON(w, doc)
+				}
+				for _, q := range doc.Requested {
+					fmt.Fprintf(w, "replacing %s (incarnation %d)\n", q.Server, q.Inc)
+				}
+				for _, q := range doc.Postponed {
+					fmt.Fprintf(w, "postponed %s: a stripe it holds a block of has f blocks degraded; it starts once they are rebuilt\n", q.Server)
+				}
+				fmt.Fprintf(w, "its machine slot is served by %s\n", doc.Host)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&toSpare, "to-spare", false, "move the machine slot to a live spare first")
@@ -101,16 +100,13 @@ func newAdminConfigCmd(gl *globalFlags) *cobra.Command {
 		Short: "Print the configuration history and the address book",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, done, c, err := connect(cmd, gl)
-			if err != nil {
-				return err
-			}
-			defer done()
-			h, err := c.History(ctx)
-			if err != nil {
-				return err
-			}
-			return printHistory(cmd, gl, h)
+			return withCluster(cmd, gl, func(ctx context.Context, c *client.Client) error {
+				h, err := c.History(ctx)
+				if err != nil {
+					return err
+				}
+				return printHistory(cmd, gl, h)
+			})
 		},
 	}
 }

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/amalgam-store/amalgam/internal/clitest"
 )
 
 // fakeBench puts an amalgam-bench on PATH that prints its arguments and
@@ -30,14 +31,9 @@ func fakeBench(t *testing.T, code string) {
 func TestBenchRunsProgram(t *testing.T) {
 	for _, code := range []string{"0", "3"} {
 		fakeBench(t, code)
-		root := newRootCmd()
-		var out bytes.Buffer
-		root.SetOut(&out)
-		root.SetErr(&bytes.Buffer{})
 		args := []string{"storage", "--quick", "--output", "json", "--transport", "sim"}
-		root.SetArgs(append([]string{"bench"}, args...))
-		err := root.Execute()
-		if got, want := strings.TrimSpace(out.String()), "args: "+strings.Join(args, " "); got != want {
+		out, _, err := clitest.RunSplit(newRootCmd(), append([]string{"bench"}, args...)...)
+		if got, want := strings.TrimSpace(out), "args: "+strings.Join(args, " "); got != want {
 			t.Errorf("exit %s: amalgam-bench printed %q, want %q", code, got, want)
 		}
 		var ee *exitError
@@ -52,9 +48,7 @@ func TestBenchRunsProgram(t *testing.T) {
 
 func TestBenchProgramMissing(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	root := newRootCmd()
-	root.SetArgs([]string{"bench", "all", "--quick"})
-	err := root.Execute()
+	_, err := run(t, "bench", "all", "--quick")
 	if err == nil || !strings.Contains(err.Error(), "go install ./bench/cmd/amalgam-bench") {
 		t.Fatalf("err = %v, want how to install amalgam-bench", err)
 	}

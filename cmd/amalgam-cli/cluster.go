@@ -42,8 +42,19 @@ func dialWith[T any](cmd *cobra.Command, gl *globalFlags, dial func(context.Cont
 	return ctx, cancel, c, nil
 }
 
-// connect dials one client; done closes it.
-func connect(cmd *cobra.Command, gl *globalFlags) (context.Context, context.CancelFunc, *client.Client, error) {
+// withCluster connects to --cluster, runs f within the request timeout,
+// and closes the connection.
+func withCluster(cmd *cobra.Command, gl *globalFlags, f func(context.Context, *client.Client) error) error {
+	ctx, done, c, err := connect(cmd, gl)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return f(ctx, c)
+}
+
+// connect dials --cluster; done closes the client and ends the context.
+func connect(cmd *cobra.Command, gl *globalFlags) (context.Context, func(), *client.Client, error) {
 	ctx, cancel, c, err := dialWith(cmd, gl, func(ctx context.Context, o client.Options) (*client.Client, error) {
 		return client.Dial(ctx, gl.cluster, o)
 	})
@@ -51,6 +62,19 @@ func connect(cmd *cobra.Command, gl *globalFlags) (context.Context, context.Canc
 		return nil, nil, nil, err
 	}
 	return ctx, func() { c.Close(); cancel() }, c, nil
+}
+
+// blockCmd makes cmd take one argument, a block number, and run run on it.
+func blockCmd(cmd *cobra.Command, run func(cmd *cobra.Command, block uint64) error) *cobra.Command {
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		b, err := parseBlock(args[0])
+		if err != nil {
+			return err
+		}
+		return run(cmd, b)
+	}
+	return cmd
 }
 
 func parseBlock(s string) (uint64, error) {
@@ -133,16 +157,13 @@ func printTxn(cmd *cobra.Command, gl *globalFlags, ops []msg.Op, out msg.Outcome
 }
 
 func runOps(cmd *cobra.Command, gl *globalFlags, ops []msg.Op) error {
-	ctx, done, c, err := connect(cmd, gl)
-	if err != nil {
-		return err
-	}
-	defer done()
-	out, err := c.Txn(ctx, ops)
-	if err != nil {
-		return explainStuck(cmd, gl, c, ops, err)
-	}
-	return printTxn(cmd, gl, ops, out)
+	return withCluster(cmd, gl, func(ctx context.Context, c *client.Client) error {
+		out, err := c.Txn(ctx, ops)
+		if err != nil {
+			return explainStuck(cmd, gl, c, ops, err)
+		}
+		return printTxn(cmd, gl, ops, out)
+	})
 }
 
 // dataFlags are --data, --hex and --file.
@@ -189,18 +210,12 @@ func (d *dataFlags) bytes(cmd *cobra.Command) ([]byte, error) {
 
 func newReadCmd(gl *globalFlags) *cobra.Command {
 	var offset, length int
-	cmd := &cobra.Command{
+	cmd := blockCmd(&cobra.Command{
 		Use:   "read <block>",
 		Short: "Read a block (or --length bytes at --offset)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := parseBlock(args[0])
-			if err != nil {
-				return err
-			}
-			return runOps(cmd, gl, []msg.Op{{Kind: msg.OpRead, Block: b, Offset: offset, Length: length}})
-		},
-	}
+	}, func(cmd *cobra.Command, b uint64) error {
+		return runOps(cmd, gl, []msg.Op{{Kind: msg.OpRead, Block: b, Offset: offset, Length: length}})
+	})
 	cmd.Flags().IntVar(&offset, "offset", 0, "first byte to read")
 	cmd.Flags().IntVar(&length, "length", 0, "bytes to read (0: to the end of the block)")
 	return cmd
@@ -209,22 +224,16 @@ func newReadCmd(gl *globalFlags) *cobra.Command {
 func newWriteCmd(gl *globalFlags) *cobra.Command {
 	var offset int
 	var d dataFlags
-	cmd := &cobra.Command{
+	cmd := blockCmd(&cobra.Command{
 		Use:   "write <block> (--data TEXT | --hex HEX | --file PATH)",
 		Short: "Write bytes into a block at --offset",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := parseBlock(args[0])
-			if err != nil {
-				return err
-			}
-			data, err := d.bytes(cmd)
-			if err != nil {
-				return err
-			}
-			return runOps(cmd, gl, []msg.Op{{Kind: msg.OpWrite, Block: b, Offset: offset, Data: data}})
-		},
-	}
+	}, func(cmd *cobra.Command, b uint64) error {
+		data, err := d.bytes(cmd)
+		if err != nil {
+			return err
+		}
+		return runOps(cmd, gl, []msg.Op{{Kind: msg.OpWrite, Block: b, Offset: offset, Data: data}})
+	})
 	cmd.Flags().IntVar(&offset, "offset", 0, "where in the block to write")
 	d.register(cmd, "bytes to write")
 	return cmd
@@ -237,7 +246,7 @@ func newRMWCmd(gl *globalFlags) *cobra.Command {
 		delta                 int64
 		d                     dataFlags
 	)
-	cmd := &cobra.Command{
+	cmd := blockCmd(&cobra.Command{
 		Use:   "rmw <block> --op xor|add|cas",
 		Short: "Atomic read-modify-write: xor bytes, add to a counter, or compare-and-swap",
 		Long: `rmw runs one atomic read-modify-write operation on a block:
@@ -247,61 +256,56 @@ func newRMWCmd(gl *globalFlags) *cobra.Command {
   --op cas  (--expect|--expect-hex) (--data|--hex|--file)
                                              write the new bytes at --offset if the old ones match;
                                              prints whether it swapped and the old bytes`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := parseBlock(args[0])
-			if err != nil {
+	}, func(cmd *cobra.Command, b uint64) error {
+		var err error
+		o := msg.Op{Block: b, Offset: offset}
+		fl := cmd.Flags()
+		switch op {
+		case "xor":
+			o.Kind = msg.OpXor
+			if o.Data, err = d.bytes(cmd); err != nil {
 				return err
 			}
-			o := msg.Op{Block: b, Offset: offset}
-			fl := cmd.Flags()
-			switch op {
-			case "xor":
-				o.Kind = msg.OpXor
-				if o.Data, err = d.bytes(cmd); err != nil {
-					return err
-				}
-			case "add":
-				o.Kind = msg.OpAdd
-				if !fl.Changed("delta") {
-					return errors.New("--op add needs --delta")
-				}
-				for _, name := range []string{"data", "hex", "file"} {
-					if fl.Changed(name) {
-						return fmt.Errorf("--%s does not go with --op add (it adds --delta)", name)
-					}
-				}
-				o.Delta = uint64(delta)
-			case "cas":
-				o.Kind = msg.OpCas
-				if o.Data, err = d.bytes(cmd); err != nil {
-					return err
-				}
-				var e, h *string
-				if fl.Changed("expect") {
-					e = &expect
-				}
-				if fl.Changed("expect-hex") {
-					h = &expectHex
-				}
-				if o.Expect, err = bytesArg(e, h, "--expect"); err != nil {
-					return err
-				}
-				if len(o.Expect) == 0 {
-					return errors.New("--op cas needs --expect or --expect-hex")
-				}
-			default:
-				return fmt.Errorf("--op must be xor, add or cas, got %q", op)
+		case "add":
+			o.Kind = msg.OpAdd
+			if !fl.Changed("delta") {
+				return errors.New("--op add needs --delta")
 			}
-			if op != "add" && fl.Changed("delta") {
-				return fmt.Errorf("--delta only goes with --op add")
+			for _, name := range []string{"data", "hex", "file"} {
+				if fl.Changed(name) {
+					return fmt.Errorf("--%s does not go with --op add (it adds --delta)", name)
+				}
 			}
-			if op != "cas" && (fl.Changed("expect") || fl.Changed("expect-hex")) {
-				return fmt.Errorf("--expect only goes with --op cas")
+			o.Delta = uint64(delta)
+		case "cas":
+			o.Kind = msg.OpCas
+			if o.Data, err = d.bytes(cmd); err != nil {
+				return err
 			}
-			return runOps(cmd, gl, []msg.Op{o})
-		},
-	}
+			var e, h *string
+			if fl.Changed("expect") {
+				e = &expect
+			}
+			if fl.Changed("expect-hex") {
+				h = &expectHex
+			}
+			if o.Expect, err = bytesArg(e, h, "--expect"); err != nil {
+				return err
+			}
+			if len(o.Expect) == 0 {
+				return errors.New("--op cas needs --expect or --expect-hex")
+			}
+		default:
+			return fmt.Errorf("--op must be xor, add or cas, got %q", op)
+		}
+		if op != "add" && fl.Changed("delta") {
+			return fmt.Errorf("--delta only goes with --op add")
+		}
+		if op != "cas" && (fl.Changed("expect") || fl.Changed("expect-hex")) {
+			return fmt.Errorf("--expect only goes with --op cas")
+		}
+		return runOps(cmd, gl, []msg.Op{o})
+	})
 	f := cmd.Flags()
 	f.StringVar(&op, "op", "", "xor, add or cas")
 	f.IntVar(&offset, "offset", 0, "where in the block")

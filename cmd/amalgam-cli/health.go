@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/amalgam-store/amalgam/client"
 )
 
 type healthJSON struct {
@@ -27,16 +30,13 @@ Examples:
   amalgam-cli health --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, done, c, err := connect(cmd, gl)
-			if err != nil {
-				return err
-			}
-			defer done()
-			doc, err := fetchStatus(ctx, c, gl.cluster)
-			if err != nil {
-				return err
-			}
-			return reportHealth(cmd, gl, doc)
+			return withCluster(cmd, gl, func(ctx context.Context, c *client.Client) error {
+				doc, err := fetchStatus(ctx, c, gl.cluster)
+				if err != nil {
+					return err
+				}
+				return reportHealth(cmd, gl, doc)
+			})
 		},
 	}
 }

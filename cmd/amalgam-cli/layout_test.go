@@ -1,21 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/amalgam-store/amalgam/internal/clitest"
 )
 
+// run runs amalgam-cli in-process; its output and errors go to one string.
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newRootCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	return clitest.Run(newRootCmd(), args...)
 }
 
 func TestLayoutText(t *testing.T) {

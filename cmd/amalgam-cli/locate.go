@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/runtime"
 )
@@ -59,7 +61,7 @@ func placesText(ps []placeJSON) string {
 }
 
 func newLocateCmd(gl *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	return blockCmd(&cobra.Command{
 		Use:   "locate BLOCK",
 		Short: "Show where a block lives: shard, stripe, data, parity and witness machines",
 		Long: `locate asks the cluster for its layout and address book and prints where a
@@ -70,17 +72,8 @@ parity and witnesses. Blocks of one transaction must share a shard.
 Examples:
   amalgam-cli locate 7
   amalgam-cli locate 7 --output json`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			block, err := parseBlock(args[0])
-			if err != nil {
-				return err
-			}
-			ctx, done, c, err := connect(cmd, gl)
-			if err != nil {
-				return err
-			}
-			defer done()
+	}, func(cmd *cobra.Command, block uint64) error {
+		return withCluster(cmd, gl, func(ctx context.Context, c *client.Client) error {
 			st, err := c.Status(ctx)
 			if err != nil {
 				return err
@@ -108,6 +101,6 @@ Examples:
 			fmt.Fprintf(w, "parity:    %s\n", placesText(doc.Parity))
 			fmt.Fprintf(w, "witnesses: %s\n", placesText(doc.Witnesses))
 			return nil
-		},
-	}
+		})
+	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/check"
 	"github.com/amalgam-store/amalgam/check/baselines"
+	"github.com/amalgam-store/amalgam/internal/clitest"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/workload"
@@ -21,13 +22,7 @@ import (
 // runMC runs the CLI in-process with separate stdout and stderr.
 func runMC(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	cmd := newRootCmd()
-	var out, errb bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errb)
-	cmd.SetArgs(args)
-	err = cmd.Execute()
-	return out.String(), errb.String(), err
+	return clitest.RunSplit(newRootCmd(), args...)
 }
 
 // runBinary runs the CLI's main in a child process (this test binary,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amalgam-store/amalgam/internal/buildinfo"
 	"github.com/amalgam-store/amalgam/internal/settings"
 )
 
@@ -108,7 +109,7 @@ version. Shell completion: amalgam-cli completion bash|zsh|fish|powershell.`,
 	pf.StringVar(&gl.configFile, "config", os.Getenv("AMALGAM_CLI_CONFIG"),
 		"YAML file whose keys are the global flags' names (env AMALGAM_CLI_CONFIG); flags > AMALGAM_* env > file > defaults")
 
-	root.AddCommand(newVersionCmd(gl), newLayoutCmd(gl), newMCCmd(gl),
+	root.AddCommand(buildinfo.Command("amalgam-cli", &gl.output), newLayoutCmd(gl), newMCCmd(gl),
 		newStatusCmd(gl), newHealthCmd(gl), newLocateCmd(gl), newReadCmd(gl), newWriteCmd(gl), newRMWCmd(gl), newTxnCmd(gl), newAdminCmd(gl),
 		newBenchCmd(gl), newImportCmd(gl), newExportCmd(gl))
 	return root

@@ -302,46 +302,43 @@ Examples:
 			if sample < 0 {
 				return fmt.Errorf("--sample must not be negative, got %v", sample)
 			}
-			_, done, c, err := connect(cmd, gl)
-			if err != nil {
-				return err
-			}
-			defer done()
-			get := func(ctx context.Context) (*statusDoc, error) {
-				ctx, cancel := context.WithTimeout(ctx, gl.timeout)
-				defer cancel()
-				return fetchStatus(ctx, c, gl.cluster)
-			}
-			w := cmd.OutOrStdout()
-			if watch {
-				return watchStatus(cmd, gl, w, get, interval)
-			}
-			doc, err := get(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if sample > 0 && doc.rebuilding() {
-				s := newSampler()
-				s.add(doc)
-				select {
-				case <-time.After(sample):
-				case <-cmd.Context().Done():
-					return cmd.Context().Err()
+			return withCluster(cmd, gl, func(_ context.Context, c *client.Client) error {
+				get := func(ctx context.Context) (*statusDoc, error) {
+					ctx, cancel := context.WithTimeout(ctx, gl.timeout)
+					defer cancel()
+					return fetchStatus(ctx, c, gl.cluster)
 				}
-				if doc, err = get(cmd.Context()); err != nil {
+				w := cmd.OutOrStdout()
+				if watch {
+					return watchStatus(cmd, gl, w, get, interval)
+				}
+				doc, err := get(cmd.Context())
+				if err != nil {
 					return err
 				}
-				s.add(doc)
-			}
-			if gl.output == "json" {
-				err = writeJSON(w, doc)
-			} else {
-				printStatus(w, doc)
-			}
-			if err == nil && !doc.Healthy && !exitZero {
-				err = unhealthy(doc.Problems)
-			}
-			return err
+				if sample > 0 && doc.rebuilding() {
+					s := newSampler()
+					s.add(doc)
+					select {
+					case <-time.After(sample):
+					case <-cmd.Context().Done():
+						return cmd.Context().Err()
+					}
+					if doc, err = get(cmd.Context()); err != nil {
+						return err
+					}
+					s.add(doc)
+				}
+				if gl.output == "json" {
+					err = writeJSON(w, doc)
+				} else {
+					printStatus(w, doc)
+				}
+				if err == nil && !doc.Healthy && !exitZero {
+					err = unhealthy(doc.Problems)
+				}
+				return err
+			})
 		},
 	}
 	f := cmd.Flags()

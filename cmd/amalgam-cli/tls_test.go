@@ -3,8 +3,9 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/amalgam-store/amalgam/internal/clitest"
 )
 
 func TestTLSFlagErrors(t *testing.T) {
@@ -13,20 +14,12 @@ func TestTLSFlagErrors(t *testing.T) {
 	if err := os.WriteFile(empty, []byte("not a certificate\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	clitest.Refuses(t, newRootCmd, []clitest.Refusal{
 		{[]string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "status"}, "--tls-ca is needed"},
 		{[]string{"--tls-ca", filepath.Join(dir, "missing.pem"), "status"}, "--tls-ca: open"},
 		{[]string{"--tls-ca", empty, "status"}, "--tls-ca: no certificates in"},
 		{[]string{"--tls-ca", empty, "--tls-cert", "c.pem", "read", "1"}, "--tls-cert and --tls-key must be given together"},
-	} {
-		_, err := run(t, tc.args...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: err = %v, want it to mention %q", tc.args, err, tc.want)
-		}
-	}
+	})
 }
 
 func TestTLSFromEnv(t *testing.T) {

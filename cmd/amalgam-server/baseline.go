@@ -1,11 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -40,13 +36,11 @@ func (fl *devFlags) baselineFlags(cmd *cobra.Command) error {
 }
 
 func runBaselineDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
-	env, err := fl.common.setup(cmd, l.BlockSize)
+	env, ctx, err := fl.common.setup(cmd, l.BlockSize)
 	if err != nil {
 		return err
 	}
 	defer env.close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	bl, err := runtime.StartBaselineLocal(fl.protocol, runtime.LocalOptions{Layout: l, Durability: fl.durability, Addr: fl.addr,
 		Logger: env.log, ServerOptions: env.serverOpts, DialOptions: env.dialOpts, Register: env.register, Metrics: env.metrics})
 	if err != nil {

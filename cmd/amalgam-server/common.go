@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,7 +70,24 @@ func (e *serverEnv) close() {
 	}
 }
 
-func (c *commonFlags) setup(cmd *cobra.Command, blockSize int) (*serverEnv, error) {
+// untilSignal is a context that ends on Ctrl-C (SIGINT) or SIGTERM.
+func untilSignal() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// setup builds the environment the flags ask for, and a context that ends
+// on Ctrl-C or SIGTERM; env.close releases both.
+func (c *commonFlags) setup(cmd *cobra.Command, blockSize int) (*serverEnv, context.Context, error) {
+	env, err := c.env(cmd, blockSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, stop := untilSignal()
+	env.closers = append(env.closers, stop)
+	return env, ctx, nil
+}
+
+func (c *commonFlags) env(cmd *cobra.Command, blockSize int) (*serverEnv, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)

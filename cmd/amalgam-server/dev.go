@@ -7,9 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/amalgam-store/amalgam/client"
@@ -173,13 +171,11 @@ func runDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
 	if err != nil {
 		return err
 	}
-	env, err := fl.common.setup(cmd, l.BlockSize)
+	env, ctx, err := fl.common.setup(cmd, l.BlockSize)
 	if err != nil {
 		return err
 	}
 	defer env.close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	lc, err := cluster.Start(cluster.Options{Layout: l, Durability: fl.durability, DataDir: fl.dataDir, Addr: fl.addr,
 		Replicas: fl.replicas, Spares: fl.spares, SuspectAfter: fl.suspect, RebuildPause: pause,
 		Logger: env.log, ServerOptions: env.serverOpts, DialOptions: env.dialOpts, Register: env.register, Metrics: env.metrics})

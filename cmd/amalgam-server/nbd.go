@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -158,7 +155,7 @@ func runNBD(cmd *cobra.Command, fl nbdFlags) error {
 		fmt.Fprintf(out, "export %s: blocks %d-%d, %d bytes\n", ex.Name, r.First, r.Last(), ex.Size)
 	}
 	fmt.Fprintf(out, "nbd ready at %s (cluster %s; Ctrl-C stops it)\n", ln.Addr(), fl.cluster)
-	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sig, stop := untilSignal()
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -2,8 +2,9 @@ package main
 
 import (
 	"net"
-	"strings"
 	"testing"
+
+	"github.com/amalgam-store/amalgam/internal/clitest"
 )
 
 func TestNBDFlagValidation(t *testing.T) {
@@ -13,10 +14,7 @@ func TestNBDFlagValidation(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	_ = ln.Close()
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	clitest.Refuses(t, newRootCmd, []clitest.Refusal{
 		{[]string{"nbd"}, "give at least one --export"},
 		{[]string{"nbd", "--export", "=1-2"}, "the name must not be empty"},
 		{[]string{"nbd", "--export", "d=5-2"}, "FIRST-LAST with FIRST <= LAST"},
@@ -25,12 +23,7 @@ func TestNBDFlagValidation(t *testing.T) {
 		{[]string{"nbd", "--export", "d", "--clients", "0"}, "must be positive"},
 		{[]string{"nbd", "--export", "d", "--log-level", "loud"}, "--log-level"},
 		{[]string{"nbd", "--export", "d", "--cluster", dead, "--dial-timeout", "500ms"}, "unreachable"},
-	} {
-		_, err := run(t, tc.args...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%v: err = %v, want one line mentioning %q", tc.args, err, tc.want)
-		}
-	}
+	})
 }
 
 func TestParseExport(t *testing.T) {

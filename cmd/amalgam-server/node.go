@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,11 +48,10 @@ servers, which rebuild their blocks. A machine whose slot was given to a
 spare stops (restart it with --spare and an empty --data-dir to rejoin).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := nonEmpty(cmd, "addr", "reconfig"); err != nil {
+				return err
+			}
 			switch {
-			case addr == "":
-				return cmdError(cmd, fmt.Errorf("--addr must not be empty"))
-			case reconfig == "":
-				return cmdError(cmd, fmt.Errorf("--reconfig must not be empty"))
 			case machine < -1:
 				return cmdError(cmd, fmt.Errorf("--machine must be -1 (spare) or a machine index, got %d", machine))
 			case spare && machine >= 0:
@@ -94,9 +90,7 @@ spare stops (restart it with --spare and an empty --data-dir to rejoin).`,
 }
 
 func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, durability, rebuildRate string, me int, heartbeat, joinTimeout time.Duration) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	env, err := common.setup(cmd, 1<<20)
+	env, ctx, err := common.setup(cmd, 1<<20)
 	if err != nil {
 		return err
 	}

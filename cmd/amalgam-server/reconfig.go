@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,12 +41,10 @@ replaced by a live spare (amalgam-server node --spare); without a spare it
 is left alone.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case dataDir == "":
-				return cmdError(cmd, fmt.Errorf("--data-dir must not be empty"))
-			case addr == "":
-				return cmdError(cmd, fmt.Errorf("--addr must not be empty"))
-			case id == 0:
+			if err := nonEmpty(cmd, "data-dir", "addr"); err != nil {
+				return err
+			}
+			if id == 0 {
 				return cmdError(cmd, fmt.Errorf("--id must be at least 1 (Raft reserves 0)"))
 			}
 			peerMap := map[uint64]string{id: addr}
@@ -83,7 +77,7 @@ is left alone.`,
 			if err != nil {
 				return cmdError(cmd, err)
 			}
-			env, err := common.setup(cmd, l.BlockSize)
+			env, ctx, err := common.setup(cmd, l.BlockSize)
 			if err != nil {
 				return cmdError(cmd, err)
 			}
@@ -100,8 +94,6 @@ is left alone.`,
 				_ = ln.Close()
 				return cmdError(cmd, err)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			fmt.Fprintf(cmd.OutOrStdout(), "reconfiguration service (replica %d of %d, %d machines) at %s\n", id, len(peerMap), l.N, ln.Addr())
 			<-ctx.Done()
 			r.Close()

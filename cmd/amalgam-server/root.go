@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/amalgam-store/amalgam/internal/buildinfo"
 )
 
 func newRootCmd() *cobra.Command {
@@ -41,7 +43,7 @@ Examples:
 	root.PersistentFlags().StringVar(&configFile, "config", os.Getenv("AMALGAM_CONFIG"),
 		"YAML file of settings whose keys are flag names (env AMALGAM_CONFIG); flags > AMALGAM_* env > file > defaults")
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newDevCmd(), newNodeCmd(), newReconfigCmd(), newNBDCmd(), newVersionCmd())
+	root.AddCommand(newDevCmd(), newNodeCmd(), newReconfigCmd(), newNBDCmd(), buildinfo.Command("amalgam-server", nil))
 	return root
 }
 
@@ -55,6 +57,17 @@ func checkDurability(d string) error {
 }
 
 // cmdError prefixes err with the subcommand's name, as in "dev: ...".
+// nonEmpty returns cmd's error for the first of the named string flags
+// that is empty.
+func nonEmpty(cmd *cobra.Command, names ...string) error {
+	for _, n := range names {
+		if cmd.Flags().Lookup(n).Value.String() == "" {
+			return cmdError(cmd, fmt.Errorf("--%s must not be empty", n))
+		}
+	}
+	return nil
+}
+
 func cmdError(cmd *cobra.Command, err error) error {
 	if err == nil {
 		return nil

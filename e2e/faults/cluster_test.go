@@ -1,65 +1,19 @@
 package faults_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 )
-
-// syncBuf is a goroutine-safe output buffer.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// proc is one amalgam-server process.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *syncBuf
-	done chan struct{}
-}
-
-func (p *proc) signal(s syscall.Signal) { _ = p.cmd.Process.Signal(s) }
-
-func (p *proc) kill() {
-	p.signal(syscall.SIGCONT) // a stopped process must run to die
-	p.signal(syscall.SIGKILL)
-	<-p.done
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
 
 // cluster is a durable Amalgam cluster of separate processes: 3
 // reconfiguration replicas, one process per machine slot, and spares.
@@ -69,25 +23,25 @@ type cluster struct {
 	dir     string
 	suspect time.Duration
 	reps    []string
-	repProc map[string]*proc
+	repProc map[string]*e2etest.Proc
 	entries string
-	hosts   []string         // every host address machines and spares use
-	host    map[string]*proc // the process at each host address, if started
-	gen     int              // data directories made so far
-	net     *netns           // nil: no partitions
+	hosts   []string                 // every host address machines and spares use
+	host    map[string]*e2etest.Proc // the process at each host address, if started
+	gen     int                      // data directories made so far
+	net     *netns                   // nil: no partitions
 	admin   *client.Client
 	mu      sync.Mutex
-	procs   []*proc // every process started, for the logs
+	procs   []*e2etest.Proc // every process started, for the logs
 }
 
 func newCluster(t *testing.T, spares int, net *netns) *cluster {
 	c := &cluster{t: t, l: erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 12, BlockSize: 64}, dir: t.TempDir(),
-		suspect: time.Second, repProc: map[string]*proc{}, host: map[string]*proc{}, net: net}
+		suspect: time.Second, repProc: map[string]*e2etest.Proc{}, host: map[string]*e2etest.Proc{}, net: net}
 	ip := "127.0.0.1"
 	if net != nil {
 		ip = net.hostIP
 	}
-	c.reps = freeAddrs(t, ip, 3)
+	c.reps = e2etest.FreeAddrs(t, ip, 3)
 	c.entries = strings.Join(c.reps, ",")
 	for i := 0; i < c.l.N+spares; i++ {
 		c.hosts = append(c.hosts, c.hostAddr(i))
@@ -108,7 +62,7 @@ func newCluster(t *testing.T, spares int, net *netns) *cluster {
 	t.Cleanup(func() {
 		c.admin.Close()
 		for _, p := range c.procs {
-			p.kill()
+			p.Kill()
 		}
 	})
 	return c
@@ -120,7 +74,7 @@ func (c *cluster) hostAddr(i int) string {
 	if c.net != nil {
 		return c.net.addr(i)
 	}
-	return freeAddrs(c.t, "127.0.0.1", 1)[0]
+	return e2etest.FreeAddrs(c.t, "127.0.0.1", 1)[0]
 }
 
 func (c *cluster) logs() string {
@@ -128,35 +82,18 @@ func (c *cluster) logs() string {
 	defer c.mu.Unlock()
 	var b strings.Builder
 	for _, p := range c.procs {
-		b.WriteString(p.out.String())
+		b.WriteString(p.Out.String())
 	}
 	return b.String()
 }
 
-func (c *cluster) start(name, ready string, wrap []string, args ...string) *proc {
+func (c *cluster) start(name, ready string, wrap []string, args ...string) *e2etest.Proc {
 	c.t.Helper()
-	p := &proc{name: name, out: &syncBuf{}, done: make(chan struct{})}
-	fmt.Fprintf(p.out, "---- %s: amalgam-server %s\n", name, strings.Join(args, " "))
-	argv := append(slices.Clone(wrap), filepath.Join(bin, "amalgam-server"))
-	p.cmd = exec.Command(argv[0], append(argv[1:], args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	argv := append(append(slices.Clone(wrap), filepath.Join(bin, "amalgam-server")), args...)
+	p := e2etest.StartProc(c.t, name, ready, 60*time.Second, argv...)
 	c.mu.Lock()
 	c.procs = append(c.procs, p)
 	c.mu.Unlock()
-	deadline := time.After(60 * time.Second)
-	for !strings.Contains(p.out.String(), ready) {
-		select {
-		case <-p.done:
-			c.t.Fatalf("%s exited before it was ready:\n%s", name, p.out)
-		case <-deadline:
-			c.t.Fatalf("%s not ready after 60s:\n%s", name, p.out)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 	return p
 }
 
@@ -203,25 +140,8 @@ func (c *cluster) startHostIn(addr string, m int, dataDir string) {
 }
 
 func (c *cluster) dataDir(addr string) string {
-	args := c.host[addr].cmd.Args
+	args := c.host[addr].Cmd.Args
 	return args[slices.Index(args, "--data-dir")+1]
-}
-
-func freeAddrs(t *testing.T, ip string, n int) []string {
-	var lns []net.Listener
-	var out []string
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", ip+":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		_ = ln.Close()
-	}
-	return out
 }
 
 // state is what the reconfiguration service and the machines report.
@@ -309,7 +229,7 @@ func (c *cluster) waitHealthy(since time.Time, before []string) (time.Duration, 
 // serving reports whether every slot's host runs.
 func (c *cluster) serving(s state) bool {
 	for _, h := range s.hosts {
-		if p := c.host[h]; p == nil || p.exited() {
+		if p := c.host[h]; p == nil || p.Exited() {
 			return false
 		}
 	}
@@ -333,10 +253,10 @@ func (c *cluster) replenish() {
 			continue
 		}
 		want = append(want, h)
-		if p := c.host[h]; p == nil || p.exited() {
+		if p := c.host[h]; p == nil || p.Exited() {
 			c.startHost(h, -1)
 		} else if !slices.Contains(s.spares, h) {
-			p.kill() // replaced, and not yet aware of it
+			p.Kill() // replaced, and not yet aware of it
 			c.startHost(h, -1)
 		}
 	}

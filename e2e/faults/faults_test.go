@@ -13,9 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -24,6 +21,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
 var (
@@ -37,24 +36,7 @@ var (
 
 var bin string
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	dir, err := os.MkdirTemp("", "amalgam-faults")
-	if err != nil {
-		panic(err)
-	}
-	bin = dir
-	if !testing.Short() {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "amalgam-server"), "../../cmd/amalgam-server").CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "building amalgam-server: %v\n%s", err, out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { e2etest.Main(m, &bin, false, "amalgam-server") }
 
 // kind is a kind of fault. inject returns once the fault is over (a
 // pause or partition ended, a killed process restarted or not).
@@ -76,44 +58,44 @@ func slotHosts(s state, rng *rand.Rand, n int) []string {
 var (
 	kill = kind{"kill", 1, func(c *cluster, rng *rand.Rand, s state) string {
 		h := slotHosts(s, rng, 1)[0]
-		c.host[h].kill()
+		c.host[h].Kill()
 		return h
 	}}
 	killRestart = kind{"kill-restart", 0, func(c *cluster, rng *rand.Rand, s state) string {
 		h := slotHosts(s, rng, 1)[0]
 		dir := c.dataDir(h)
-		c.host[h].kill()
+		c.host[h].Kill()
 		c.startHostIn(h, slices.Index(s.hosts, h), dir)
 		return h
 	}}
 	pause = kind{"pause", 1, func(c *cluster, rng *rand.Rand, s state) string {
 		h := slotHosts(s, rng, 1)[0]
-		c.host[h].signal(syscall.SIGSTOP)
+		c.host[h].Signal(syscall.SIGSTOP)
 		time.Sleep(3 * c.suspect)
-		c.host[h].signal(syscall.SIGCONT)
+		c.host[h].Signal(syscall.SIGCONT)
 		return h
 	}}
 	double = kind{"double", 2, func(c *cluster, rng *rand.Rand, s state) string {
 		hs := slotHosts(s, rng, 2) // every stripe spans all six machines
 		for _, h := range hs {
-			c.host[h].signal(syscall.SIGKILL)
+			c.host[h].Signal(syscall.SIGKILL)
 		}
 		for _, h := range hs {
-			c.host[h].kill()
+			c.host[h].Kill()
 		}
 		return strings.Join(hs, "+")
 	}}
 	leaderKill = kind{"leader-kill", 0, func(c *cluster, _ *rand.Rand, s state) string {
 		i := slices.Index(c.reps, s.leader)
-		c.repProc[s.leader].kill()
+		c.repProc[s.leader].Kill()
 		time.Sleep(time.Second)
 		c.startReplica(i)
 		return s.leader
 	}}
 	leaderPause = kind{"leader-pause", 0, func(c *cluster, _ *rand.Rand, s state) string {
-		c.repProc[s.leader].signal(syscall.SIGSTOP)
+		c.repProc[s.leader].Signal(syscall.SIGSTOP)
 		time.Sleep(3 * time.Second) // past the election timeout (1 s)
-		c.repProc[s.leader].signal(syscall.SIGCONT)
+		c.repProc[s.leader].Signal(syscall.SIGCONT)
 		return s.leader
 	}}
 	partition = kind{"partition", 1, func(c *cluster, rng *rand.Rand, s state) string {
@@ -142,7 +124,7 @@ type outcome struct {
 // run is one cluster under a schedule of faults.
 type run struct {
 	c        *cluster
-	ld       *load
+	ld       *e2etest.Load
 	outcomes []outcome
 	windows  [][2]time.Time // healthy windows: [healed, next fault]
 }
@@ -171,7 +153,7 @@ func (r *run) fault(k kind, rng *rand.Rand) {
 	}
 	r.outcomes = append(r.outcomes, o)
 	c.t.Logf("%-12s %-28s healthy after %-8v moves %d (moved %v, service settled %v)  (%d operations so far)", k.name, target,
-		d.Round(time.Millisecond), o.moves, ph.moved.Round(time.Millisecond), ph.settled.Round(time.Millisecond), r.ld.ops())
+		d.Round(time.Millisecond), o.moves, ph.moved.Round(time.Millisecond), ph.settled.Round(time.Millisecond), r.ld.Ops())
 	if !ok {
 		c.t.Errorf("%s of %s: not healthy again: %s", k.name, target, after.why)
 		return
@@ -194,7 +176,6 @@ func runSchedule(t *testing.T, seed uint64, schedule []kind, net *netns) ([]outc
 		t.Fatalf("not healthy at first: %s", s.why)
 	}
 	ld := newLoad(c, seed, *workers)
-	ld.run()
 	r := &run{c: c, ld: ld}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	time.Sleep(2 * time.Second)
@@ -209,16 +190,20 @@ func runSchedule(t *testing.T, seed uint64, schedule []kind, net *netns) ([]outc
 		r.windows[n-1][1] = time.Now()
 	}
 	t.Logf("stopping the clients")
-	lost := ld.finish()
-	never := ld.neverCompleted(r.windows)
-	t.Logf("final reads done; checking %d operations", len(ld.history))
-	res := ld.check(10 * time.Minute)
+	lost := finish(ld)
+	never := neverCompleted(ld, r.windows)
+	ops := ld.Ops()
+	t.Logf("final reads done; checking %d operations", ops)
+	res, viz := ld.Check(10*time.Minute, "faults")
+	if res != porcupine.Ok {
+		t.Errorf("history of %d operations is %s, not linearizable; visualization in %s", ops, res, viz)
+	}
 	t.Logf("seed %d: %d operations, %d acknowledged writes, %d never returned, %d never completed after healing, "+
-		"%d acknowledged writes lost, porcupine: %s", seed, len(ld.history), ld.acked, len(ld.failed), never, lost, res)
+		"%d acknowledged writes lost, porcupine: %s", seed, ops, ld.Acked(), ld.Pending(), never, lost, res)
 	if res == porcupine.Unknown {
 		t.Errorf("porcupine timed out")
 	}
-	return r.outcomes, len(ld.history), lost, never
+	return r.outcomes, ops, lost, never
 }
 
 // summary logs the time to healthy per kind and the double/single ratio.

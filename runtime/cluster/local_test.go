@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 )
 
@@ -86,11 +87,7 @@ func (w *writers) check(t *testing.T, lc *Local) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, lc.Entries, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := e2etest.Dial(t, lc.Entries)
 	for b := uint64(0); b < lc.Layout.NumBlocks(); b++ {
 		got, err := c.Read(ctx, b, 0, 8)
 		if err != nil {
@@ -106,21 +103,18 @@ func (w *writers) check(t *testing.T, lc *Local) {
 	}
 }
 
-// waitFor polls cond until it holds.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
+// startHealthy starts a cluster, closed when the test ends, and waits until
+// it has a reconfiguration leader and is healthy.
+func startHealthy(t *testing.T, o Options) *Local {
 	t.Helper()
-	start := time.Now()
-	var last string
-	for time.Since(start) < timeout {
-		ok, s := cond()
-		if ok {
-			return time.Since(start)
-		}
-		last = s
-		time.Sleep(50 * time.Millisecond)
+	lc, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s: not after %v (%s)", what, timeout, last)
-	return 0
+	t.Cleanup(lc.Close)
+	e2etest.WaitFor(t, "a leader", 10*time.Second, func() (bool, string) { return lc.Leader() != nil, "" })
+	e2etest.WaitFor(t, "healthy", 10*time.Second, func() (bool, string) { return healthy(lc, 0) })
+	return lc
 }
 
 // healthy reports whether the cluster is in configuration num with every
@@ -161,37 +155,27 @@ func healthy(lc *Local, num uint64) (bool, string) {
 // must survive.
 func TestReplaceInProcess(t *testing.T) {
 	l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 8, BlockSize: 64}
-	lc, err := Start(Options{Layout: l, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0", Replicas: 3, Spares: 1,
+	lc := startHealthy(t, Options{Layout: l, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0", Replicas: 3, Spares: 1,
 		SuspectAfter: time.Second, RaftTick: 50 * time.Millisecond, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Close()
-	waitFor(t, "a leader", 10*time.Second, func() (bool, string) { return lc.Leader() != nil, "" })
-	waitFor(t, "healthy", 10*time.Second, func() (bool, string) { return healthy(lc, 0) })
 	w := startWriters(t, lc, 4)
 	time.Sleep(500 * time.Millisecond)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := client.Dial(ctx, lc.Entries, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := e2etest.Dial(t, lc.Entries)
 
 	// 1. A live data server, replaced in place.
 	if _, err := admin.Replace(ctx, "data/1", false); err != nil {
 		t.Fatal(err)
 	}
-	d := waitFor(t, "data/1 replaced and rebuilt", 60*time.Second, func() (bool, string) { return healthy(lc, 1) })
+	d := e2etest.WaitFor(t, "data/1 replaced and rebuilt", 60*time.Second, func() (bool, string) { return healthy(lc, 1) })
 	t.Logf("data/1 replaced in place and rebuilt in %v (%d writes so far)", d.Round(time.Millisecond), w.ops.Load())
 
 	// 2. Machine 2 stops: suspected, its slot moves to the spare.
 	start := time.Now()
 	lc.Machines[2].Close()
 	lc.Machines[2] = nil
-	waitFor(t, "machine 2 moved to the spare", 30*time.Second, func() (bool, string) {
+	e2etest.WaitFor(t, "machine 2 moved to the spare", 30*time.Second, func() (bool, string) {
 		h := lc.Leader()
 		if h == nil {
 			return false, "no leader"
@@ -199,14 +183,14 @@ func TestReplaceInProcess(t *testing.T) {
 		return h.Directory().GetHosts()[2] == lc.SpareAddrs[0], fmt.Sprint(h.Directory().GetHosts())
 	})
 	detect := time.Since(start)
-	replaced := waitFor(t, "machine 2's servers replaced", 60*time.Second, func() (bool, string) {
+	replaced := e2etest.WaitFor(t, "machine 2's servers replaced", 60*time.Second, func() (bool, string) {
 		h := lc.Leader()
 		if h == nil {
 			return false, "no leader"
 		}
 		return h.Config().Num == 4 && !h.Busy(), fmt.Sprintf("configuration %d", h.Config().Num)
 	})
-	rebuilt := waitFor(t, "healthy after the spare rebuilt", 120*time.Second, func() (bool, string) { return healthy(lc, 4) })
+	rebuilt := e2etest.WaitFor(t, "healthy after the spare rebuilt", 120*time.Second, func() (bool, string) { return healthy(lc, 4) })
 	t.Logf("machine 2 stopped: moved to the spare after %v, replaced %v later, rebuilt %v later (%d writes so far)",
 		detect.Round(time.Millisecond), replaced.Round(time.Millisecond), rebuilt.Round(time.Millisecond), w.ops.Load())
 
@@ -222,7 +206,7 @@ func TestReplaceInProcess(t *testing.T) {
 	if _, err := admin.Replace(ctx, "parity/4", false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "healthy after parity/4 replaced", 120*time.Second, func() (bool, string) { return healthy(lc, 5) })
+	e2etest.WaitFor(t, "healthy after parity/4 replaced", 120*time.Second, func() (bool, string) { return healthy(lc, 5) })
 	h := lc.Leader()
 	hist := h.History()
 	if len(hist) != 6 {
@@ -255,22 +239,12 @@ func TestReplaceInProcess(t *testing.T) {
 // made meanwhile intact.
 func TestReplacementPostponedInProcess(t *testing.T) {
 	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 64}
-	lc, err := Start(Options{Layout: l, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0",
+	lc := startHealthy(t, Options{Layout: l, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0",
 		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: 1500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Close()
-	waitFor(t, "a leader", 10*time.Second, func() (bool, string) { return lc.Leader() != nil, "" })
-	waitFor(t, "healthy", 10*time.Second, func() (bool, string) { return healthy(lc, 0) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := client.Dial(ctx, lc.Entries, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := e2etest.Dial(t, lc.Entries)
 	// No writes yet: requests for degraded blocks would rebuild them at
 	// once, and the replacements must still be rebuilding (a stripe every
 	// 1.5 s) when parity/3 is asked for.
@@ -280,7 +254,7 @@ func TestReplacementPostponedInProcess(t *testing.T) {
 			t.Fatalf("replace %s: %v, postponed %v", s, err, r.GetPostponed())
 		}
 	}
-	waitFor(t, "data/0 and data/1 replaced", 10*time.Second, func() (bool, string) {
+	e2etest.WaitFor(t, "data/0 and data/1 replaced", 10*time.Second, func() (bool, string) {
 		h := lc.Leader()
 		return h != nil && h.Config().Num == 2, ""
 	})
@@ -296,12 +270,12 @@ func TestReplacementPostponedInProcess(t *testing.T) {
 		t.Fatalf("history: %v, postponed %v, degraded %v", err, h.GetPostponed(), h.GetDegraded())
 	}
 	w := startWriters(t, lc, 2)
-	d := waitFor(t, "parity/3 replaced", 30*time.Second, func() (bool, string) {
+	d := e2etest.WaitFor(t, "parity/3 replaced", 30*time.Second, func() (bool, string) {
 		h := lc.Leader()
 		return h != nil && h.Config().Num == 3, fmt.Sprintf("degraded %v", h.Degraded())
 	})
-	waitFor(t, "healthy", 60*time.Second, func() (bool, string) { return healthy(lc, 3) })
-	waitFor(t, "no server degraded", 10*time.Second, func() (bool, string) {
+	e2etest.WaitFor(t, "healthy", 60*time.Second, func() (bool, string) { return healthy(lc, 3) })
+	e2etest.WaitFor(t, "no server degraded", 10*time.Second, func() (bool, string) {
 		h := lc.Leader()
 		return h != nil && len(h.Degraded()) == 0 && !h.Busy(), fmt.Sprintf("degraded %v", h.Degraded())
 	})

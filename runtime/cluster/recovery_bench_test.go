@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 )
 
@@ -159,14 +160,8 @@ func allBlocks(l erasure.Layout) []uint64 {
 
 func startBench(t *testing.T, pause time.Duration) *Local {
 	t.Helper()
-	lc, err := Start(Options{Layout: benchLayout(), Durability: "memory", Addr: "127.0.0.1:0", Replicas: 1,
+	return startHealthy(t, Options{Layout: benchLayout(), Durability: "memory", Addr: "127.0.0.1:0", Replicas: 1,
 		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: pause})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "a leader", 10*time.Second, func() (bool, string) { return lc.Leader() != nil, "" })
-	waitFor(t, "healthy", 10*time.Second, func() (bool, string) { return healthy(lc, 0) })
-	return lc
 }
 
 // normal measures the write throughput of the healthy cluster.
@@ -189,7 +184,7 @@ func replace(t *testing.T, lc *Local, server string, num uint64) time.Duration {
 	if _, err := c.Replace(ctx, server, false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, server+" rebuilt", 10*time.Minute, func() (bool, string) { return healthy(lc, num) })
+	e2etest.WaitFor(t, server+" rebuilt", 10*time.Minute, func() (bool, string) { return healthy(lc, num) })
 	return time.Since(start)
 }
 
@@ -205,7 +200,6 @@ func TestRecoveryBench(t *testing.T) {
 
 	t.Run("rebuild", func(t *testing.T) { // figures 3.13 and 3.14
 		lc := startBench(t, *benchPause)
-		defer lc.Close()
 		t.Logf("rebuild pause between stripes %v", *benchPause)
 		base := normal(t, lc)
 
@@ -231,7 +225,6 @@ func TestRecoveryBench(t *testing.T) {
 		// so the replaced server stays degraded: each write to one of its
 		// blocks first rebuilds that block (a stripe snapshot).
 		lc := startBench(t, time.Hour)
-		defer lc.Close()
 		base := normal(t, lc)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -240,7 +233,7 @@ func TestRecoveryBench(t *testing.T) {
 		if _, err := c.Replace(ctx, "data/1", false); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "data/1 replaced", 30*time.Second, func() (bool, string) {
+		e2etest.WaitFor(t, "data/1 replaced", 30*time.Second, func() (bool, string) {
 			st, err := c.Status(ctx)
 			if err != nil {
 				return false, err.Error()

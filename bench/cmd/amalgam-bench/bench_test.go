@@ -1,12 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/amalgam-store/amalgam/internal/clitest"
 )
 
 // TestBenchJSON runs the smallest experiment end to end through the CLI
@@ -21,11 +22,8 @@ func TestBenchJSON(t *testing.T) {
 func testBenchJSON(t *testing.T, transport string) {
 	dir := t.TempDir()
 	csvFile := filepath.Join(dir, "out.csv")
-	root := newRootCmd()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetArgs([]string{"storage", "--quick", "--no-progress", "--output", "json", "--csv", csvFile, "--plot", dir, "--transport", transport})
-	if err := root.Execute(); err != nil {
+	out, _, err := clitest.RunSplit(newRootCmd(), "storage", "--quick", "--no-progress", "--output", "json", "--csv", csvFile, "--plot", dir, "--transport", transport)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var rep struct {
@@ -34,8 +32,8 @@ func testBenchJSON(t *testing.T, transport string) {
 		Ratios                      []map[string]any
 		Targets                     []map[string]any
 	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 	if rep.Mode != "quick" || rep.Durability != "memory" || rep.Transport != transport {
 		t.Errorf("mode %q durability %q transport %q", rep.Mode, rep.Durability, rep.Transport)
@@ -87,38 +85,25 @@ func testBenchJSON(t *testing.T, transport string) {
 }
 
 func TestBenchBadFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
+	clitest.Refuses(t, newRootCmd, []clitest.Refusal{
 		{[]string{"nope"}, "unknown experiment"},
 		{[]string{"storage", "--transport", "udp"}, "--transport must be grpc or sim"},
 		{[]string{"storage", "--bandwidth", "10"}, "--bandwidth models links in --transport sim only"},
 		{[]string{"storage", "--systems", "amalgam,paxos"}, `--systems: unknown system "paxos"`},
-	} {
-		root := newRootCmd()
-		root.SetArgs(tc.args)
-		err := root.Execute()
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
-		}
-	}
+	})
 }
 
 // --systems limits the runs; the report then has no ratios.
 func TestBenchSystems(t *testing.T) {
-	root := newRootCmd()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetArgs([]string{"storage", "--quick", "--no-progress", "--output", "json", "--systems", "rspaxos"})
-	if err := root.Execute(); err != nil {
+	out, _, err := clitest.RunSplit(newRootCmd(), "storage", "--quick", "--no-progress", "--output", "json", "--systems", "rspaxos")
+	if err != nil {
 		t.Fatal(err)
 	}
 	var rep struct {
 		Points []struct{ System string }
 		Ratios []any
 	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Points) == 0 || len(rep.Ratios) != 0 {

@@ -1,0 +1,230 @@
+// Package e2etest holds what the tests that run whole clusters share:
+// building the binaries, starting and killing server processes, free
+// loopback addresses, polling, and a client load that records a history
+// for porcupine. Only tests import it.
+package e2etest
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/client"
+)
+
+// Main runs a test binary's tests with the named commands of cmd/
+// (amalgam-server, amalgam-cli) built into a temporary directory, which
+// *bin names while they run. It parses the flags first; with short set,
+// it builds nothing under -short.
+func Main(m *testing.M, bin *string, short bool, cmds ...string) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "amalgam-e2e")
+	if err != nil {
+		panic(err)
+	}
+	*bin = dir
+	if short || !testing.Short() {
+		for _, c := range cmds {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, c), "github.com/amalgam-store/amalgam/cmd/"+c).CombinedOutput()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "building %s: %v\n%s", c, err, out)
+				os.Exit(1)
+			}
+		}
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// SyncBuf is a bytes.Buffer that a child process writes while the test
+// reads it.
+type SyncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Proc is one server process, restartable with the same command line.
+type Proc struct {
+	Name string
+	Cmd  *exec.Cmd // the current incarnation
+	Out  *SyncBuf  // every incarnation's output, in order
+
+	argv  []string
+	ready string
+	wait  time.Duration
+	done  chan struct{}
+	err   error // the exit error, once done is closed
+}
+
+// StartProc runs argv (argv[0] is the program) and waits up to wait until
+// its output shows ready; the test's cleanup kills it.
+func StartProc(t testing.TB, name, ready string, wait time.Duration, argv ...string) *Proc {
+	t.Helper()
+	p := &Proc{Name: name, Out: &SyncBuf{}, argv: argv, ready: ready, wait: wait}
+	p.Start(t)
+	t.Cleanup(p.Kill)
+	return p
+}
+
+// Start runs a new incarnation and waits until its output shows ready.
+func (p *Proc) Start(t testing.TB) {
+	t.Helper()
+	fmt.Fprintf(p.Out, "---- %s starting: %s\n", p.Name, strings.Join(p.argv, " "))
+	mark := len(p.Out.String())
+	p.Cmd = exec.Command(p.argv[0], p.argv[1:]...)
+	p.Cmd.Stdout, p.Cmd.Stderr = p.Out, p.Out
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.done = make(chan struct{})
+	cmd, done := p.Cmd, p.done
+	go func() { p.err = cmd.Wait(); close(done) }()
+	deadline := time.After(p.wait)
+	for !strings.Contains(p.Out.String()[mark:], p.ready) {
+		select {
+		case <-done:
+			t.Fatalf("%s exited before it was ready:\n%s", p.Name, p.Out)
+		case <-deadline:
+			t.Fatalf("%s not ready after %v:\n%s", p.Name, p.wait, p.Out)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Signal sends s to the current incarnation.
+func (p *Proc) Signal(s syscall.Signal) { _ = p.Cmd.Process.Signal(s) }
+
+// Kill sends SIGKILL (after SIGCONT: a stopped process must run to die)
+// and waits for the process to go.
+func (p *Proc) Kill() {
+	if p.Cmd == nil || p.Cmd.Process == nil || p.Exited() {
+		return
+	}
+	p.Signal(syscall.SIGCONT)
+	p.Signal(syscall.SIGKILL)
+	<-p.done
+	fmt.Fprintf(p.Out, "---- %s killed (SIGKILL)\n", p.Name)
+}
+
+// Stop sends s and waits up to timeout for the process to exit. It
+// reports whether it exited, and with what error.
+func (p *Proc) Stop(s syscall.Signal, timeout time.Duration) (bool, error) {
+	p.Signal(s)
+	select {
+	case <-p.done:
+		return true, p.err
+	case <-time.After(timeout):
+		return false, nil
+	}
+}
+
+// Exited reports whether the current incarnation has exited.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// FreePort finds a loopback port p such that p..p+span are free now.
+func FreePort(t testing.TB, span int) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		ok := true
+		for i := 1; i <= span && ok; i++ {
+			l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+i))
+			if err != nil {
+				ok = false
+				continue
+			}
+			_ = l2.Close()
+		}
+		if ok {
+			return p
+		}
+	}
+	t.Fatal("no free port range")
+	return 0
+}
+
+// FreeAddrs returns n addresses on ip whose ports are free now.
+func FreeAddrs(t testing.TB, ip string, n int) []string {
+	t.Helper()
+	var lns []net.Listener
+	var out []string
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", ip+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+	return out
+}
+
+// Dial connects to entries (an address list) within 10s and closes the
+// client when the test ends.
+func Dial(t testing.TB, entries string) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, entries, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// WaitFor polls cond until it holds and returns how long that took; it
+// fails the test after timeout, with what cond last said.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	for time.Since(start) < timeout {
+		ok, s := cond()
+		if ok {
+			return time.Since(start)
+		}
+		last = s
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: not after %v (%s)", what, timeout, last)
+	return 0
+}

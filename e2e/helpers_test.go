@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
+)
+
+var bin string // directory holding the built binaries
+
+// command is one of the built binaries (amalgam-server, amalgam-cli) with
+// args.
+func command(name string, args ...string) *exec.Cmd {
+	return exec.Command(filepath.Join(bin, name), args...)
+}
+
+func TestMain(m *testing.M) { e2etest.Main(m, &bin, true, "amalgam-server", "amalgam-cli") }
+
+// startDev runs amalgam-server dev and waits until it is ready.
+func startDev(t *testing.T, addr, dir string, extra ...string) *e2etest.Proc {
+	t.Helper()
+	args := append([]string{filepath.Join(bin, "amalgam-server"), "dev", "--addr", addr, "--data-dir", dir, "--blocks", "60", "--block-size", "256"}, extra...)
+	return e2etest.StartProc(t, "dev", "ready at", 20*time.Second, args...)
+}
+
+// interrupt stops dev with Ctrl-C (SIGINT) and fails the test unless it
+// stops cleanly.
+func interrupt(t *testing.T, s *e2etest.Proc) {
+	t.Helper()
+	exited, err := s.Stop(syscall.SIGINT, 15*time.Second)
+	if !exited {
+		t.Fatalf("dev did not stop after Ctrl-C:\n%s", s.Out)
+	}
+	if err != nil {
+		t.Fatalf("dev exited with %v after Ctrl-C:\n%s", err, s.Out)
+	}
+	if !strings.Contains(s.Out.String(), "stopped") {
+		t.Fatalf("dev did not report a clean stop:\n%s", s.Out)
+	}
+}
+
+// cli runs amalgam-cli --output json and decodes its output; it fails the
+// test if the command fails.
+func cli(t *testing.T, cluster string, v any, args ...string) {
+	t.Helper()
+	out, errOut, err := cliRaw(cluster, args...)
+	if err != nil {
+		t.Fatalf("amalgam-cli %v: %v\n%s%s", args, err, out, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("amalgam-cli %v: output is not JSON (%v):\n%s", args, err, out)
+	}
+}
+
+func cliRaw(cluster string, args ...string) (string, string, error) {
+	all := append([]string{"--cluster", cluster, "--output", "json", "--timeout", "10s"}, args...)
+	cmd := command("amalgam-cli", all...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// txn is what the tests read of amalgam-cli's JSON for a transaction.
+type txn struct {
+	Aborted bool `json:"aborted"`
+	Results []struct {
+		DataHex *string `json:"data_hex"`
+		Value   *uint64 `json:"value"`
+		OK      *bool   `json:"ok"`
+	} `json:"results"`
+}
+
+func readHex(t *testing.T, cluster string, block, offset, length int) string {
+	t.Helper()
+	var r txn
+	cli(t, cluster, &r, "read", fmt.Sprint(block), "--offset", fmt.Sprint(offset), "--length", fmt.Sprint(length))
+	if len(r.Results) != 1 || r.Results[0].DataHex == nil {
+		t.Fatalf("read: %+v", r)
+	}
+	return *r.Results[0].DataHex
+}
+
+// writeAndAdd writes "hello" at offset 3 of block 7 and reads it back,
+// then adds 5 and 7 to the counter at offset 16, which returns the new
+// value each time.
+func writeAndAdd(t *testing.T, addr string) {
+	t.Helper()
+	var r txn
+	cli(t, addr, &r, "write", "7", "--data", "hello", "--offset", "3")
+	if got := readHex(t, addr, 7, 0, 10); got != "00000068656c6c6f0000" {
+		t.Fatalf("read after write = %s", got)
+	}
+	for i, want := range []uint64{5, 12} {
+		cli(t, addr, &r, "rmw", "7", "--op", "add", "--offset", "16", "--delta", fmt.Sprint([]int{5, 7}[i]))
+		if len(r.Results) != 1 || r.Results[0].Value == nil || *r.Results[0].Value != want {
+			t.Fatalf("add %d: %+v", i, r)
+		}
+	}
+}
