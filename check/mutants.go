@@ -63,6 +63,8 @@ var mutants = []Mutant{
 	{"parity-no-prepares", "persistence", "a parity server's Restore forgets the PREPAREs it held", "restart-parity", mc.BFS, 1, InvParity},
 	{"parity-no-blocks", "persistence", "a parity server's Restore forgets its parity blocks", "restart-parity", mc.BFS, 1, InvParity},
 	{"witness-no-prepares", "persistence", "a witness's Restore forgets the PREPAREs it held", "restart-witness", mc.BFS, 1, Inv341},
+	{"release-before-durable", "persistence", "a server's messages leave before the state that justifies them is durable: restarted, it reads what it persisted before its last handler",
+		"restart-data", mc.BFS, 1, Inv341},
 	{"witness-no-fence", "persistence", "a witness does not persist its incarnation and fences: restarted, it takes PREPAREs from the replaced data server",
 		"restart-witness-replace-data", mc.Random, 3, InvLinear},
 

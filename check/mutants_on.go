@@ -20,7 +20,7 @@ const MutantsBuilt = true
 // persistence bug by changing what restarted servers read back.
 func SetMutant(name string) error {
 	data.Mutant, parity.Mutant, witness.Mutant, reconfig.Mutant = "", "", "", ""
-	persistMutant = nil
+	persistMutant, releaseEarly = nil, false
 	if name == "" {
 		return nil
 	}
@@ -29,7 +29,7 @@ func SetMutant(name string) error {
 		return err
 	}
 	if m.Kind == "persistence" {
-		persistMutant = diskBugs[name]
+		persistMutant, releaseEarly = diskBugs[name], name == "release-before-durable"
 		return nil
 	}
 	// Names are unique: each package reacts to its own only.

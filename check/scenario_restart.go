@@ -34,6 +34,11 @@ func Restorer(cfg0 msg.Config, code *erasure.Code) func(node.Addr, node.Node) no
 // never wrote, or a record its Restore forgets.
 var persistMutant func(a node.Addr, disk map[string][]byte)
 
+// releaseEarly, when set (by the persistence mutation tests only), makes
+// restarted servers read what they persisted before their last handler,
+// whose messages were already sent (mc.State.PersistBehind).
+var releaseEarly bool
+
 // The restart scenarios: one server crashes at any moment and restarts
 // from what it persisted (mc.State.Restartable), at most once per path.
 // The clients send each request once (no timers), so a request lost with

@@ -70,6 +70,9 @@ func (sc *Scenario) Init() *mc.State {
 		if persistMutant != nil {
 			s.CorruptDisk(persistMutant)
 		}
+		if releaseEarly {
+			s.PersistBehind()
+		}
 	}
 	return s
 }

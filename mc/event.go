@@ -681,6 +681,9 @@ func (s *State) run(i int, from node.Addr, m node.Message, t node.Timer) (ef *ef
 		nd.Timer(ctx, t)
 	}
 	ef = &effect{inst: &instance{nd: nd, h: nd.Hash()}, sends: ctx.sends, streams: ctx.streams, timers: ctx.timers}
+	if s.sys.behind {
+		ef.inst.prev, ef.inst.prevH = old, s.nodes[i].h
+	}
 	if c, ok := s.sys.clientOf(nd); ok {
 		was, _ := s.sys.clientOf(old)
 		ef.replies = max(0, c.Returned()-was.Returned())

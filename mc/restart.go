@@ -19,7 +19,8 @@ import (
 // one batch, and a batch's state is durable before its messages are
 // released, so at any crash everything the node's handlers did is on
 // disk, and nothing else. Incremental Persist calls (what changed since
-// the last) are not exercised, nor a lost unsynced tail.
+// the last) are not exercised; a lost last batch only as a mutation test
+// (PersistBehind).
 //
 // With a restorer, a crash no longer ends the node's streams: they stall
 // (nothing is delivered to the crashed node; what it sent before the
@@ -35,6 +36,13 @@ func (s *State) Restartable(fresh func(a node.Addr, crashed node.Node) node.Pers
 // It is for mutation tests of persistence (a field never written, a record
 // lost), in s and every state built from it; set it on the initial state.
 func (s *State) CorruptDisk(fn func(a node.Addr, disk map[string][]byte)) { s.sys.corrupt = fn }
+
+// PersistBehind makes a restarted node read what it persisted before its
+// last handler ran, while that handler's messages were already sent: as if
+// the host released a batch's effects before its writes were durable. It
+// is for mutation tests of that rule, in s and every state built from it;
+// set it on the initial state.
+func (s *State) PersistBehind() { s.sys.behind = true }
 
 // diskImage is what a node persisted: key -> value.
 type diskImage = node.Disk
@@ -55,9 +63,13 @@ func (s *State) Persisted(a node.Addr) map[string][]byte {
 }
 
 func (s *State) image(i int) (diskImage, bool) {
-	lk := &s.sys.cloneLocks[s.nodes[i].h%uint64(len(s.sys.cloneLocks))]
+	nd, h := s.nodes[i].nd, s.nodes[i].h
+	if s.sys.behind && s.nodes[i].prev != nil {
+		nd, h = s.nodes[i].prev, s.nodes[i].prevH
+	}
+	lk := &s.sys.cloneLocks[h%uint64(len(s.sys.cloneLocks))]
 	lk.Lock()
-	c := s.nodes[i].nd.Clone()
+	c := nd.Clone()
 	lk.Unlock()
 	p, ok := c.(node.Persistent)
 	if !ok {

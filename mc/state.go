@@ -118,6 +118,7 @@ type system struct {
 	// Restartable); nil: crashes are for good.
 	restore func(a node.Addr, crashed node.Node) node.Persistent
 	corrupt func(a node.Addr, disk map[string][]byte) // see CorruptDisk
+	behind  bool                                      // see PersistBehind
 	keep    bool                                      // see KeepDelivered
 	sym     *symmetry                                 // see Symmetric
 }
@@ -129,6 +130,10 @@ type instance struct {
 	nd   node.Node
 	h    uint64
 	view atomic.Pointer[viewBox]
+	// prev is the node before the handler that made nd, and its hash,
+	// kept only in systems set PersistBehind.
+	prev  node.Node
+	prevH uint64
 }
 
 type viewBox struct{ v any }
