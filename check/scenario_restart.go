@@ -107,6 +107,21 @@ var PartitionServer = register(&Scenario{
 	Settings: mc.Settings{MaxTimerFires: 2, MaxPartitions: 1, CrashTargets: []node.Addr{msg.DataAddr(0), msg.ParityAddr(3)}},
 })
 
+// RestartParityReplaceData restarts a parity server of a stripe whose
+// data server is replaced at a moment the search chooses: the restart may
+// fall in the middle of the replacement's stripe snapshot, and the parity
+// server must come back with the PREPAREs, snapshot copy and fences it
+// persisted.
+var RestartParityReplaceData = register(&Scenario{
+	Name: "restart-parity-replace-data",
+	Doc: "replace-data (g=3 f=2 w=0, client 0: write b0, read b0; data/0 replaced at any moment) with parity/3 " +
+		"crashing and restarting from what it persisted (mid-snapshot among others); up to 2 timer firings per path",
+	Layout:   ReplaceData.Layout,
+	Scripts:  ReplaceData.Scripts,
+	Replace:  ReplaceData.Replace,
+	Settings: mc.Settings{MaxTimerFires: 2, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.ParityAddr(3)}},
+})
+
 // RestartWitnessReplaceData restarts the witness of a stripe whose data
 // server is replaced at a moment the search chooses: the witness must
 // come back still fencing the replaced incarnation (its incarnation and

@@ -90,6 +90,26 @@ func TestRestartScenariosReach(t *testing.T) {
 		t.Logf("%s: %s, %d states, depth %d", w.Name, r.Outcome, r.States, r.MaxDepth)
 	}
 
+	// A parity server restarting while data/0 is replaced: the walks
+	// reach a restart during the replacement's rebuild, and no violation.
+	p := RestartParityReplaceData.MC()
+	po := p.Options(mc.Random)
+	po.MaxTime, po.Seed = d/2, 1
+	midRebuild := mc.Pred("parity/3 restarted while data/0 rebuilds", func(s *mc.State) (bool, string) {
+		n := s.Node(msg.DataAddr(0)).(*data.Server)
+		return s.Used().Restarts == 1 && !s.Crashed(msg.ParityAddr(3)) && n.Incarnation() > 0 && n.DegradedBlocks() > 0, ""
+	})
+	po.Goals = []mc.Predicate{midRebuild}
+	if r := mc.Search(p.Init(), po); r.Outcome != mc.GoalFound {
+		t.Errorf("%s: %q not reached: %s after %d states", p.Name, midRebuild.Name, r.Outcome, r.States)
+	}
+	po.Goals = nil
+	if r := mc.Search(p.Init(), po); r.Outcome == mc.Violation {
+		t.Fatalf("%s: %s: %s", p.Name, r.Predicate, r.Explanation)
+	} else {
+		t.Logf("%s: %s, %d states, depth %d", p.Name, r.Outcome, r.States, r.MaxDepth)
+	}
+
 	m := RestartReplaceData.MC()
 	o := m.Options(mc.Random)
 	o.MaxTime, o.Seed = d, 1
