@@ -1,10 +1,7 @@
 package runtime
 
 import (
-	"bytes"
 	"math/rand/v2"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,31 +15,6 @@ import (
 	"github.com/amalgam-store/amalgam/witness"
 	"github.com/amalgam-store/amalgam/workload"
 )
-
-// memStore is a node.Writer and node.Reader over a map.
-type memStore map[string][]byte
-
-func (m memStore) Put(k string, v []byte) { m[k] = bytes.Clone(v) }
-func (m memStore) Delete(k string)        { delete(m, k) }
-func (m memStore) Get(k string) ([]byte, bool, error) {
-	v, ok := m[k]
-	return v, ok, nil
-}
-func (m memStore) Scan(prefix string, fn func(string, []byte) error) error {
-	var keys []string
-	for k := range m {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := fn(k, m[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 type discardCtx struct{}
 
@@ -116,7 +88,7 @@ func checkRestore(t *testing.T, n node.Node, cfg0 msg.Config, code *erasure.Code
 	if !ok {
 		return
 	}
-	st := memStore{}
+	st := node.Disk{}
 	p.TrackChanges()
 	p.Persist(st)
 	var r node.Persistent
