@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/mc/mctest"
 )
 
 var long = flag.Bool("long", false, "also explore 3 servers with 2 clients (2.4 million states, about 0.8 GB and 10 s)")
@@ -14,25 +15,9 @@ var long = flag.Bool("long", false, "also explore 3 servers with 2 clients (2.4 
 // client, and with two under -long. Every delivery is a step here, so the
 // counts are not Stateright's (see TestStateCountNoOpsSkipped).
 func TestStateCount(t *testing.T) {
-	cases := []struct {
-		values []string
-		states int
-	}{{[]string{"A"}, 605}}
+	mctest.Exhausts(t, Scenario(3, []string{"A"}, false), 605)
 	if *long {
-		cases = append(cases, struct {
-			values []string
-			states int
-		}{[]string{"A", "B"}, 2410733})
-	}
-	for _, c := range cases {
-		sc := Scenario(3, c.values, false)
-		for _, w := range []int{1, 2} {
-			r := sc.Run(mc.BFS, mc.Options{Workers: w})
-			if r.Outcome != mc.Exhausted || r.States != c.states {
-				t.Errorf("%d clients, %d workers: %s after %d states, want exhausted after exactly %d (%s: %s)",
-					len(c.values), w, r.Outcome, r.States, c.states, r.Predicate, r.Explanation)
-			}
-		}
+		mctest.Exhausts(t, Scenario(3, []string{"A", "B"}, false), 2410733)
 	}
 }
 
@@ -52,13 +37,7 @@ func TestStateCountNoOpsSkipped(t *testing.T) {
 	}{{[]string{"A"}, 213}, {[]string{"A", "B"}, 62841}} {
 		sc := Scenario(3, c.values, false)
 		sc.Settings.SkipNoOps = true
-		for _, w := range []int{1, 2} {
-			r := sc.Run(mc.BFS, mc.Options{Workers: w})
-			if r.Outcome != mc.Exhausted || r.States != c.states {
-				t.Errorf("%d clients, %d workers: %s after %d states, want exhausted after exactly %d (%s: %s)",
-					len(c.values), w, r.Outcome, r.States, c.states, r.Predicate, r.Explanation)
-			}
-		}
+		mctest.Exhausts(t, sc, c.states)
 	}
 	sc := Scenario(3, []string{"A", "B"}, true)
 	sc.Settings.SkipNoOps = true
