@@ -2,7 +2,9 @@
 // vs-etcd uses for every system it compares. It runs in the amalgam-etcd
 // program (the nested module bench/etcd), which drives Amalgam through the
 // Go client and etcd through etcd's Go client with this same code: clients,
-// warm-up, measured interval, operation mix and latency summary.
+// warm-up, measured interval, operation mix and latency summary. The
+// client's write benchmark and e2e's NBD benchmark run their clients
+// through it too.
 package loadgen
 
 import (
