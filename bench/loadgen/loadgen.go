@@ -44,7 +44,7 @@ type Spec struct {
 	// that a starved machine gives a longer run rather than an empty one.
 	MinOps int64 `json:"min_ops,omitempty"`
 	// Ops, if set, measures exactly that many operations (a Go
-	// benchmark's b.N) instead of for Duration.
+	// benchmark's b.N) instead of for Duration; MinOps then plays no part.
 	Ops int64 `json:"ops,omitempty"`
 }
 
