@@ -52,21 +52,8 @@ func TestStateCountNoOpsSkipped(t *testing.T) {
 // TestCommitEarlyFound: a TM that commits before every RM has prepared
 // is caught, and the trace reads as the protocol's own words.
 func TestCommitEarlyFound(t *testing.T) {
-	sc := Scenario(3, true)
-	r := sc.Run(mc.BFS, mc.Options{})
-	if r.Outcome != mc.Violation {
-		t.Fatalf("bug not found: %s after %d states", r.Outcome, r.States)
-	}
-	mc.Explain(sc, r)
-	var b strings.Builder
-	sc.PrintTrace(&b, r.Trace)
-	tr := b.String()
-	t.Logf("%s: %s\n%s", r.Predicate, r.Explanation, tr)
-	for _, want := range []string{"fire rm/", "timer prepare", "deliver rm/", "Prepared{RM:", "tm: committed, prepared ["} {
-		if !strings.Contains(tr, want) {
-			t.Errorf("trace lacks %q", want)
-		}
-	}
+	tr := mctest.Violates(t, Scenario(3, true), mc.Options{},
+		"fire rm/", "timer prepare", "deliver rm/", "Prepared{RM:", "tm: committed, prepared [")
 	if strings.Contains(tr, "*twophase.") || strings.Contains(tr, "0x") {
 		t.Errorf("trace prints a type name or a pointer:\n%s", tr)
 	}
