@@ -1,10 +1,10 @@
 package check
 
 import (
-	"github.com/amalgam-store/amalgam/mc"
 	"testing"
 
 	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/parity"
@@ -29,22 +29,11 @@ func TestCrashScenariosExhaustive(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.sc.Name, func(t *testing.T) {
-			runs := []struct {
-				st      mc.Strategy
-				workers int
-			}{{mc.BFS, 1}, {mc.BFS, 2}, {mc.DFS, 1}}
+			runs := threeWays
 			if c.big && !*long {
 				runs = runs[1:2]
 			}
-			for _, run := range runs {
-				r := c.sc.Run(run.st, mc.Options{Workers: run.workers})
-				if r.Outcome != mc.Exhausted {
-					t.Fatalf("%s/%d workers: %s (%s: %s)", run.st, run.workers, r.Outcome, r.Predicate, r.Explanation)
-				}
-				if r.States != c.states {
-					t.Fatalf("%s/%d workers: %d states, want exactly %d", run.st, run.workers, r.States, c.states)
-				}
-			}
+			exhaustsExactly(t, c.sc, c.states, runs)
 		})
 	}
 }
