@@ -11,33 +11,6 @@ import (
 	"github.com/amalgam-store/amalgam/workload"
 )
 
-// TestCrashScenariosExhaustive explores the crash scenarios to exhaustion
-// and asserts their exact state counts, the same from mc.BFS with 1 and 2
-// workers and from mc.DFS. The largest runs mc.BFS with 2 workers only under
-// -short.
-func TestCrashScenariosExhaustive(t *testing.T) {
-	cases := []struct {
-		sc     *Scenario
-		states int
-		big    bool
-	}{
-		{CrashParityWitness, 3663, false},
-		{CrashParityNoWitness, 207, false},
-		{CrashData, 16884, false},
-		{CrashDataTxn, 114, false},
-		{CrashBackupWitness, 852219, true},
-	}
-	for _, c := range cases {
-		t.Run(c.sc.Name, func(t *testing.T) {
-			runs := threeWays
-			if c.big && !*long {
-				runs = runs[1:2]
-			}
-			exhaustsExactly(t, c.sc, c.states, runs)
-		})
-	}
-}
-
 // TestCrashScenariosReach shows that each crash scenario reaches the
 // situation it is about, so that passing its invariants means something.
 func TestCrashScenariosReach(t *testing.T) {

@@ -6,22 +6,35 @@ import (
 	"github.com/amalgam-store/amalgam/mc"
 )
 
-// TestExhaustive explores small scenarios to exhaustion and asserts the
-// exact number of distinct states, the same from mc.BFS with 1 and 2 workers
-// and from mc.DFS.
+// TestExhaustive explores the small scenarios and the crash scenarios to
+// exhaustion and asserts the exact number of distinct states, the same
+// from mc.BFS with 1 and 2 workers and from mc.DFS. The big one runs
+// mc.BFS with 2 workers only, unless -long.
 func TestExhaustive(t *testing.T) {
 	cases := []struct {
 		sc     *Scenario
 		states int
+		big    bool
 	}{
-		{Normal, 69},
-		{Txn, 57},
-		{Witnesses, 929},
-		{NormalLossy, 7575},
-		{SameShard, 6525},
+		{Normal, 69, false},
+		{Txn, 57, false},
+		{Witnesses, 929, false},
+		{NormalLossy, 7575, false},
+		{SameShard, 6525, false},
+		{CrashParityWitness, 3663, false},
+		{CrashParityNoWitness, 207, false},
+		{CrashData, 16884, false},
+		{CrashDataTxn, 114, false},
+		{CrashBackupWitness, 852219, true},
 	}
 	for _, c := range cases {
-		t.Run(c.sc.Name, func(t *testing.T) { exhaustsExactly(t, c.sc, c.states, threeWays) })
+		t.Run(c.sc.Name, func(t *testing.T) {
+			runs := threeWays
+			if c.big && !*long {
+				runs = runs[1:2]
+			}
+			exhaustsExactly(t, c.sc, c.states, runs)
+		})
 	}
 }
 
