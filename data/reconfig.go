@@ -221,14 +221,8 @@ func (r reconfState) clone() reconfState {
 
 func (r reconfState) hash(h *node.Hasher) {
 	h.Uint64(r.inc)
-	h.Int(len(r.stopped))
-	for _, a := range r.stopped {
-		h.String(string(a))
-	}
-	h.Int(len(r.degraded))
-	for _, d := range r.degraded {
-		h.Bool(d)
-	}
+	node.HashStrings(h, r.stopped)
+	h.Bools(r.degraded)
 	h.Uint64(r.nonce)
 	h.Bool(r.ticking)
 	h.Bool(r.report)
@@ -242,8 +236,7 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.String(string(a.requester))
 		h.Int(a.stripe)
 		h.Uint64(a.nonce)
-		h.Bool(a.block != nil)
-		h.Bytes(a.block)
+		h.OptBytes(a.block)
 		h.Uint64(a.upto)
 		h.Uint64(a.opNum)
 		h.Bool(a.sent)

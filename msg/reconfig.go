@@ -192,10 +192,7 @@ func (m Resending) Hash(h *node.Hasher) {
 	h.Tag(node.TagResending)
 	h.Uint64(m.Num)
 	h.Int(m.Shard)
-	h.Int(len(m.Backups))
-	for _, a := range m.Backups {
-		h.String(string(a))
-	}
+	node.HashStrings(h, m.Backups)
 }
 
 // Hash implements node.Message.

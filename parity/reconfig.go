@@ -88,16 +88,12 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.Uint64(rec.Seq)
 		rec.Reply.Hash(h)
 	}
-	h.Int(len(r.degraded))
-	for _, b := range r.degraded {
-		h.Bool(b)
-	}
+	h.Bools(r.degraded)
 	for _, sn := range r.snaps {
 		h.String(string(sn.requester))
 		h.Int(sn.stripe)
 		h.Uint64(sn.nonce)
-		h.Bool(sn.copy != nil)
-		h.Bytes(sn.copy)
+		h.OptBytes(sn.copy)
 		h.Uint64(sn.seen)
 	}
 	r.early.Hash(h)

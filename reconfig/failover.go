@@ -95,8 +95,8 @@ func (m Heartbeat) Hash(h *node.Hasher) { h.Tag(node.TagHeartbeat); h.String(m.H
 func (m View) Hash(h *node.Hasher) {
 	h.Tag(node.TagView)
 	h.Uint64(m.Version)
-	hashStrings(h, m.Hosts)
-	hashStrings(h, m.Spares)
+	node.HashStrings(h, m.Hosts)
+	node.HashStrings(h, m.Spares)
 }
 
 // Hash implements node.Message.
@@ -310,8 +310,8 @@ func (f *Failover) Hash() uint64 {
 	h := node.NewHasher()
 	h.Uint64(f.term)
 	h.Uint64(f.version)
-	hashStrings(h, f.hosts)
-	hashStrings(h, f.spares)
+	node.HashStrings(h, f.hosts)
+	node.HashStrings(h, f.spares)
 	for _, k := range slices.Sorted(maps.Keys(f.heard)) {
 		h.String(k)
 		h.Int(f.heard[k])
@@ -331,11 +331,4 @@ func (f *Failover) Hash() uint64 {
 		h.Int(f.asked[k])
 	}
 	return h.Sum()
-}
-
-func hashStrings(h *node.Hasher, ss []string) {
-	h.Int(len(ss))
-	for _, s := range ss {
-		h.String(s)
-	}
 }
