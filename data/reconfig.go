@@ -191,16 +191,15 @@ func (s *Server) noteRebuilt(ctx node.Context) {
 	s.setTimer(ctx)
 }
 
-func (s *Server) reportRebuilt(ctx node.Context) {
-	ctx.Send(msg.ReconfigAddr, msg.Rebuilt{Role: erasure.RoleData, Machine: s.me, Inc: s.rc.inc})
+// rebuilt is this incarnation's msg.Rebuilt.
+func (s *Server) rebuilt() msg.Rebuilt {
+	return msg.Rebuilt{Role: erasure.RoleData, Machine: s.me, Inc: s.rc.inc}
 }
 
+func (s *Server) reportRebuilt(ctx node.Context) { ctx.Send(msg.ReconfigAddr, s.rebuilt()) }
+
 // onRebuiltOK stops re-sending msg.Rebuilt.
-func (s *Server) onRebuiltOK(m msg.RebuiltOK) {
-	if m.Role == erasure.RoleData && m.Machine == s.me && m.Inc == s.rc.inc {
-		s.rc.report = false
-	}
-}
+func (s *Server) onRebuiltOK(m msg.RebuiltOK) { s.rc.report = s.rc.report && !m.Acks(s.rebuilt()) }
 
 func (r reconfState) clone() reconfState {
 	c := r

@@ -66,15 +66,7 @@ func (s *Server) isDegraded(st int) bool { return s.rc.degraded != nil && s.rc.d
 func (s *Server) Degraded(st int) bool { return s.isDegraded(st) }
 
 // DegradedBlocks is the number of this shard's blocks not yet rebuilt.
-func (s *Server) DegradedBlocks() int {
-	n := 0
-	for _, d := range s.rc.degraded {
-		if d {
-			n++
-		}
-	}
-	return n
-}
+func (s *Server) DegradedBlocks() int { return recovery.CountDegraded(s.rc.degraded) }
 
 // needsRecovery starts rebuilding every degraded block ops touch and
 // reports whether there was any.

@@ -123,6 +123,9 @@ type RebuiltOK struct {
 	Inc     uint64
 }
 
+// Acks reports whether m acknowledges r.
+func (m RebuiltOK) Acks(r Rebuilt) bool { return m == RebuiltOK(r) }
+
 // hashServer hashes a message about one server incarnation (Replace,
 // Rebuilt, RebuiltOK): its tag, then the server's role, machine and
 // incarnation.

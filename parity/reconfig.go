@@ -338,12 +338,4 @@ func (s *Server) PeerIncarnations(fn func(node.Addr, uint64)) { s.cfg.Incarnatio
 func (s *Server) PrimaryOf(shard int) uint64 { return s.cfg.Data[shard] }
 
 // DegradedBlocks is the number of parity blocks not yet rebuilt.
-func (s *Server) DegradedBlocks() int {
-	n := 0
-	for _, d := range s.rc.degraded {
-		if d {
-			n++
-		}
-	}
-	return n
-}
+func (s *Server) DegradedBlocks() int { return recovery.CountDegraded(s.rc.degraded) }

@@ -87,16 +87,15 @@ func (s *Server) rebuildNext(ctx node.Context) {
 	s.tick(ctx)
 }
 
-func (s *Server) reportRebuilt(ctx node.Context) {
-	ctx.Send(msg.ReconfigAddr, msg.Rebuilt{Role: erasure.RoleParity, Machine: s.me, Inc: s.rc.inc})
+// rebuilt is this incarnation's msg.Rebuilt.
+func (s *Server) rebuilt() msg.Rebuilt {
+	return msg.Rebuilt{Role: erasure.RoleParity, Machine: s.me, Inc: s.rc.inc}
 }
 
+func (s *Server) reportRebuilt(ctx node.Context) { ctx.Send(msg.ReconfigAddr, s.rebuilt()) }
+
 // onRebuiltOK stops re-sending msg.Rebuilt.
-func (s *Server) onRebuiltOK(m msg.RebuiltOK) {
-	if m.Role == erasure.RoleParity && m.Machine == s.me && m.Inc == s.rc.inc {
-		s.rc.report = false
-	}
-}
+func (s *Server) onRebuiltOK(m msg.RebuiltOK) { s.rc.report = s.rc.report && !m.Acks(s.rebuilt()) }
 
 func (s *Server) onSnapshotData(m msg.SnapshotData) {
 	if r := s.rc.rebuild; r != nil && m.Num == s.cfg.Num {
