@@ -118,10 +118,8 @@ func (m Move) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m Register) Hash(h *node.Hasher) { h.Tag(node.TagRegister); h.String(m.Host) }
 
-type round struct{}
-
-// Hash implements node.Timer.
-func (round) Hash(h *node.Hasher) { h.Tag(node.TagFailoverTick) }
+// round is the detector's timer, fired once a round.
+const round = node.TagTimer(node.TagFailoverTick)
 
 // NewFailover returns a detector that knows no host yet.
 func NewFailover(cfg FailoverConfig) *Failover {
@@ -136,7 +134,7 @@ func (f *Failover) reset() {
 }
 
 // Init implements node.Node.
-func (f *Failover) Init(ctx node.Context) { ctx.SetTimer(round{}, f.cfg.Round, f.cfg.Round) }
+func (f *Failover) Init(ctx node.Context) { ctx.SetTimer(round, f.cfg.Round, f.cfg.Round) }
 
 // Handle implements node.Node.
 func (f *Failover) Handle(ctx node.Context, _ node.Addr, m node.Message) {
@@ -192,7 +190,7 @@ func (f *Failover) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 
 // Timer implements node.Node: one round.
 func (f *Failover) Timer(ctx node.Context, _ node.Timer) {
-	ctx.SetTimer(round{}, f.cfg.Round, f.cfg.Round)
+	ctx.SetTimer(round, f.cfg.Round, f.cfg.Round)
 	f.since++
 	for _, h := range f.hosts {
 		if _, ok := f.heard[h]; !ok {
