@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/mc/mctest"
 )
 
 // TestExhaustive explores the small scenarios and the crash scenarios to
@@ -33,35 +34,13 @@ func TestExhaustive(t *testing.T) {
 			if c.big && !*long {
 				runs = runs[1:2]
 			}
-			exhaustsExactly(t, c.sc, c.states, runs)
+			mctest.Exhausts(t, c.sc.MC(), c.states, runs...)
 		})
 	}
 }
 
-// searchRun is one way to search a scenario: a strategy, its workers and
-// a depth bound (0: none).
-type searchRun struct {
-	st             mc.Strategy
-	workers, depth int
-}
-
 // threeWays searches with mc.BFS on 1 and 2 workers and with mc.DFS.
-var threeWays = []searchRun{{mc.BFS, 1, 0}, {mc.BFS, 2, 0}, {mc.DFS, 1, 0}}
-
-// exhaustsExactly fails the test unless every run of sc exhausts the
-// scenario without a violation after exactly want distinct states.
-func exhaustsExactly(t *testing.T, sc *Scenario, want int, runs []searchRun) {
-	t.Helper()
-	for _, run := range runs {
-		r := sc.Run(run.st, mc.Options{Workers: run.workers, MaxDepth: run.depth})
-		if r.Outcome != mc.Exhausted {
-			t.Fatalf("%s/%d workers/depth %d: %s (%s: %s)", run.st, run.workers, run.depth, r.Outcome, r.Predicate, r.Explanation)
-		}
-		if r.States != want {
-			t.Fatalf("%s/%d workers/depth %d: %d states, want exactly %d", run.st, run.workers, run.depth, r.States, want)
-		}
-	}
-}
+var threeWays = []mc.Options{{Strategy: mc.BFS, Workers: 1}, {Strategy: mc.BFS, Workers: 2}, {Strategy: mc.DFS}}
 
 // TestDepthBoundedDFSMatchesBFS: with a depth bound, mc.DFS (re-expanding
 // states reached at a smaller depth) finds exactly mc.BFS's states.
@@ -71,7 +50,7 @@ func TestDepthBoundedDFSMatchesBFS(t *testing.T) {
 		if b.Outcome != mc.Exhausted {
 			t.Fatalf("depth %d: bfs %s", d, b.Outcome)
 		}
-		exhaustsExactly(t, TwoClients, b.States, []searchRun{{mc.DFS, 1, d}})
+		mctest.Exhausts(t, TwoClients.MC(), b.States, mc.Options{Strategy: mc.DFS, MaxDepth: d})
 	}
 }
 
