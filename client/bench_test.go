@@ -3,6 +3,9 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,6 +71,10 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 	var cpu0, cpu1 time.Duration
 	var cpuOK bool
 	var disk0, disk1 runtime.DiskStats
+	// AMALGAM_SYNC_CAUSES=1 logs the store writes per client write by
+	// cause (runtime.SyncCauses).
+	countCauses := mode == "durable" && os.Getenv("AMALGAM_SYNC_CAUSES") != ""
+	var causes map[string]int
 	b.SetBytes(int64(size))
 	spec := loadgen.Spec{Workload: loadgen.Write, BlockSize: size, Blocks: l.NumBlocks(), Clients: clients, Ops: int64(b.N)}
 	res := loadgen.Run(ctx, spec, doers, func(at string) {
@@ -75,11 +82,14 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 			b.ResetTimer()
 			cpu0, cpuOK = cpuTime()
 			disk0 = runtime.StoreDiskStats()
+			runtime.CountSyncCauses(countCauses)
 			return
 		}
 		cpu1, _ = cpuTime()
 		disk1 = runtime.StoreDiskStats()
 		b.StopTimer()
+		causes = runtime.SyncCauses()
+		runtime.CountSyncCauses(false)
 	})
 	if res.Errors > 0 {
 		b.Fatalf("%d writes failed, the first: %s", res.Errors, res.FirstError)
@@ -101,5 +111,13 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 		// WAL, flushes, compactions), per write and per byte written.
 		b.ReportMetric(float64(disk1.Syncs-disk0.Syncs)/ops, "syncs/op")
 		b.ReportMetric(float64(disk1.BytesWritten-disk0.BytesWritten)/(ops*float64(size)), "disk-B/B")
+	}
+	if countCauses {
+		keys := slices.SortedFunc(maps.Keys(causes), func(x, y string) int { return causes[y] - causes[x] })
+		// Printed, not logged: the benchmark log keeps 10 lines.
+		fmt.Printf("store writes by cause, %s, %d writes:\n", b.Name(), res.Ops)
+		for _, k := range keys {
+			fmt.Printf("%8.3f per write  %s\n", float64(causes[k])/ops, k)
+		}
 	}
 }

@@ -123,6 +123,14 @@ func (m PrepareDrop) Hash(h *node.Hasher) {
 	hashRef(h, node.TagPrepareDrop, m.Shard, m.Primary, m.OpNum, m.Stripe)
 }
 
+// Unhurried implements node.Unhurried: a COMMIT is sent after the
+// operation's reply, and only brings the parity block up to date sooner.
+func (Commit) Unhurried() {}
+
+// Unhurried implements node.Unhurried: a PREPARE-DROP only frees a held
+// PREPARE sooner.
+func (PrepareDrop) Unhurried() {}
+
 // PrepKey identifies one stripe's part of one operation.
 type PrepKey struct {
 	Shard  int

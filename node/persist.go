@@ -29,6 +29,18 @@ type Persistent interface {
 	Restore(r Reader) error
 }
 
+// Unhurried is implemented by stream messages that nothing waits for
+// (for example a COMMIT, sent after the reply it follows). A batch whose
+// only effects are unhurried stream messages and the acknowledgement of
+// the stream messages it handled does not force a sync: a host writes it
+// unsynced and releases its effects once a later sync has made it durable
+// (the next batch that must be synced, or a background sync). Durable
+// before released still holds; only when does not.
+type Unhurried interface {
+	Message
+	Unhurried()
+}
+
 // Writer receives a node's durable changes. Values are copied before Put
 // returns.
 type Writer interface {

@@ -36,8 +36,10 @@ import (
 // loop goes on to its next batch; the loop's releaser waits for each
 // batch's fsync and then releases it, in batch order (pipeline). Batches
 // of every loop of the machine in flight together share the store's
-// fsyncs. A crash loses the unsynced batches' state together with their
-// effects, which never left.
+// fsyncs. A batch whose effects nothing waits for is lazy: written
+// without a sync, released once a later sync covers it (lazysync.go). A
+// crash loses the unsynced batches' state together with their effects,
+// which never left.
 
 // hctx is the node.Context of one batch: it collects effects.
 type hctx struct {
@@ -80,6 +82,9 @@ type ready struct {
 	start  time.Time
 	epoch  uint64        // the incarnation epoch the batch's timers belong to
 	b      *pebble.Batch // applied, its fsync awaited by the releaser; nil if none
+	covers uint64        // with b: the store's lazy batches its fsync covers
+	lazy   bool          // written without a sync (lazysync.go)
+	ticket uint64        // if lazy: its number among the store's lazy batches
 	// Durable part (with the node's own Persist writes).
 	inc     incChanges              // ended incarnations and streams, learned peers
 	acks    map[node.Addr]delivered // stream messages handled
@@ -88,6 +93,9 @@ type ready struct {
 	// Released once durable (with appends and acks).
 	sends  []effect
 	timers []timerEffect
+	// handled names the kinds of events the batch handled, when sync
+	// causes are counted (synccause.go).
+	handled kinds
 }
 
 // process runs one batch: collect, persist, release. With restart, the
@@ -111,21 +119,65 @@ func (l *loop) process(batch []event, restart bool) {
 // batch's fsync and releases the batch, in the order the loop persisted
 // them. Once the host stops it only waits, so that the store is not
 // closed under an fsync.
+//
+// A lazy batch waits in held until a sync covers it: the fsync of a later
+// synced batch of this loop (waited for out of turn) or of any other loop
+// of the store, or the store's background sync. The batches behind it
+// wait with it.
 func (l *loop) pipeline() {
 	defer l.h.wg.Done()
-	for rd := range l.pipe {
-		if rd.b != nil {
-			if err := rd.b.SyncWait(); err != nil {
-				panic(fmt.Sprintf("runtime: %s: syncing a batch: %v", l.addr, err))
+	st := l.h.opts.Store
+	var held []*ready
+	for {
+		var wake <-chan struct{}
+		for len(held) > 0 {
+			rd := held[0]
+			if rd.lazy {
+				ok, ch := st.durableLazy(rd.ticket)
+				if !ok {
+					i := slices.IndexFunc(held, func(r *ready) bool { return r.b != nil })
+					if i < 0 {
+						wake = ch
+						break
+					}
+					l.syncWait(held[i]) // covers rd
+					continue
+				}
 			}
-			_ = rd.b.Close()
+			l.syncWait(rd)
+			held = held[1:]
+			if l.h.ctx.Err() != nil {
+				continue
+			}
+			l.release(rd)
+			l.h.opts.Metrics.BatchCommitted(rd.events, time.Since(rd.start))
 		}
-		if l.h.ctx.Err() != nil {
-			continue
+		select {
+		case rd, ok := <-l.pipe:
+			if !ok { // the host stopped: wait for the fsyncs, release nothing
+				for _, r := range held {
+					l.syncWait(r)
+				}
+				return
+			}
+			held = append(held, rd)
+		case <-wake:
 		}
-		l.release(rd)
-		l.h.opts.Metrics.BatchCommitted(rd.events, time.Since(rd.start))
 	}
+}
+
+// syncWait waits for a synced batch's fsync, once, and records the lazy
+// batches it covered.
+func (l *loop) syncWait(rd *ready) {
+	if rd.b == nil {
+		return
+	}
+	if err := rd.b.SyncWait(); err != nil {
+		panic(fmt.Sprintf("runtime: %s: syncing a batch: %v", l.addr, err))
+	}
+	_ = rd.b.Close()
+	rd.b = nil
+	l.h.opts.Store.markDurable(rd.covers)
 }
 
 // collect runs the batch's handlers and gathers what they produced.
@@ -135,7 +187,18 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 	if restart {
 		rd.inc = l.endIncarnation()
 	}
+	counting := causes.on.Load()
 	for _, ev := range batch {
+		if counting {
+			switch {
+			case ev.fn != nil:
+				rd.handled.add("fn")
+			case ev.t != nil:
+				rd.handled.add("timer")
+			default:
+				rd.handled.add(kindOf(ev.m))
+			}
+		}
 		switch {
 		case ev.fn != nil:
 			ev.fn(ctx, l.n)
@@ -168,6 +231,7 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 	rd.epoch = l.epoch
 	l.number(ctx.streams, rd)
 	rd.sends, rd.timers = ctx.sends, ctx.timers
+	rd.lazy = l.pipe != nil && lazyBatch(rd, ctx.streams)
 	return rd
 }
 
@@ -233,13 +297,22 @@ func (l *loop) persist(rd *ready) {
 	}
 	if b.Empty() {
 		_ = b.Close()
+		rd.lazy = false // nothing to wait for
 		return
 	}
+	if causes.on.Load() {
+		countCause(batchCause(l.addr, rd.handled, rd, rd.lazy))
+	}
 	var err error
-	if l.pipe != nil {
+	switch {
+	case rd.lazy:
+		rd.ticket, err = st.applyLazy(b)
+		_ = b.Close()
+	case l.pipe != nil:
+		rd.covers = st.covered()
 		err = st.db.ApplyNoSyncWait(b, pebble.Sync)
 		rd.b = b
-	} else {
+	default:
 		err = b.Commit(st.writeOpts())
 		_ = b.Close()
 	}

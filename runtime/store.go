@@ -29,6 +29,7 @@ import (
 type Store struct {
 	db   *pebble.DB
 	sync bool
+	lazy lazySyncs // lazy batches (lazysync.go)
 }
 
 // memTableSize is a store's memtable. Most of what a batch writes (stream
@@ -52,7 +53,10 @@ func OpenStoreFS(fs vfs.FS, dir string, sync bool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
-	return &Store{db: db, sync: sync}, nil
+	s := &Store{db: db, sync: sync}
+	s.lazy.init()
+	go s.syncLazily()
+	return s, nil
 }
 
 // makeDir creates dir and syncs its parents, so that a power loss cannot
@@ -79,8 +83,12 @@ func makeDir(fs vfs.FS, dir string) error {
 	}
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the background syncer and closes the database.
+func (s *Store) Close() error {
+	close(s.lazy.stop)
+	<-s.lazy.done
+	return s.db.Close()
+}
 
 func (s *Store) writeOpts() *pebble.WriteOptions {
 	if s.sync {

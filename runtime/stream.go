@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -122,7 +123,10 @@ func (o *outStream) ackTo(a uint64) {
 		// Forgetting acknowledged messages need not be synced: if the
 		// delete is lost, they are resent and the receiver drops them.
 		// (Under mu: a dropped stream's keys may belong to its successor.)
-		_ = st.db.DeleteRange(outKey(o.l.addr, o.to, lo), outKey(o.l.addr, o.to, a+1), nil)
+		_ = st.db.DeleteRange(outKey(o.l.addr, o.to, lo), outKey(o.l.addr, o.to, a+1), pebble.NoSync)
+		if causes.on.Load() {
+			countCause(role(o.l.addr) + " ack-delete")
+		}
 	}
 }
 

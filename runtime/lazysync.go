@@ -1,0 +1,146 @@
+package runtime
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// Lazy batches. With a synced store, a batch whose only effects are
+// unhurried stream messages (node.Unhurried: COMMIT, PREPARE-DROP) and the
+// acknowledgements of the stream messages it handled is written without
+// a sync: nothing waits for those effects, so the fsync that would make
+// them durable is not worth having on its own. The batch is still durable
+// before released: its effects leave once a later sync covers it. Pebble's
+// WAL is written in commit order, so a synced batch applied after a lazy
+// one makes the lazy one durable too: any loop's next synced batch on the
+// same store covers it, and a background sync (lazyDelay after the first
+// uncovered lazy batch) covers it when no synced batch comes.
+//
+// A crash loses the lazy batches not yet covered, as it loses synced
+// batches whose fsync had not returned: nothing they produced has left,
+// their stream messages are redelivered (their acknowledgement had not
+// left either) and their unordered messages are lost, as if the crash had
+// come before the batch.
+
+// lazyDelay is how long an uncovered lazy batch waits for a synced batch
+// before the store syncs for it.
+const lazyDelay = 5 * time.Millisecond
+
+// lazySyncs tracks a store's lazy batches: applied counts those written,
+// durable those known to be covered by a sync.
+type lazySyncs struct {
+	mu      sync.Mutex
+	applied uint64
+	durable uint64
+	changed chan struct{} // closed when durable grows
+	kick    chan struct{} // wakes the background syncer
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func (z *lazySyncs) init() {
+	z.changed = make(chan struct{})
+	z.kick = make(chan struct{}, 1)
+	z.stop = make(chan struct{})
+	z.done = make(chan struct{})
+}
+
+// applyLazy writes b without a sync and returns its ticket.
+func (s *Store) applyLazy(b *pebble.Batch) (uint64, error) {
+	if err := s.db.Apply(b, pebble.NoSync); err != nil {
+		return 0, err
+	}
+	z := &s.lazy
+	z.mu.Lock()
+	z.applied++
+	t := z.applied
+	z.mu.Unlock()
+	select {
+	case z.kick <- struct{}{}:
+	default:
+	}
+	return t, nil
+}
+
+// covered is how many lazy batches a sync of a batch applied from now on
+// covers: every one applied so far.
+func (s *Store) covered() uint64 {
+	s.lazy.mu.Lock()
+	defer s.lazy.mu.Unlock()
+	return s.lazy.applied
+}
+
+// markDurable records that a sync covered the first c lazy batches.
+func (s *Store) markDurable(c uint64) {
+	z := &s.lazy
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if c > z.durable {
+		z.durable = c
+		close(z.changed)
+		z.changed = make(chan struct{})
+	}
+}
+
+// durableLazy reports whether lazy batch t is durable, and if not a
+// channel closed when that may have changed.
+func (s *Store) durableLazy(t uint64) (bool, <-chan struct{}) {
+	z := &s.lazy
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return t <= z.durable, z.changed
+}
+
+// syncLazily is the store's background syncer: lazyDelay after a lazy
+// batch, if synced batches have not covered every lazy batch, it syncs
+// the WAL (an empty synced record) itself.
+func (s *Store) syncLazily() {
+	z := &s.lazy
+	defer close(z.done)
+	for {
+		select {
+		case <-z.kick:
+		case <-z.stop:
+			return
+		}
+		select {
+		case <-time.After(lazyDelay):
+		case <-z.stop:
+			return
+		}
+		z.mu.Lock()
+		c, pending := z.applied, z.applied > z.durable
+		z.mu.Unlock()
+		if !pending {
+			continue
+		}
+		if err := s.db.LogData(nil, pebble.Sync); err != nil {
+			panic(fmt.Sprintf("runtime: syncing the store: %v", err))
+		}
+		s.markDurable(c)
+	}
+}
+
+// lazyBatch reports whether a batch's effects may wait for a later sync:
+// it ends no stream, learns no incarnation, sends nothing unordered, sets
+// no timer, and streams only unhurried messages.
+func lazyBatch(rd *ready, streamed []effect) bool {
+	if len(rd.sends) > 0 || len(rd.timers) > 0 || !rd.inc.empty() {
+		return false
+	}
+	for _, s := range streamed {
+		if _, ok := s.m.(node.Unhurried); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *incChanges) empty() bool {
+	return !c.wipe && len(c.outs) == 0 && len(c.ins) == 0 && len(c.peers) == 0 && len(c.ended) == 0
+}
