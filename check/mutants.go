@@ -65,6 +65,10 @@ var mutants = []Mutant{
 	{"witness-no-prepares", "persistence", "a witness's Restore forgets the PREPAREs it held", "restart-witness", mc.BFS, 1, Inv341},
 	{"release-before-durable", "persistence", "a server's messages leave before the state that justifies them is durable: restarted, it reads what it persisted before its last handler",
 		"restart-data", mc.BFS, 1, Inv341},
+	{"prepare-before-durable", "persistence", "a data server's PREPAREs leave before the operation they carry is durable: restarted, it has forgotten the request",
+		"restart-data-two", mc.BFS, 1, InvParity},
+	{"ack-before-durable", "persistence", "a parity server acknowledges a PREPARE before holding it is durable: restarted, it has forgotten the PREPARE",
+		"restart-parity", mc.BFS, 1, InvParity},
 	{"witness-no-fence", "persistence", "a witness does not persist its incarnation and fences: restarted, it takes PREPAREs from the replaced data server",
 		"restart-witness-replace-data", mc.Random, 3, InvLinear},
 

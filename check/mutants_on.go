@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/parity"
 	"github.com/amalgam-store/amalgam/reconfig"
@@ -20,7 +21,7 @@ const MutantsBuilt = true
 // persistence bug by changing what restarted servers read back.
 func SetMutant(name string) error {
 	data.Mutant, parity.Mutant, witness.Mutant, reconfig.Mutant = "", "", "", ""
-	persistMutant, releaseEarly = nil, false
+	persistMutant, releaseEarly = nil, nil
 	if name == "" {
 		return nil
 	}
@@ -29,7 +30,7 @@ func SetMutant(name string) error {
 		return err
 	}
 	if m.Kind == "persistence" {
-		persistMutant, releaseEarly = diskBugs[name], name == "release-before-durable"
+		persistMutant, releaseEarly = diskBugs[name], earlyReleases[name]
 		return nil
 	}
 	// Names are unique: each package reacts to its own only.
@@ -49,6 +50,20 @@ var diskBugs = map[string]func(node.Addr, map[string][]byte){
 	"parity-no-blocks":    dropRecords("parity/", "b/"),
 	"witness-no-prepares": dropRecords("witness/", "p/"),
 	"witness-no-fence":    dropRecords("witness/", "rc"),
+}
+
+// earlyReleases are the persistence mutants of the host's sync rule: the
+// handlers whose messages leave before their writes are durable.
+var earlyReleases = map[string]func(node.Addr, node.Message) bool{
+	"release-before-durable": func(node.Addr, node.Message) bool { return true },
+	"prepare-before-durable": func(a node.Addr, m node.Message) bool {
+		_, ok := m.(msg.Request)
+		return strings.HasPrefix(string(a), "data/") && ok
+	},
+	"ack-before-durable": func(a node.Addr, m node.Message) bool {
+		_, ok := m.(msg.Prepare)
+		return strings.HasPrefix(string(a), "parity/") && ok
+	},
 }
 
 // setDataOpNum sets the op counter in the "meta" record (configuration

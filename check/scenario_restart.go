@@ -12,9 +12,10 @@ import (
 var persistMutant func(a node.Addr, disk map[string][]byte)
 
 // releaseEarly, when set (by the persistence mutation tests only), makes
-// restarted servers read what they persisted before their last handler,
-// whose messages were already sent (mc.State.PersistBehind).
-var releaseEarly bool
+// a restarted server read what it persisted before its last handler, when
+// releaseEarly selected that handler, whose messages were already sent
+// (mc.State.PersistBehindOn).
+var releaseEarly func(a node.Addr, m node.Message) bool
 
 // restarting is base with server a crashing at any moment and restarting
 // from what it persisted (mc.State.Restartable), at most once per path,
@@ -70,6 +71,17 @@ var (
 		"client 0: write b0, read b0; data/0 replaced at any moment; witness/5 crashes and restarts from what it "+
 		"persisted; up to 3 timer firings per path",
 		&Scenario{Layout: WitnessLayout, Scripts: ReplaceData.Scripts, Replace: ReplaceData.Replace}, msg.WitnessAddr(5), 3)
+
+	// RestartDataTwo restarts the data server between two clients'
+	// writes to the same block: after the restart, the second write takes
+	// the next op number the restarted server knows, so a server that
+	// forgot the first write while its PREPAREs were out numbers two
+	// different writes alike. One client retry lets the first write end,
+	// so that the stripe becomes quiescent and parity is checked.
+	RestartDataTwo = restarting("restart-data-two", "g=3 f=2 w=0, 5 machines, 1 stripe; client 0: write b0; client 1: "+
+		"write b0 (other bytes); data/0 crashes at any moment and restarts from what it persisted; 1 timer firing per "+
+		"path (a client retry)", &Scenario{
+		Layout: Normal.Layout, Scripts: [][][]msg.Op{{{write(0, 1, 8)}}, {{write(0, 2, 8)}}}}, msg.DataAddr(0), 1)
 
 	// RestartDataRetry restarts the data server while the client may retry
 	// its request (one timer firing): the retry must find the first

@@ -20,7 +20,7 @@ func TestRestartScenariosExhaustive(t *testing.T) {
 	for _, c := range []struct {
 		sc     *Scenario
 		states int
-	}{{RestartData, 216}, {RestartParity, 207}, {RestartWitness, 3747}, {RestartDataRetry, 1103}} {
+	}{{RestartData, 216}, {RestartParity, 207}, {RestartWitness, 3747}, {RestartDataRetry, 1103}, {RestartDataTwo, 9669}} {
 		for _, o := range []struct {
 			st mc.Strategy
 			w  int

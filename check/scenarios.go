@@ -70,8 +70,8 @@ func (sc *Scenario) Init() *mc.State {
 		if persistMutant != nil {
 			s.CorruptDisk(persistMutant)
 		}
-		if releaseEarly {
-			s.PersistBehind()
+		if releaseEarly != nil {
+			s.PersistBehindOn(releaseEarly)
 		}
 	}
 	return s

@@ -662,7 +662,7 @@ func (s *State) run(i int, from node.Addr, m node.Message, t node.Timer) (ef *ef
 		nd.Timer(ctx, t)
 	}
 	ef = &effect{inst: &instance{nd: nd, h: nd.Hash()}, sends: ctx.sends, streams: ctx.streams, timers: ctx.timers}
-	if s.sys.behind {
+	if s.sys.behind != nil && s.sys.behind(ctx.self, m) {
 		ef.inst.prev, ef.inst.prevH = old, s.nodes[i].h
 	}
 	if c, ok := s.sys.clientOf(nd); ok {

@@ -42,7 +42,14 @@ func (s *State) CorruptDisk(fn func(a node.Addr, disk map[string][]byte)) { s.sy
 // the host released a batch's effects before its writes were durable. It
 // is for mutation tests of that rule, in s and every state built from it;
 // set it on the initial state.
-func (s *State) PersistBehind() { s.sys.behind = true }
+func (s *State) PersistBehind() { s.PersistBehindOn(func(node.Addr, node.Message) bool { return true }) }
+
+// PersistBehindOn is PersistBehind for the handlers fn selects: the node
+// at a handling message m (nil for a timer). A restarted node whose last
+// handler fn did not select reads everything it persisted: a later synced
+// batch makes the earlier ones durable too. It tests the rule one message
+// kind at a time (a host that released that kind's effects early).
+func (s *State) PersistBehindOn(fn func(a node.Addr, m node.Message) bool) { s.sys.behind = fn }
 
 // diskImage is what a node persisted: key -> value.
 type diskImage = node.Disk
@@ -64,7 +71,7 @@ func (s *State) Persisted(a node.Addr) map[string][]byte {
 
 func (s *State) image(i int) (diskImage, bool) {
 	nd, h := s.nodes[i].nd, s.nodes[i].h
-	if s.sys.behind && s.nodes[i].prev != nil {
+	if s.sys.behind != nil && s.nodes[i].prev != nil {
 		nd, h = s.nodes[i].prev, s.nodes[i].prevH
 	}
 	lk := &s.sys.cloneLocks[h%uint64(len(s.sys.cloneLocks))]

@@ -118,7 +118,7 @@ type system struct {
 	// Restartable); nil: crashes are for good.
 	restore func(a node.Addr, crashed node.Node) node.Persistent
 	corrupt func(a node.Addr, disk map[string][]byte) // see CorruptDisk
-	behind  bool                                      // see PersistBehind
+	behind  func(node.Addr, node.Message) bool        // see PersistBehindOn
 	keep    bool                                      // see KeepDelivered
 	sym     *symmetry                                 // see Symmetric
 }
