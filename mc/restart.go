@@ -42,7 +42,9 @@ func (s *State) CorruptDisk(fn func(a node.Addr, disk map[string][]byte)) { s.sy
 // the host released a batch's effects before its writes were durable. It
 // is for mutation tests of that rule, in s and every state built from it;
 // set it on the initial state.
-func (s *State) PersistBehind() { s.PersistBehindOn(func(node.Addr, node.Message) bool { return true }) }
+func (s *State) PersistBehind() {
+	s.PersistBehindOn(func(node.Addr, node.Message) bool { return true })
+}
 
 // PersistBehindOn is PersistBehind for the handlers fn selects: the node
 // at a handling message m (nil for a timer). A restarted node whose last
