@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/vfs"
@@ -28,32 +30,61 @@ type countingFS struct {
 	beforeSync func()
 }
 
-func (fs countingFS) wrap(f vfs.File, err error) (vfs.File, error) {
+func (fs countingFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return f, err
 	}
-	return &countingFile{f, fs.beforeSync}, nil
+	return &countingFile{f, fs.beforeSync, fileKind(name)}, nil
 }
 
-func (fs countingFS) Create(name string) (vfs.File, error) { return fs.wrap(fs.FS.Create(name)) }
+func (fs countingFS) Create(name string) (vfs.File, error) {
+	f, err := fs.FS.Create(name)
+	return fs.wrap(name, f, err)
+}
 func (fs countingFS) Open(name string, o ...vfs.OpenOption) (vfs.File, error) {
-	return fs.wrap(fs.FS.Open(name, o...))
+	f, err := fs.FS.Open(name, o...)
+	return fs.wrap(name, f, err)
 }
 func (fs countingFS) OpenReadWrite(name string, o ...vfs.OpenOption) (vfs.File, error) {
-	return fs.wrap(fs.FS.OpenReadWrite(name, o...))
+	f, err := fs.FS.OpenReadWrite(name, o...)
+	return fs.wrap(name, f, err)
 }
-func (fs countingFS) OpenDir(name string) (vfs.File, error) { return fs.wrap(fs.FS.OpenDir(name)) }
+func (fs countingFS) OpenDir(name string) (vfs.File, error) {
+	f, err := fs.FS.OpenDir(name)
+	return fs.wrap(name+"/", f, err)
+}
 func (fs countingFS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
-	return fs.wrap(fs.FS.ReuseForWrite(oldname, newname))
+	f, err := fs.FS.ReuseForWrite(oldname, newname)
+	return fs.wrap(newname, f, err)
 }
 
 type countingFile struct {
 	vfs.File
 	beforeSync func()
+	kind       string // for the sync causes: "wal", "table", "manifest", "dir" or "other"
+}
+
+// fileKind names what a store's file is, from its name.
+func fileKind(name string) string {
+	base := filepath.Base(name)
+	switch {
+	case strings.HasSuffix(name, "/"):
+		return "dir"
+	case strings.HasSuffix(base, ".log"):
+		return "wal"
+	case strings.HasSuffix(base, ".sst"):
+		return "table"
+	case strings.HasPrefix(base, "MANIFEST"):
+		return "manifest"
+	}
+	return "other"
 }
 
 func (f *countingFile) synced() {
 	diskSyncs.Add(1)
+	if causes.on.Load() {
+		countCause("fsync " + f.kind)
+	}
 	if f.beforeSync != nil {
 		f.beforeSync()
 	}
@@ -87,6 +118,9 @@ func (f *countingFile) SyncTo(length int64) (bool, error) {
 	full, err := f.File.SyncTo(length)
 	if full {
 		diskSyncs.Add(1)
+		if causes.on.Load() {
+			countCause("fsync " + f.kind)
+		}
 	}
 	return full, err
 }

@@ -28,8 +28,9 @@ import (
 // come before the batch.
 
 // lazyDelay is how long an uncovered lazy batch waits for a synced batch
-// before the store syncs for it.
-const lazyDelay = 5 * time.Millisecond
+// before the store syncs for it. Only the acknowledgements, COMMITs and
+// PREPARE-DROPs of lazy batches wait: no reply does.
+const lazyDelay = 20 * time.Millisecond
 
 // lazySyncs tracks a store's lazy batches: applied counts those written,
 // durable those known to be covered by a sync.
@@ -97,8 +98,8 @@ func (s *Store) durableLazy(t uint64) (bool, <-chan struct{}) {
 }
 
 // syncLazily is the store's background syncer: lazyDelay after a lazy
-// batch, if synced batches have not covered every lazy batch, it syncs
-// the WAL (an empty synced record) itself.
+// batch, if synced batches have not covered it meanwhile, it syncs the WAL
+// (an empty synced record) itself, covering every lazy batch so far.
 func (s *Store) syncLazily() {
 	z := &s.lazy
 	defer close(z.done)
@@ -108,16 +109,22 @@ func (s *Store) syncLazily() {
 		case <-z.stop:
 			return
 		}
+		z.mu.Lock()
+		waiting := z.applied // the lazy batches waiting from now on
+		z.mu.Unlock()
 		select {
 		case <-time.After(lazyDelay):
 		case <-z.stop:
 			return
 		}
 		z.mu.Lock()
-		c, pending := z.applied, z.applied > z.durable
+		c, pending := z.applied, waiting > z.durable
 		z.mu.Unlock()
 		if !pending {
-			continue
+			continue // covered meanwhile; later ones kicked again
+		}
+		if causes.on.Load() {
+			countCause("store background sync")
 		}
 		if err := s.db.LogData(nil, pebble.Sync); err != nil {
 			panic(fmt.Sprintf("runtime: syncing the store: %v", err))
