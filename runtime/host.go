@@ -9,6 +9,8 @@
 //	host.go        the Host: options, adding nodes, start and stop
 //	loop.go        a node's event loop: its inbox and batches of events
 //	batch.go       the batch step: collect, persist, release
+//	lazysync.go    lazy batches: released once a later sync covers them
+//	synccause.go   an opt-in count of store writes by cause
 //	timers.go      wall-clock timers
 //	send.go        unordered messages, out and in
 //	stream.go      ordered streams over the transport

@@ -23,9 +23,11 @@ import (
 //
 // A handler batch's writes go into one pebble batch, committed with
 // pebble.Sync when the store is durable, before the batch's messages are
-// released. Concurrent synced commits from different nodes share one WAL
-// fsync (pebble's own group commit). Every store counts its syncs and
-// bytes written (StoreDiskStats).
+// released; a lazy batch (lazysync.go) is committed without a sync and
+// released once a later sync of the store covers it. Concurrent synced
+// commits from different nodes share one WAL fsync (pebble's own group
+// commit). Every store counts its syncs and bytes written
+// (StoreDiskStats).
 type Store struct {
 	db   *pebble.DB
 	sync bool
