@@ -42,9 +42,11 @@ type lazySyncs struct {
 	kick    chan struct{} // wakes the background syncer
 	stop    chan struct{}
 	done    chan struct{}
+	delay   time.Duration // lazyDelay, but in tests
 }
 
-func (z *lazySyncs) init() {
+func (z *lazySyncs) init(delay time.Duration) {
+	z.delay = delay
 	z.changed = make(chan struct{})
 	z.kick = make(chan struct{}, 1)
 	z.stop = make(chan struct{})
@@ -113,7 +115,7 @@ func (s *Store) syncLazily() {
 		waiting := z.applied // the lazy batches waiting from now on
 		z.mu.Unlock()
 		select {
-		case <-time.After(lazyDelay):
+		case <-time.After(z.delay):
 		case <-z.stop:
 			return
 		}

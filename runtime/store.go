@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
@@ -48,6 +49,12 @@ func OpenStore(dir string, sync bool) (*Store, error) { return OpenStoreFS(vfs.D
 // OpenStoreFS is OpenStore on the file system fs (tests crash a
 // vfs.NewStrictMem).
 func OpenStoreFS(fs vfs.FS, dir string, sync bool) (*Store, error) {
+	return openStore(fs, dir, sync, lazyDelay)
+}
+
+// openStore is OpenStoreFS with the background syncer's delay (tests
+// make it long, so that only the batches' own syncs count).
+func openStore(fs vfs.FS, dir string, sync bool, delay time.Duration) (*Store, error) {
 	if err := makeDir(fs, dir); err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
@@ -56,7 +63,7 @@ func OpenStoreFS(fs vfs.FS, dir string, sync bool) (*Store, error) {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
 	s := &Store{db: db, sync: sync}
-	s.lazy.init()
+	s.lazy.init(delay)
 	go s.syncLazily()
 	return s, nil
 }
