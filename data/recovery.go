@@ -90,6 +90,60 @@ func (s *Server) needsRecovery(ctx node.Context, ops []msg.Op) bool {
 	return need
 }
 
+// heldRequest is a client request for blocks not yet rebuilt: it waits at
+// the data server instead of being dropped, and runs once they are.
+type heldRequest struct {
+	from node.Addr
+	req  msg.Request
+}
+
+// MaxHeld bounds the requests a data server holds; beyond it a request
+// for a degraded block is dropped and the client's retry covers it.
+const MaxHeld = 1024
+
+// Decision: held requests are not persisted and belong to the incarnation
+// that holds them. A restart or a new incarnation drops them (the
+// client's retry covers it); a new configuration that keeps this
+// incarnation keeps them, and the rebuilds they wait for start over under
+// it, so a held request never runs on a block decoded from answers of an
+// older configuration.
+
+// hold keeps request r from until the blocks it needs are rebuilt. A
+// client has at most one request held: its retry replaces the address
+// to answer, a newer request replaces an older one.
+func (s *Server) hold(from node.Addr, r msg.Request) {
+	for i, h := range s.held {
+		if h.req.Client != r.Client {
+			continue
+		}
+		switch {
+		case r.Seq == h.req.Seq:
+			s.held[i].from = from // a retry: answer where it came from
+			return
+		case r.Seq < h.req.Seq:
+			return
+		}
+		s.held = slices.Delete(s.held, i, i+1)
+		break
+	}
+	if len(s.held) < MaxHeld {
+		s.held = append(s.held, heldRequest{from: from, req: r})
+	}
+}
+
+// Held is the number of requests waiting for blocks being rebuilt.
+func (s *Server) Held() int { return len(s.held) }
+
+// runHeld runs, in arrival order, the held requests whose blocks are all
+// rebuilt; the others keep waiting, in order.
+func (s *Server) runHeld(ctx node.Context) {
+	held := s.held
+	s.held = nil
+	for _, h := range held {
+		s.onRequest(ctx, h.from, h.req) // holds it again if a block is still degraded
+	}
+}
+
 // Recover starts rebuilding this shard's block of stripe st, unless it is
 // not degraded or already being rebuilt.
 func (s *Server) Recover(ctx node.Context, st int) {
@@ -238,6 +292,7 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 		s.rc.degraded[r.Stripe] = false
 	}
 	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery.Rebuild) bool { return o == r })
+	s.runHeld(ctx)
 	s.noteRebuilt(ctx)
 	if s.pace.Pause > 0 {
 		if !s.pace.Waiting && slices.Contains(s.rc.degraded, true) {
