@@ -86,3 +86,33 @@ func TestHeldRequestsAcrossConfigurations(t *testing.T) {
 		t.Fatalf("a new incarnation kept %d held requests (degraded %v)", s.Held(), s.Degraded(0))
 	}
 }
+
+// The background rebuild keeps its window of stripes in flight, in stripe
+// order, whatever requests rebuild meanwhile: a request's stripe starts at
+// once and is skipped by the background rebuild.
+func TestBackgroundRebuildWindow(t *testing.T) {
+	s, ctx := newServer(t)
+	s.SetRebuildWindow(2)
+	cfg := msg.InitialConfig(testLayout)
+	cfg.Num, cfg.Data[me], cfg.Changed = 1, 2, msg.DataAddr(me)
+	s.Handle(ctx, msg.ReconfigAddr, msg.NewConfig{Config: cfg, Install: &msg.Install{Shard: me}})
+	stripes := func() []int {
+		var out []int
+		for _, q := range nodetest.Msgs[msg.StripeSnapshot](ctx.Take()) {
+			if len(out) == 0 || out[len(out)-1] != q.Stripe {
+				out = append(out, q.Stripe)
+			}
+		}
+		return out
+	}
+	mine := testLayout.StripesAs(me, erasure.RoleData)
+	if got := stripes(); len(got) != 2 || got[0] != mine[0] || got[1] != mine[1] {
+		t.Fatalf("background snapshots of stripes %v, want the first two of %v", got, mine)
+	}
+	last := mine[len(mine)-1]
+	_, pos := testLayout.RoleOf(last, me)
+	s.Handle(ctx, client(1), request(1, 1, read(testLayout.Block(last, pos))))
+	if got := stripes(); len(got) != 1 || got[0] != last || s.Held() != 1 {
+		t.Fatalf("a request for stripe %d: snapshots of %v, held %d", last, got, s.Held())
+	}
+}

@@ -292,9 +292,12 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 		s.rc.degraded[r.Stripe] = false
 	}
 	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery.Rebuild) bool { return o == r })
+	n := len(s.rc.bg)
+	s.rc.bg = slices.DeleteFunc(s.rc.bg, func(st int) bool { return st == r.Stripe })
+	background := len(s.rc.bg) < n
 	s.runHeld(ctx)
 	s.noteRebuilt(ctx)
-	if s.pace.Pause > 0 {
+	if background && s.pace.Pause > 0 {
 		if !s.pace.Waiting && slices.Contains(s.rc.degraded, true) {
 			s.pace.Waiting = true
 			ctx.SetTimer(rebuildPaused{}, s.pace.Pause, s.pace.Pause)
@@ -304,12 +307,25 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 	s.rebuildNext(ctx)
 }
 
-// rebuildNext rebuilds degraded blocks in the background, one stripe at a
-// time, besides the blocks requests need at once.
+// rebuildNext keeps the background rebuild going, in stripe order, with
+// up to the window's stripes in flight (one with a pause), skipping
+// stripes already being rebuilt for requests, which do not hold it up.
 func (s *Server) rebuildNext(ctx node.Context) {
-	if len(s.rc.recov) == 0 && !s.pace.Waiting {
-		if st := slices.Index(s.rc.degraded, true); st >= 0 {
+	window := max(s.pace.Window, 1)
+	if s.pace.Pause > 0 {
+		window = 1
+	}
+	for st, d := range s.rc.degraded {
+		if len(s.rc.bg) >= window || s.pace.Waiting {
+			return
+		}
+		if d && !slices.ContainsFunc(s.rc.recov, func(r *recovery.Rebuild) bool { return r.Stripe == st }) {
+			s.rc.bg = append(s.rc.bg, st)
 			s.Recover(ctx, st)
 		}
 	}
 }
+
+// SetRebuildWindow makes the background rebuild keep up to n stripes in
+// flight when there is no pause (n < 1: one).
+func (s *Server) SetRebuildWindow(n int) { s.pace.Window = n }

@@ -110,7 +110,16 @@ type MachineOptions struct {
 	// stripes they rebuild in the background (0: no wait); see
 	// RebuildPauseFor.
 	RebuildPause time.Duration
+	// RebuildWindow is how many stripes a data server's background
+	// rebuild keeps in flight when there is no pause (0:
+	// DefaultRebuildWindow).
+	RebuildWindow int
 }
+
+// DefaultRebuildWindow is MachineOptions.RebuildWindow's default: requests
+// for blocks not yet rebuilt wait for their stripe, so the sooner the rest
+// is rebuilt the fewer wait.
+const DefaultRebuildWindow = 8
 
 // RebuildPauseFor converts a rebuild rate limit to the pause between
 // stripes: a data or parity server rebuilds one block per stripe, so

@@ -26,6 +26,7 @@ var (
 	benchClients    = flag.Int("recovery-bench-clients", 8, "concurrent clients")
 	benchDuration   = flag.Duration("recovery-bench-duration", 5*time.Second, "how long the normal write throughput is measured")
 	benchPause      = flag.Duration("recovery-bench-pause", 0, "rebuild pause between stripes in the rebuild runs (amalgam-server --rebuild-rate)")
+	benchWindow     = flag.Int("recovery-bench-window", 0, "stripes the background rebuild keeps in flight (0: runtime.DefaultRebuildWindow)")
 	benchAttemptTTL = flag.Duration("recovery-bench-attempt", 2*time.Second, "client attempt timeout (a request for a degraded block is held and answered once the block is rebuilt)")
 )
 
@@ -161,7 +162,7 @@ func allBlocks(l erasure.Layout) []uint64 {
 func startBench(t *testing.T, pause time.Duration) *Local {
 	t.Helper()
 	return startHealthy(t, Options{Layout: benchLayout(), Durability: "memory", Addr: "127.0.0.1:0", Replicas: 1,
-		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: pause})
+		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: pause, RebuildWindow: *benchWindow})
 }
 
 // normal measures the write throughput of the healthy cluster.
@@ -233,10 +234,7 @@ func TestRecoveryBench(t *testing.T) {
 		if _, err := c.Replace(ctx, "data/1", false); err != nil {
 			t.Fatal(err)
 		}
-		e2etest.WaitFor(t, "data/1 replaced", 30*time.Second, func() (bool, string) {
-			num, left := nodeState(c, "data/1")
-			return num == 1 && left > 0, "data/1 not in configuration 1 yet"
-		})
+		waitReplaced(t, c, lc)
 		healthyShard := run(t, lc, *benchClients, l.ShardBlocks(0), true).wait().stats(l.BlockSize)
 		t.Logf("RESULT healthy data server (shard 0, each block once): %v = %.2f x normal throughput",
 			healthyShard, healthyShard.opsPerSec/base.opsPerSec)
@@ -264,10 +262,7 @@ func TestRecoveryBench(t *testing.T) {
 		if _, err := c.Replace(ctx, "data/1", false); err != nil {
 			t.Fatal(err)
 		}
-		e2etest.WaitFor(t, "data/1 replaced", 30*time.Second, func() (bool, string) {
-			num, left := nodeState(c, "data/1")
-			return num == 1 && left > 0, fmt.Sprintf("data/1 in configuration %d, %d degraded blocks", num, left)
-		})
+		waitReplaced(t, c, lc)
 		ld = run(t, lc, *benchClients, l.ShardBlocks(1), false)
 		e2etest.WaitFor(t, "data/1 rebuilt", 10*time.Minute, func() (bool, string) {
 			num, left := nodeState(c, "data/1")
@@ -276,6 +271,32 @@ func TestRecoveryBench(t *testing.T) {
 		during := ld.halt().stats(l.BlockSize)
 		t.Logf("RESULT shard 1 while its replacement rebuilds (%v, random writes): %v = %.2f x healthy throughput; p99 %.2f x healthy p99",
 			ld.end.Sub(ld.t0).Round(time.Millisecond), during, during.opsPerSec/before.opsPerSec, float64(during.p99)/float64(before.p99))
+	})
+}
+
+// waitReplaced waits until every server is in configuration 1 and data/1
+// still has blocks to rebuild. Requests that reach data/1 earlier wait
+// longer: a snapshot request reaching a server still in configuration 0 is
+// ignored, and the rebuild asks again after its retry period (50-100 ms,
+// doubling while nobody answers).
+func waitReplaced(t *testing.T, c *client.Client, lc *Local) {
+	e2etest.WaitFor(t, "data/1 replaced", 30*time.Second, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := c.Status(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(st.GetNodes()) != 2*lc.Layout.N {
+			return false, fmt.Sprintf("%d servers answer", len(st.GetNodes()))
+		}
+		for _, n := range st.GetNodes() {
+			if n.GetConfigNum() != 1 {
+				return false, fmt.Sprintf("%s in configuration %d", n.GetAddr(), n.GetConfigNum())
+			}
+		}
+		_, left := nodeState(c, "data/1")
+		return left > 0, "data/1 rebuilt already"
 	})
 }
 
