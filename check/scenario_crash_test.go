@@ -1,53 +1,15 @@
 package check
 
 import (
-	"github.com/amalgam-store/amalgam/mc"
 	"testing"
 
 	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/parity"
 	"github.com/amalgam-store/amalgam/workload"
 )
-
-// TestCrashScenariosExhaustive explores the crash scenarios to exhaustion
-// and asserts their exact state counts, the same from mc.BFS with 1 and 2
-// workers and from mc.DFS. The largest runs mc.BFS with 2 workers only under
-// -short.
-func TestCrashScenariosExhaustive(t *testing.T) {
-	cases := []struct {
-		sc     *Scenario
-		states int
-		big    bool
-	}{
-		{CrashParityWitness, 3663, false},
-		{CrashParityNoWitness, 207, false},
-		{CrashData, 16884, false},
-		{CrashDataTxn, 114, false},
-		{CrashBackupWitness, 852219, true},
-	}
-	for _, c := range cases {
-		t.Run(c.sc.Name, func(t *testing.T) {
-			runs := []struct {
-				st      mc.Strategy
-				workers int
-			}{{mc.BFS, 1}, {mc.BFS, 2}, {mc.DFS, 1}}
-			if c.big && !*long {
-				runs = runs[1:2]
-			}
-			for _, run := range runs {
-				r := c.sc.Run(run.st, mc.Options{Workers: run.workers})
-				if r.Outcome != mc.Exhausted {
-					t.Fatalf("%s/%d workers: %s (%s: %s)", run.st, run.workers, r.Outcome, r.Predicate, r.Explanation)
-				}
-				if r.States != c.states {
-					t.Fatalf("%s/%d workers: %d states, want exactly %d", run.st, run.workers, r.States, c.states)
-				}
-			}
-		})
-	}
-}
 
 // TestCrashScenariosReach shows that each crash scenario reaches the
 // situation it is about, so that passing its invariants means something.

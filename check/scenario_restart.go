@@ -1,33 +1,10 @@
 package check
 
 import (
-	"github.com/amalgam-store/amalgam/data"
-	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
-	"github.com/amalgam-store/amalgam/parity"
-	"github.com/amalgam-store/amalgam/witness"
 )
-
-// Restorer makes the server a restarted process starts as, before it
-// restores what it persisted: the constructor the runtime calls, with
-// the initial configuration and the crashed server's machine (Restore
-// reads the configuration it was in from its store). It is what
-// mc.State.Restartable needs for Amalgam's servers.
-func Restorer(cfg0 msg.Config, code *erasure.Code) func(node.Addr, node.Node) node.Persistent {
-	return func(_ node.Addr, n node.Node) node.Persistent {
-		switch n := n.(type) {
-		case *data.Server:
-			return data.New(cfg0, n.Machine())
-		case *parity.Server:
-			return parity.New(cfg0, n.Machine(), code)
-		case *witness.Server:
-			return witness.New(cfg0, n.Machine())
-		}
-		return nil
-	}
-}
 
 // persistMutant, when set (by the persistence mutation tests only),
 // changes what every restarted server reads back: a field its Persist
@@ -39,58 +16,67 @@ var persistMutant func(a node.Addr, disk map[string][]byte)
 // whose messages were already sent (mc.State.PersistBehind).
 var releaseEarly bool
 
-// The restart scenarios: one server crashes at any moment and restarts
-// from what it persisted (mc.State.Restartable), at most once per path.
-// The clients send each request once (no timers), so a request lost with
-// the crash is never answered: only safety is checked.
+// restarting is base with server a crashing at any moment and restarting
+// from what it persisted (mc.State.Restartable), at most once per path,
+// and up to timers timer firings per path.
+func restarting(name, doc string, base *Scenario, a node.Addr, timers int) *Scenario {
+	return register(&Scenario{Name: name, Doc: doc, Layout: base.Layout, Scripts: base.Scripts, Replace: base.Replace,
+		Settings: mc.Settings{MaxTimerFires: timers, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{a}}})
+}
+
+// The restart scenarios. Without timers the clients send each request
+// once, so a request lost with the crash is never answered: only safety
+// is checked.
 var (
 	// RestartData restarts the data server of the written block: the
 	// crash may come between PREPARE and COMMIT, with the operation's
 	// acknowledgements in flight or the reply not yet sent.
-	RestartData = register(&Scenario{
-		Name: "restart-data",
-		Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; one client: write b0, read b0; data/0 crashes at any moment " +
-			"and restarts from what it persisted",
-		Layout:   Normal.Layout,
-		Scripts:  Normal.Scripts,
-		Settings: mc.Settings{MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.DataAddr(0)}},
-	})
+	RestartData = restarting("restart-data", "g=3 f=2 w=0, 5 machines, 1 stripe; one client: write b0, read b0; "+
+		"data/0 crashes at any moment and restarts from what it persisted", Normal, msg.DataAddr(0), 0)
 
 	// RestartParity restarts a parity server that may hold the PREPARE of
 	// an operation not yet committed, or have applied it.
-	RestartParity = register(&Scenario{
-		Name: "restart-parity",
-		Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; one client: write b0, read b0; parity/3 crashes at any moment " +
-			"and restarts from what it persisted",
-		Layout:   Normal.Layout,
-		Scripts:  Normal.Scripts,
-		Settings: mc.Settings{MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.ParityAddr(3)}},
-	})
+	RestartParity = restarting("restart-parity", "g=3 f=2 w=0, 5 machines, 1 stripe; one client: write b0, read b0; "+
+		"parity/3 crashes at any moment and restarts from what it persisted", Normal, msg.ParityAddr(3), 0)
 
 	// RestartWitness restarts the witness, whose held PREPAREs count in
 	// the quorum.
-	RestartWitness = register(&Scenario{
-		Name: "restart-witness",
-		Doc: "g=3 f=2 w=1, 6 machines, 1 stripe; one client: write b0, read b0; witness/5 crashes at any moment " +
-			"and restarts from what it persisted",
-		Layout:   WitnessLayout,
-		Scripts:  [][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}},
-		Settings: mc.Settings{MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.WitnessAddr(5)}},
-	})
+	RestartWitness = restarting("restart-witness", "g=3 f=2 w=1, 6 machines, 1 stripe; one client: write b0, read b0; "+
+		"witness/5 crashes at any moment and restarts from what it persisted",
+		&Scenario{Layout: WitnessLayout, Scripts: [][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}}, msg.WitnessAddr(5), 0)
 
 	// RestartReplaceData crashes data/0, which the service also replaces
 	// at a moment the search chooses: the old incarnation's restart races
 	// the new incarnation's start at the same slot (the NewConfig that
 	// starts it reaches the slot before or after the restart).
-	RestartReplaceData = register(&Scenario{
-		Name: "restart-replace-data",
-		Doc: "replace-data (g=3 f=2 w=0, client 0: write b0, read b0; data/0 replaced at any moment) with data/0 " +
-			"crashing and restarting from what it persisted; up to 2 timer firings per path",
-		Layout:   ReplaceData.Layout,
-		Scripts:  ReplaceData.Scripts,
-		Replace:  ReplaceData.Replace,
-		Settings: mc.Settings{MaxTimerFires: 2, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.DataAddr(0)}},
-	})
+	RestartReplaceData = restarting("restart-replace-data", "replace-data (g=3 f=2 w=0, client 0: write b0, read b0; "+
+		"data/0 replaced at any moment) with data/0 crashing and restarting from what it persisted; up to 2 timer "+
+		"firings per path", ReplaceData, msg.DataAddr(0), 2)
+
+	// RestartParityReplaceData restarts a parity server of a stripe whose
+	// data server is replaced at a moment the search chooses: the restart
+	// may fall in the middle of the replacement's stripe snapshot, and the
+	// parity server must come back with the PREPAREs, snapshot copy and
+	// fences it persisted.
+	RestartParityReplaceData = restarting("restart-parity-replace-data", "replace-data (g=3 f=2 w=0, client 0: write "+
+		"b0, read b0; data/0 replaced at any moment) with parity/3 crashing and restarting from what it persisted "+
+		"(mid-snapshot among others); up to 2 timer firings per path", ReplaceData, msg.ParityAddr(3), 2)
+
+	// RestartWitnessReplaceData restarts the witness of a stripe whose
+	// data server is replaced at a moment the search chooses: the witness
+	// must come back still fencing the replaced incarnation (its
+	// incarnation and fences are durable).
+	RestartWitnessReplaceData = restarting("restart-witness-replace-data", "g=3 f=2 w=1, 6 machines, 1 stripe; "+
+		"client 0: write b0, read b0; data/0 replaced at any moment; witness/5 crashes and restarts from what it "+
+		"persisted; up to 3 timer firings per path",
+		&Scenario{Layout: WitnessLayout, Scripts: ReplaceData.Scripts, Replace: ReplaceData.Replace}, msg.WitnessAddr(5), 3)
+
+	// RestartDataRetry restarts the data server while the client may retry
+	// its request (one timer firing): the retry must find the first
+	// execution's result in the restarted server's client table.
+	RestartDataRetry = restarting("restart-data-retry", "g=3 f=2 w=0, 5 machines, 1 stripe; one client: add to b0, "+
+		"read b0; data/0 crashes at any moment and restarts from what it persisted; 1 timer firing per path (a client "+
+		"retry)", &Scenario{Layout: Normal.Layout, Scripts: [][][]msg.Op{{{add(0, 1)}, {read(0)}}}}, msg.DataAddr(0), 1)
 )
 
 // PartitionServer cuts data/0 or parity/3 off from every other node for
@@ -105,45 +91,4 @@ var PartitionServer = register(&Scenario{
 	Layout:   Normal.Layout,
 	Scripts:  Normal.Scripts,
 	Settings: mc.Settings{MaxTimerFires: 2, MaxPartitions: 1, CrashTargets: []node.Addr{msg.DataAddr(0), msg.ParityAddr(3)}},
-})
-
-// RestartParityReplaceData restarts a parity server of a stripe whose
-// data server is replaced at a moment the search chooses: the restart may
-// fall in the middle of the replacement's stripe snapshot, and the parity
-// server must come back with the PREPAREs, snapshot copy and fences it
-// persisted.
-var RestartParityReplaceData = register(&Scenario{
-	Name: "restart-parity-replace-data",
-	Doc: "replace-data (g=3 f=2 w=0, client 0: write b0, read b0; data/0 replaced at any moment) with parity/3 " +
-		"crashing and restarting from what it persisted (mid-snapshot among others); up to 2 timer firings per path",
-	Layout:   ReplaceData.Layout,
-	Scripts:  ReplaceData.Scripts,
-	Replace:  ReplaceData.Replace,
-	Settings: mc.Settings{MaxTimerFires: 2, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.ParityAddr(3)}},
-})
-
-// RestartWitnessReplaceData restarts the witness of a stripe whose data
-// server is replaced at a moment the search chooses: the witness must
-// come back still fencing the replaced incarnation (its incarnation and
-// fences are durable).
-var RestartWitnessReplaceData = register(&Scenario{
-	Name: "restart-witness-replace-data",
-	Doc: "g=3 f=2 w=1, 6 machines, 1 stripe; client 0: write b0, read b0; data/0 replaced at any moment; witness/5 " +
-		"crashes and restarts from what it persisted; up to 3 timer firings per path",
-	Layout:   WitnessLayout,
-	Scripts:  ReplaceData.Scripts,
-	Replace:  ReplaceData.Replace,
-	Settings: mc.Settings{MaxTimerFires: 3, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.WitnessAddr(5)}},
-})
-
-// RestartDataRetry restarts the data server while the client may retry
-// its request (one timer firing): the retry must find the first
-// execution's result in the restarted server's client table.
-var RestartDataRetry = register(&Scenario{
-	Name: "restart-data-retry",
-	Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; one client: add to b0, read b0; data/0 crashes at any moment and restarts " +
-		"from what it persisted; 1 timer firing per path (a client retry)",
-	Layout:   Normal.Layout,
-	Scripts:  [][][]msg.Op{{{add(0, 1)}, {read(0)}}},
-	Settings: mc.Settings{MaxTimerFires: 1, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.DataAddr(0)}},
 })

@@ -81,20 +81,11 @@ func TestRestartScenariosReach(t *testing.T) {
 		d = 5 * time.Second
 	}
 	// The witness restarting while data/0 is replaced: no violation.
-	w := RestartWitnessReplaceData.MC()
-	wo := w.Options(mc.Random)
-	wo.MaxTime, wo.Seed = d/2, 1
-	if r := mc.Search(w.Init(), wo); r.Outcome == mc.Violation {
-		t.Fatalf("%s: %s: %s", w.Name, r.Predicate, r.Explanation)
-	} else {
-		t.Logf("%s: %s, %d states, depth %d", w.Name, r.Outcome, r.States, r.MaxDepth)
-	}
+	noViolationByWalks(t, RestartWitnessReplaceData.MC(), d/2)
 
 	// A parity server restarting while data/0 is replaced: the walks
 	// reach a restart during the replacement's rebuild, and no violation.
 	p := RestartParityReplaceData.MC()
-	po := p.Options(mc.Random)
-	po.MaxTime, po.Seed = d/2, 1
 	midRebuild := mc.Pred("parity/3 restarted while data/0 rebuilds", func(s *mc.State) (bool, string) {
 		n := s.Node(msg.DataAddr(0)).(*data.Server)
 		return s.Used().Restarts == 1 && !s.Crashed(msg.ParityAddr(3)) && n.Incarnation() > 0 && n.DegradedBlocks() > 0, ""
@@ -102,15 +93,9 @@ func TestRestartScenariosReach(t *testing.T) {
 	if r := reachByWalks(p, midRebuild); r.Outcome != mc.GoalFound {
 		t.Errorf("%s: %q not reached: %s after %d states", p.Name, midRebuild.Name, r.Outcome, r.States)
 	}
-	if r := mc.Search(p.Init(), po); r.Outcome == mc.Violation {
-		t.Fatalf("%s: %s: %s", p.Name, r.Predicate, r.Explanation)
-	} else {
-		t.Logf("%s: %s, %d states, depth %d", p.Name, r.Outcome, r.States, r.MaxDepth)
-	}
+	noViolationByWalks(t, p, d/2)
 
 	m := RestartReplaceData.MC()
-	o := m.Options(mc.Random)
-	o.MaxTime, o.Seed = d, 1
 	race := mc.Pred("data/0 restarted, then replaced", func(s *mc.State) (bool, string) {
 		n := s.Node(msg.DataAddr(0)).(*data.Server)
 		return s.Used().Restarts == 1 && n.Incarnation() > 0 && !s.Crashed(msg.DataAddr(0)), ""
@@ -118,11 +103,20 @@ func TestRestartScenariosReach(t *testing.T) {
 	if r := reachByWalks(m, race); r.Outcome != mc.GoalFound {
 		t.Errorf("%s: %q not reached: %s after %d states", m.Name, race.Name, r.Outcome, r.States)
 	}
-	r := mc.Search(m.Init(), o)
+	noViolationByWalks(t, m, d)
+}
+
+// noViolationByWalks runs seeded random walks of sc (seed 1) for d and
+// fails the test if they find a violation.
+func noViolationByWalks(t *testing.T, sc *mc.Scenario, d time.Duration) {
+	t.Helper()
+	o := sc.Options(mc.Random)
+	o.MaxTime, o.Seed = d, 1
+	r := mc.Search(sc.Init(), o)
 	if r.Outcome == mc.Violation {
-		t.Fatalf("%s: %s: %s", m.Name, r.Predicate, r.Explanation)
+		t.Fatalf("%s: %s: %s", sc.Name, r.Predicate, r.Explanation)
 	}
-	t.Logf("%s: %s, %d states, depth %d in %v", m.Name, r.Outcome, r.States, r.MaxDepth, d)
+	t.Logf("%s: %s, %d states, depth %d in %v", sc.Name, r.Outcome, r.States, r.MaxDepth, d)
 }
 
 // reachByWalks runs 200 seeded random walks of sc (seed 1) until goal

@@ -1,51 +1,56 @@
 package check
 
 import (
-	"github.com/amalgam-store/amalgam/mc"
 	"testing"
+
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/mc/mctest"
 )
 
-// TestExhaustive explores small scenarios to exhaustion and asserts the
-// exact number of distinct states, the same from mc.BFS with 1 and 2 workers
-// and from mc.DFS.
+// TestExhaustive explores the small scenarios and the crash scenarios to
+// exhaustion and asserts the exact number of distinct states, the same
+// from mc.BFS with 1 and 2 workers and from mc.DFS. The big one runs
+// mc.BFS with 2 workers only, unless -long.
 func TestExhaustive(t *testing.T) {
 	cases := []struct {
 		sc     *Scenario
 		states int
+		big    bool
 	}{
-		{Normal, 69},
-		{Txn, 57},
-		{Witnesses, 929},
-		{NormalLossy, 7575},
-		{SameShard, 6525},
+		{Normal, 69, false},
+		{Txn, 57, false},
+		{Witnesses, 929, false},
+		{NormalLossy, 7575, false},
+		{SameShard, 6525, false},
+		{CrashParityWitness, 3663, false},
+		{CrashParityNoWitness, 207, false},
+		{CrashData, 16884, false},
+		{CrashDataTxn, 114, false},
+		{CrashBackupWitness, 852219, true},
 	}
 	for _, c := range cases {
 		t.Run(c.sc.Name, func(t *testing.T) {
-			for _, run := range []struct {
-				st      mc.Strategy
-				workers int
-			}{{mc.BFS, 1}, {mc.BFS, 2}, {mc.DFS, 1}} {
-				r := c.sc.Run(run.st, mc.Options{Workers: run.workers})
-				if r.Outcome != mc.Exhausted {
-					t.Fatalf("%s/%d workers: %s (%s: %s)", run.st, run.workers, r.Outcome, r.Predicate, r.Explanation)
-				}
-				if r.States != c.states {
-					t.Fatalf("%s/%d workers: %d states, want exactly %d", run.st, run.workers, r.States, c.states)
-				}
+			runs := threeWays
+			if c.big && !*long {
+				runs = runs[1:2]
 			}
+			mctest.Exhausts(t, c.sc.MC(), c.states, runs...)
 		})
 	}
 }
+
+// threeWays searches with mc.BFS on 1 and 2 workers and with mc.DFS.
+var threeWays = []mc.Options{{Strategy: mc.BFS, Workers: 1}, {Strategy: mc.BFS, Workers: 2}, {Strategy: mc.DFS}}
 
 // TestDepthBoundedDFSMatchesBFS: with a depth bound, mc.DFS (re-expanding
 // states reached at a smaller depth) finds exactly mc.BFS's states.
 func TestDepthBoundedDFSMatchesBFS(t *testing.T) {
 	for _, d := range []int{3, 8, 15} {
 		b := TwoClients.Run(mc.BFS, mc.Options{MaxDepth: d, Workers: 2})
-		f := TwoClients.Run(mc.DFS, mc.Options{MaxDepth: d})
-		if b.Outcome != mc.Exhausted || f.Outcome != mc.Exhausted || b.States != f.States {
-			t.Fatalf("depth %d: bfs %s %d states, dfs %s %d states", d, b.Outcome, b.States, f.Outcome, f.States)
+		if b.Outcome != mc.Exhausted {
+			t.Fatalf("depth %d: bfs %s", d, b.Outcome)
 		}
+		mctest.Exhausts(t, TwoClients.MC(), b.States, mc.Options{Strategy: mc.DFS, MaxDepth: d})
 	}
 }
 

@@ -3,13 +3,10 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/amalgam-store/amalgam/bench/loadgen"
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/runtime"
@@ -56,68 +53,53 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 		}
 		defer cs[i].Close()
 	}
-	data := make([]byte, size)
-	for i := range data {
-		data[i] = byte(rand.Uint32())
-	}
 	// Warm up: every client connects to every machine.
-	for _, c := range cs {
+	data := make([]byte, size)
+	doers := make([]loadgen.Doer, clients)
+	for i, c := range cs {
 		for m := 0; m < l.N; m++ {
 			if err := c.Write(ctx, l.ShardBlocks(m)[0], 0, data); err != nil {
 				b.Fatal(err)
 			}
 		}
+		doers[i] = loadgen.TxnDoer{C: c}
 	}
 
-	var next atomic.Int64
-	lat := make([][]time.Duration, clients)
-	var wg sync.WaitGroup
+	var cpu0, cpu1 time.Duration
+	var cpuOK bool
+	var disk0, disk1 runtime.DiskStats
 	b.SetBytes(int64(size))
-	b.ResetTimer()
-	cpu0, cpuOK := cpuTime()
-	disk0 := runtime.StoreDiskStats()
-	start := time.Now()
-	for i, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rnd := rand.New(rand.NewPCG(uint64(i), 1))
-			for next.Add(1) <= int64(b.N) {
-				blk := rnd.Uint64N(l.NumBlocks())
-				t0 := time.Now()
-				if err := c.Write(ctx, blk, 0, data); err != nil {
-					b.Error(err)
-					return
-				}
-				lat[i] = append(lat[i], time.Since(t0))
-			}
-		}()
+	spec := loadgen.Spec{Workload: loadgen.Write, BlockSize: size, Blocks: l.NumBlocks(), Clients: clients, Ops: int64(b.N)}
+	res := loadgen.Run(ctx, spec, doers, func(at string) {
+		if at == "start" {
+			b.ResetTimer()
+			cpu0, cpuOK = cpuTime()
+			disk0 = runtime.StoreDiskStats()
+			return
+		}
+		cpu1, _ = cpuTime()
+		disk1 = runtime.StoreDiskStats()
+		b.StopTimer()
+	})
+	if res.Errors > 0 {
+		b.Fatalf("%d writes failed, the first: %s", res.Errors, res.FirstError)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	cpu1, _ := cpuTime()
-	disk1 := runtime.StoreDiskStats()
-	b.StopTimer()
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	if len(all) == 0 {
+	if res.Ops == 0 {
 		return
 	}
-	pct := func(p float64) float64 {
-		return float64(all[min(len(all)-1, int(p*float64(len(all))))].Microseconds()) / 1000
-	}
-	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "ops/s")
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(res.OpsPerSec, "ops/s")
+	b.ReportMetric(res.P50ms, "p50-ms")
+	b.ReportMetric(res.P99ms, "p99-ms")
+	ops := float64(res.Ops)
 	if cpuOK {
 		// CPU time of the whole process (servers and clients) per write:
 		// steadier than throughput on a shared machine.
-		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(len(all)), "cpu-us/op")
+		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/ops, "cpu-us/op")
 	}
 	if mode == "durable" {
 		// What the stores asked of the disk (every machine's pebble:
 		// WAL, flushes, compactions), per write and per byte written.
-		b.ReportMetric(float64(disk1.Syncs-disk0.Syncs)/float64(len(all)), "syncs/op")
-		b.ReportMetric(float64(disk1.BytesWritten-disk0.BytesWritten)/float64(len(all)*size), "disk-B/B")
+		b.ReportMetric(float64(disk1.Syncs-disk0.Syncs)/ops, "syncs/op")
+		b.ReportMetric(float64(disk1.BytesWritten-disk0.BytesWritten)/(ops*float64(size)), "disk-B/B")
 	}
 }

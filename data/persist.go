@@ -1,7 +1,6 @@
 package data
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -56,8 +55,8 @@ type answerRec struct {
 // persistMemo remembers what Persist last wrote: the hashes of cfg and
 // rc, and the pending operations.
 type persistMemo struct {
-	cfg, rc uint64
-	ops     map[uint64]savedOp
+	state msg.StateMemo
+	ops   map[uint64]savedOp
 }
 
 // savedOp is what o/ and a/ hold for a pending operation.
@@ -101,7 +100,7 @@ func (s *Server) TrackChanges() {
 
 // Persist implements node.Persistent.
 func (s *Server) Persist(w node.Writer) {
-	s.blocks.TakeChanged(func(id uint64, v []byte) { w.Put(blockKey(id), v) })
+	msg.PersistBlocks(s.blocks, w)
 	for c := range s.clients.changed {
 		e := s.clients.m[c]
 		var b node.Enc
@@ -111,27 +110,21 @@ func (s *Server) Persist(w node.Writer) {
 		w.Put(fmt.Sprintf("c/%016x", c), b.B)
 	}
 	clear(s.clients.changed)
-	if s.saved.cfg != s.cfgHash {
-		w.Put("cfg", node.GobBytes(s.cfg))
-		s.saved.cfg = s.cfgHash
-	}
+	s.persistPending(w)
 	h := node.NewHasher()
 	s.rc.hash(h)
-	if rh := h.Sum(); s.saved.rc != rh {
-		rc := dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend,
-			Report: s.rc.report}
-		for _, a := range s.rc.answers {
-			rc.Answers = append(rc.Answers, answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce,
-				HasBlock: a.block != nil, Block: a.block, Upto: a.upto, OpNum: a.opNum, Sent: a.sent})
-		}
-		w.Put("rc", node.GobBytes(rc))
-		s.saved.rc = rh
+	s.saved.state.Write(w, s.cfg, s.cfgHash, h.Sum(), s.rcRecord, func(m *node.Enc) { m.Uint64(s.opNum) })
+}
+
+// rcRecord is the rc record of the durable part of reconfState.
+func (s *Server) rcRecord() any {
+	rc := dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend,
+		Report: s.rc.report}
+	for _, a := range s.rc.answers {
+		rc.Answers = append(rc.Answers, answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce,
+			HasBlock: a.block != nil, Block: a.block, Upto: a.upto, OpNum: a.opNum, Sent: a.sent})
 	}
-	s.persistPending(w)
-	var m node.Enc
-	m.Uint64(s.cfgHash)
-	m.Uint64(s.opNum)
-	w.Put("meta", m.B)
+	return rc
 }
 
 // persistPending writes the pending operations that changed since the
@@ -184,31 +177,22 @@ func opKey(prefix string, n uint64) string { return fmt.Sprintf("%s%016x", prefi
 // it, with the layout it ran with before; it takes the configuration it
 // was in from the store.
 func (s *Server) Restore(r node.Reader) error {
-	v, ok, err := r.Get("meta")
-	if err != nil || !ok {
+	who := fmt.Sprintf("data/%d", s.me)
+	var opNum uint64
+	var rc dataRC
+	st, err := msg.ReadState(r, who, s.cfg, func(d *node.Dec) { opNum = d.Uint64() }, &rc)
+	if err != nil || !st.Found {
 		return err
 	}
-	d := node.NewDec(v)
-	cfgHash, opNum := d.Uint64(), d.Uint64()
-	if err := d.Err(); err != nil {
-		return fmt.Errorf("data/%d: meta: %w", s.me, err)
+	s.cfg, s.cfgHash, s.opNum = st.Config, st.Hash, opNum
+	s.rc = newReconfState(st.Config, s.me)
+	if st.RC {
+		s.restoreRC(rc)
 	}
-	if err := s.restoreConfig(r, cfgHash); err != nil {
-		return err
-	}
-	s.opNum = opNum
 	if err := s.restorePending(r); err != nil {
-		return fmt.Errorf("data/%d: %w", s.me, err)
+		return fmt.Errorf("%s: %w", who, err)
 	}
-	err = r.Scan("b/", func(k string, v []byte) error {
-		id, err := strconv.ParseUint(strings.TrimPrefix(k, "b/"), 16, 64)
-		if err != nil || len(v) != s.cfg.Layout.BlockSize {
-			return fmt.Errorf("data/%d: bad block record %q (%d bytes)", s.me, k, len(v))
-		}
-		s.blocks.Put(id, bytes.Clone(v))
-		return nil
-	})
-	if err != nil {
+	if err := msg.RestoreBlocks(s.blocks, r, who); err != nil {
 		return err
 	}
 	err = r.Scan("c/", func(k string, v []byte) error {
@@ -219,7 +203,7 @@ func (s *Server) Restore(r node.Reader) error {
 			err = d.Err()
 		}
 		if err != nil {
-			return fmt.Errorf("data/%d: bad client record %q: %v", s.me, k, err)
+			return fmt.Errorf("%s: bad client record %q: %v", who, k, err)
 		}
 		s.clients.put(c, e)
 		return nil
@@ -228,7 +212,6 @@ func (s *Server) Restore(r node.Reader) error {
 		return err
 	}
 	// What was just read back is already durable.
-	s.blocks.TakeChanged(func(uint64, []byte) {})
 	if s.clients.changed != nil {
 		clear(s.clients.changed)
 	}
@@ -282,24 +265,8 @@ func (s *Server) restorePending(r node.Reader) error {
 	return nil
 }
 
-// restoreConfig reads back the configuration and the reconfiguration
-// state. A store without them (written before they were kept) must be for
-// the configuration the server was made with.
-func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
-	cfg, found, err := msg.ReadConfig(r, fmt.Sprintf("data/%d", s.me), s.cfg, cfgHash)
-	if err != nil || !found {
-		return err
-	}
-	s.cfg, s.cfgHash = cfg, cfgHash
-	s.rc = newReconfState(cfg, s.me)
-	v, ok, err := r.Get("rc")
-	if err != nil || !ok {
-		return err
-	}
-	var rc dataRC
-	if err := node.GobDecode(v, &rc); err != nil {
-		return fmt.Errorf("data/%d: rc: %w", s.me, err)
-	}
+// restoreRC takes back the durable part of reconfState.
+func (s *Server) restoreRC(rc dataRC) {
 	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.resend, s.rc.report = rc.Inc, rc.Stopped, rc.Nonce, rc.Resend, rc.Report
 	if len(rc.Degraded) > 0 {
 		s.rc.degraded = rc.Degraded
@@ -311,10 +278,7 @@ func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
 		}
 		s.rc.answers = append(s.rc.answers, x)
 	}
-	return nil
 }
-
-func blockKey(id uint64) string { return fmt.Sprintf("b/%016x", id) }
 
 // Stored is the number of blocks the server holds (written at least once).
 func (s *Server) Stored() int { return s.blocks.Len() }

@@ -192,16 +192,15 @@ func (s *Server) noteRebuilt(ctx node.Context) {
 	s.setTimer(ctx)
 }
 
-func (s *Server) reportRebuilt(ctx node.Context) {
-	ctx.Send(msg.ReconfigAddr, msg.Rebuilt{Role: erasure.RoleData, Machine: s.me, Inc: s.rc.inc})
+// rebuilt is this incarnation's msg.Rebuilt.
+func (s *Server) rebuilt() msg.Rebuilt {
+	return msg.Rebuilt{Role: erasure.RoleData, Machine: s.me, Inc: s.rc.inc}
 }
 
+func (s *Server) reportRebuilt(ctx node.Context) { ctx.Send(msg.ReconfigAddr, s.rebuilt()) }
+
 // onRebuiltOK stops re-sending msg.Rebuilt.
-func (s *Server) onRebuiltOK(m msg.RebuiltOK) {
-	if m.Role == erasure.RoleData && m.Machine == s.me && m.Inc == s.rc.inc {
-		s.rc.report = false
-	}
-}
+func (s *Server) onRebuiltOK(m msg.RebuiltOK) { s.rc.report = s.rc.report && !m.Acks(s.rebuilt()) }
 
 func (r reconfState) clone() reconfState {
 	c := r
@@ -223,14 +222,8 @@ func (r reconfState) clone() reconfState {
 
 func (r reconfState) hash(h *node.Hasher) {
 	h.Uint64(r.inc)
-	h.Int(len(r.stopped))
-	for _, a := range r.stopped {
-		h.String(string(a))
-	}
-	h.Int(len(r.degraded))
-	for _, d := range r.degraded {
-		h.Bool(d)
-	}
+	node.HashStrings(h, r.stopped)
+	h.Bools(r.degraded)
 	h.Uint64(r.nonce)
 	h.Int(len(r.bg))
 	for _, st := range r.bg {
@@ -248,8 +241,7 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.String(string(a.requester))
 		h.Int(a.stripe)
 		h.Uint64(a.nonce)
-		h.Bool(a.block != nil)
-		h.Bytes(a.block)
+		h.OptBytes(a.block)
 		h.Uint64(a.upto)
 		h.Uint64(a.opNum)
 		h.Bool(a.sent)

@@ -27,15 +27,12 @@ type answer struct {
 	sent      bool
 }
 
-type retryRecovery struct{}
-
-// Hash implements node.Timer.
-func (retryRecovery) Hash(h *node.Hasher) { h.Tag(node.TagDataRetryRecovery) }
-
-type rebuildPaused struct{}
-
-// Hash implements node.Timer.
-func (rebuildPaused) Hash(h *node.Hasher) { h.Tag(node.TagDataRebuildPaused) }
+// The server's timers: re-asking for a rebuild's snapshot parts, and the
+// pause before the next background rebuild.
+const (
+	retryRecovery = node.TagTimer(node.TagDataRetryRecovery)
+	rebuildPaused = node.TagTimer(node.TagDataRebuildPaused)
+)
 
 // SetRebuildPause makes the background rebuild wait d between stripes (0:
 // no wait). Blocks that requests need are rebuilt at once regardless.
@@ -46,7 +43,7 @@ func (s *Server) RebuildPause() time.Duration { return s.pace.Pause }
 
 // onTimer dispatches the server's timers.
 func (s *Server) onTimer(ctx node.Context, t node.Timer) {
-	if _, ok := t.(rebuildPaused); ok {
+	if t == rebuildPaused {
 		s.pace.Waiting = false
 		s.rebuildNext(ctx)
 		return
@@ -66,15 +63,7 @@ func (s *Server) isDegraded(st int) bool { return s.rc.degraded != nil && s.rc.d
 func (s *Server) Degraded(st int) bool { return s.isDegraded(st) }
 
 // DegradedBlocks is the number of this shard's blocks not yet rebuilt.
-func (s *Server) DegradedBlocks() int {
-	n := 0
-	for _, d := range s.rc.degraded {
-		if d {
-			n++
-		}
-	}
-	return n
-}
+func (s *Server) DegradedBlocks() int { return recovery.CountDegraded(s.rc.degraded) }
 
 // needsRecovery starts rebuilding every degraded block ops touch and
 // reports whether there was any.
@@ -200,7 +189,7 @@ func (s *Server) retry(ctx node.Context) {
 func (s *Server) setTimer(ctx node.Context) {
 	if !s.rc.ticking && (len(s.rc.recov) > 0 || len(s.rc.resend) > 0 || s.rc.report) {
 		s.rc.ticking = true
-		ctx.SetTimer(retryRecovery{}, recovery.RetryMin, recovery.RetryMax)
+		ctx.SetTimer(retryRecovery, recovery.RetryMin, recovery.RetryMax)
 	}
 }
 
@@ -300,7 +289,7 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 	if background && s.pace.Pause > 0 {
 		if !s.pace.Waiting && slices.Contains(s.rc.degraded, true) {
 			s.pace.Waiting = true
-			ctx.SetTimer(rebuildPaused{}, s.pace.Pause, s.pace.Pause)
+			ctx.SetTimer(rebuildPaused, s.pace.Pause, s.pace.Pause)
 		}
 		return
 	}

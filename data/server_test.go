@@ -95,30 +95,24 @@ func expectNone(t *testing.T, what string, effs nodetest.Effects) {
 func split(t *testing.T, effs nodetest.Effects) (replies nodetest.Effects, prepares, commits, drops nodetest.Effects) {
 	t.Helper()
 	for _, e := range effs {
+		kind, to := nodetest.Stream, (*nodetest.Effects)(nil)
 		switch e.Msg.(type) {
 		case msg.Reply:
-			if e.Kind != "send" {
-				t.Errorf("reply not sent unordered: %v", e)
-			}
-			replies = append(replies, e)
+			kind, to = nodetest.Send, &replies
 		case msg.Prepare:
-			if e.Kind != "stream" {
-				t.Errorf("prepare not streamed: %v", e)
-			}
-			prepares = append(prepares, e)
+			to = &prepares
 		case msg.Commit:
-			if e.Kind != "stream" {
-				t.Errorf("commit not streamed: %v", e)
-			}
-			commits = append(commits, e)
+			to = &commits
 		case msg.PrepareDrop:
-			if e.Kind != "stream" {
-				t.Errorf("drop not streamed: %v", e)
-			}
-			drops = append(drops, e)
+			to = &drops
 		default:
 			t.Errorf("unexpected effect %v", e)
+			continue
 		}
+		if e.Kind != kind {
+			t.Errorf("%T not sent by %s: %v", e.Msg, kind, e)
+		}
+		*to = append(*to, e)
 	}
 	return
 }

@@ -4,16 +4,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os/exec"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/amalgam-store/amalgam/bench/loadgen"
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
+	"github.com/amalgam-store/amalgam/msg"
 )
 
 var (
@@ -66,34 +65,20 @@ func TestNBDBench(t *testing.T) {
 		}
 		return res.Jobs[0].Write.IOPS
 	}
+	// direct: the same pattern through the pool, 16 closed-loop clients
+	// at offsets aligned to bs.
 	direct := func(rw string, bs int) float64 {
-		var ops atomic.Int64
-		var wg sync.WaitGroup
-		deadline := time.Now().Add(time.Duration(secs) * time.Second)
-		for w := range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
-				buf := make([]byte, bs)
-				for time.Now().Before(deadline) {
-					off := rng.Int64N(size/int64(bs)) * int64(bs)
-					var err error
-					if rw == "randread" {
-						err = pool.ReadAt(context.Background(), r, buf, off)
-					} else {
-						err = pool.WriteAt(context.Background(), r, buf, off)
-					}
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					ops.Add(1)
-				}
-			}()
+		doers := make([]loadgen.Doer, 16)
+		for i := range doers {
+			doers[i] = poolDoer{pool, r, rw == "randread", make([]byte, bs)}
 		}
-		wg.Wait()
-		return float64(ops.Load()) / float64(secs)
+		spec := loadgen.Spec{Workload: loadgen.Write, BlockSize: bs, Blocks: size / uint64(bs), Clients: len(doers),
+			Duration: time.Duration(secs) * time.Second, Seed: uint64(time.Now().UnixNano())}
+		res := loadgen.Run(context.Background(), spec, doers, nil)
+		if res.Errors > 0 {
+			t.Errorf("%s %d: %d errors, the first: %s", rw, bs, res.Errors, res.FirstError)
+		}
+		return res.OpsPerSec
 	}
 	for _, wl := range []struct {
 		rw string
@@ -113,6 +98,23 @@ func TestNBDBench(t *testing.T) {
 			spread(nbdS, "%.0f"), mb(median(nbdS)), spread(goS, "%.0f"), mb(median(goS)), spread(kitS, "%.0f"), mb(median(kitS)),
 			spread(overhead, "%.2f"), spread(vsKit, "%.4f"))
 	}
+}
+
+// poolDoer reads or writes its buffer at the offset of the op's block
+// of len(buf) bytes.
+type poolDoer struct {
+	pool *client.Pool
+	r    client.Range
+	read bool
+	buf  []byte
+}
+
+func (d poolDoer) Do(ctx context.Context, op msg.Op) (int, error) {
+	off := int64(op.Block) * int64(len(d.buf))
+	if d.read {
+		return 0, d.pool.ReadAt(ctx, d.r, d.buf, off)
+	}
+	return 0, d.pool.WriteAt(ctx, d.r, d.buf, off)
 }
 
 func median(xs []float64) float64 {

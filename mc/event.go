@@ -502,49 +502,30 @@ type builder struct {
 	skip, noop bool
 }
 
-func (b *builder) ownNet() {
-	if !b.net {
-		if b.sc != nil {
-			b.n.net = append(b.sc.net[:0], b.n.net...)
-		} else {
-			b.n.net = slices.Clone(b.n.net)
-		}
-		b.net = true
+// own gives the builder its own copy of *s the first time it changes
+// it (done records that), in buf's storage when it has scratch space.
+func own[T any](done *bool, s *[]T, buf []T) {
+	if !*done {
+		*s = append(buf[:0], *s...)
+		*done = true
 	}
 }
 
-func (b *builder) ownStreams() {
-	if !b.streams {
-		if b.sc != nil {
-			b.n.streams = append(b.sc.streams[:0], b.n.streams...)
-		} else {
-			b.n.streams = slices.Clone(b.n.streams)
-		}
-		b.streams = true
+// noScratch stands in for a builder without scratch space: its slices
+// are nil, so own allocates.
+var noScratch scratch
+
+func (b *builder) buf() *scratch {
+	if b.sc != nil {
+		return b.sc
 	}
+	return &noScratch
 }
 
-func (b *builder) ownTimers() {
-	if !b.timers {
-		if b.sc != nil {
-			b.n.timers = append(b.sc.timers[:0], b.n.timers...)
-		} else {
-			b.n.timers = slices.Clone(b.n.timers)
-		}
-		b.timers = true
-	}
-}
-
-func (b *builder) ownNodes() {
-	if !b.nodes {
-		if b.sc != nil {
-			b.n.nodes = append(b.sc.nodes[:0], b.n.nodes...)
-		} else {
-			b.n.nodes = slices.Clone(b.n.nodes)
-		}
-		b.nodes = true
-	}
-}
+func (b *builder) ownNet()     { own(&b.net, &b.n.net, b.buf().net) }
+func (b *builder) ownStreams() { own(&b.streams, &b.n.streams, b.buf().streams) }
+func (b *builder) ownTimers()  { own(&b.timers, &b.n.timers, b.buf().timers) }
+func (b *builder) ownNodes()   { own(&b.nodes, &b.n.nodes, b.buf().nodes) }
 
 // touch takes node i's part out of the node sum before i's hash, crash
 // flag or timers change; finish puts it back. One node per event.

@@ -453,13 +453,20 @@ type item struct {
 	t *tnode
 }
 
+// begin marks init visited at depth 0 and examines it; stop reports
+// that the search ends there (a violation or goal in the initial state).
+func (sr *searcher) begin(init *State) (root *tnode, stop bool) {
+	root = &tnode{}
+	sr.vis.add(sr.key(init), 0)
+	return root, sr.examine(init, root)
+}
+
 // bfs is level-synchronous: workers expand one level's states in parallel
 // and the next level starts when all are done, so the first violation
 // found is at the smallest depth (a shortest counterexample).
 func (sr *searcher) bfs(init *State) Outcome {
-	root := &tnode{}
-	sr.vis.add(sr.key(init), 0)
-	if sr.examine(init, root) {
+	root, stop := sr.begin(init)
+	if stop {
 		return ""
 	}
 	if sr.opt.SleepSets && len(sr.opt.Prunes) == 0 {
@@ -577,9 +584,8 @@ func (sr *searcher) bfs(init *State) Outcome {
 // before is expanded again, so that with MaxDepth it finds exactly the
 // states BFS finds with the same bound.
 func (sr *searcher) dfs(init *State) Outcome {
-	root := &tnode{}
-	sr.vis.add(sr.key(init), 0)
-	if sr.examine(init, root) {
+	root, stop := sr.begin(init)
+	if stop {
 		return ""
 	}
 	type frame struct {
@@ -635,9 +641,8 @@ func (sr *searcher) dfs(init *State) Outcome {
 // random runs seeded random walks of at most MaxDepth steps (default 200)
 // from init, each with its own seed derived from Seed.
 func (sr *searcher) random(init *State) Outcome {
-	root := &tnode{}
-	sr.vis.add(sr.key(init), 0)
-	if sr.examine(init, root) {
+	root, stop := sr.begin(init)
+	if stop {
 		return ""
 	}
 	depth := sr.opt.MaxDepth

@@ -82,10 +82,7 @@ func (c Config) Hash(h *node.Hasher) {
 	}
 	h.String(string(c.Changed))
 	for _, xs := range [][]uint64{c.Data, c.Parity, c.Witness} {
-		h.Int(len(xs))
-		for _, x := range xs {
-			h.Uint64(x)
-		}
+		h.Uint64s(xs)
 	}
 }
 

@@ -88,27 +88,13 @@ func (m Request) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m Reply) Hash(h *node.Hasher) {
 	h.Tag(node.TagReply)
-	h.Uint64(m.Seq)
-	h.Bool(m.Outcome.Aborted)
-	node.HashAll(h, m.Outcome.Results)
-	h.String(m.Err)
+	m.fields(h)
 }
 
 // Hash implements node.Message.
 func (m Prepare) Hash(h *node.Hasher) {
-	hashRef(h, node.TagPrepare, m.Shard, m.Primary, m.OpNum, m.Stripe)
-	h.Int(m.Pos)
-	h.Bytes(m.Delta)
-	h.Int(len(m.Stripes))
-	for _, s := range m.Stripes {
-		h.Int(s)
-	}
-	h.Uint64(m.Client)
-	h.Uint64(m.Seq)
-	h.Bool(m.Reply != nil)
-	if m.Reply != nil {
-		m.Reply.Hash(h)
-	}
+	h.Tag(node.TagPrepare)
+	m.fields(h)
 }
 
 // hashRef opens the hash of a commit-protocol message with its tag and

@@ -116,8 +116,4 @@ func (op Op) Hash(h *node.Hasher) {
 }
 
 // Hash adds the result to h.
-func (r Result) Hash(h *node.Hasher) {
-	h.Bytes(r.Data)
-	h.Uint64(r.Value)
-	h.Bool(r.OK)
-}
+func (r Result) Hash(h *node.Hasher) { r.fields(h) }

@@ -123,6 +123,9 @@ type RebuiltOK struct {
 	Inc     uint64
 }
 
+// Acks reports whether m acknowledges r.
+func (m RebuiltOK) Acks(r Rebuilt) bool { return m == RebuiltOK(r) }
+
 // hashServer hashes a message about one server incarnation (Replace,
 // Rebuilt, RebuiltOK): its tag, then the server's role, machine and
 // incarnation.
@@ -192,10 +195,7 @@ func (m Resending) Hash(h *node.Hasher) {
 	h.Tag(node.TagResending)
 	h.Uint64(m.Num)
 	h.Int(m.Shard)
-	h.Int(len(m.Backups))
-	for _, a := range m.Backups {
-		h.String(string(a))
-	}
+	node.HashStrings(h, m.Backups)
 }
 
 // Hash implements node.Message.

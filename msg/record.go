@@ -2,19 +2,28 @@ package msg
 
 import "github.com/amalgam-store/amalgam/node"
 
-// Fixed binary records (node.Enc) of the messages servers persist.
+// Fixed binary records (node.Enc) of the messages servers persist. A
+// message's record holds the fields its hash holds after the tag, written
+// by one method to either (node.Fields).
 
 // Encode appends r to e.
-func (r Reply) Encode(e *node.Enc) {
-	e.Uint64(r.Seq)
-	e.Bool(r.Outcome.Aborted)
-	e.Uint64(uint64(len(r.Outcome.Results)))
+func (r Reply) Encode(e *node.Enc) { r.fields(e) }
+
+// fields writes r's fields: its record, and its hash after the tag.
+func (r Reply) fields(f node.Fields) {
+	f.Uint64(r.Seq)
+	f.Bool(r.Outcome.Aborted)
+	f.Uint64(uint64(len(r.Outcome.Results)))
 	for _, x := range r.Outcome.Results {
-		e.Bytes(x.Data)
-		e.Uint64(x.Value)
-		e.Bool(x.OK)
+		x.fields(f)
 	}
-	e.String(r.Err)
+	f.String(r.Err)
+}
+
+func (r Result) fields(f node.Fields) {
+	f.Bytes(r.Data)
+	f.Uint64(r.Value)
+	f.Bool(r.OK)
 }
 
 // DecodeReply reads what Reply.Encode wrote.
@@ -32,22 +41,25 @@ func DecodeReply(d *node.Dec) Reply {
 }
 
 // Encode appends p to e.
-func (p Prepare) Encode(e *node.Enc) {
-	e.Int(p.Shard)
-	e.Uint64(p.Primary)
-	e.Uint64(p.OpNum)
-	e.Int(p.Stripe)
-	e.Int(p.Pos)
-	e.Bytes(p.Delta)
-	e.Uint64(uint64(len(p.Stripes)))
+func (p Prepare) Encode(e *node.Enc) { p.fields(e) }
+
+// fields writes p's fields: its record, and its hash after the tag.
+func (p Prepare) fields(f node.Fields) {
+	f.Int(p.Shard)
+	f.Uint64(p.Primary)
+	f.Uint64(p.OpNum)
+	f.Int(p.Stripe)
+	f.Int(p.Pos)
+	f.Bytes(p.Delta)
+	f.Uint64(uint64(len(p.Stripes)))
 	for _, s := range p.Stripes {
-		e.Int(s)
+		f.Int(s)
 	}
-	e.Uint64(p.Client)
-	e.Uint64(p.Seq)
-	e.Bool(p.Reply != nil)
+	f.Uint64(p.Client)
+	f.Uint64(p.Seq)
+	f.Bool(p.Reply != nil)
 	if p.Reply != nil {
-		p.Reply.Encode(e)
+		p.Reply.fields(f)
 	}
 }
 

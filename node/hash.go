@@ -63,6 +63,29 @@ func (h *Hasher) String(s string) {
 // Sum returns the hash of everything added so far.
 func (h *Hasher) Sum() uint64 { return h.d.Sum64() }
 
+// Uint64s adds the number of xs, then each of them.
+func (h *Hasher) Uint64s(xs []uint64) { hashEach(h, xs, h.Uint64) }
+
+// Ints adds the number of xs, then each of them.
+func (h *Hasher) Ints(xs []int) { hashEach(h, xs, h.Int) }
+
+// Bools adds the number of xs, then each of them.
+func (h *Hasher) Bools(xs []bool) { hashEach(h, xs, h.Bool) }
+
+// HashStrings adds the number of xs, then each of them (for string types
+// such as Addr).
+func HashStrings[S ~string](h *Hasher, xs []S) {
+	hashEach(h, xs, func(s S) { h.String(string(s)) })
+}
+
+// hashEach adds the number of xs, then each of them with add.
+func hashEach[T any](h *Hasher, xs []T, add func(T)) {
+	h.Int(len(xs))
+	for _, x := range xs {
+		add(x)
+	}
+}
+
 // HashAll adds the number of xs, then each of them.
 func HashAll[T interface{ Hash(*Hasher) }](h *Hasher, xs []T) {
 	h.Int(len(xs))

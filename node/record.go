@@ -6,6 +6,22 @@ import (
 	"fmt"
 )
 
+// Fields takes a record's fields in a fixed order: a Hasher or an Enc. A
+// message that is both hashed and persisted writes its fields once, to
+// either.
+type Fields interface {
+	Uint64(uint64)
+	Int(int)
+	Bool(bool)
+	Bytes([]byte)
+	String(string)
+}
+
+var (
+	_ Fields = (*Hasher)(nil)
+	_ Fields = (*Enc)(nil)
+)
+
 // Enc builds a record in a fixed binary encoding: fields in the order the
 // writer appends them, integers as varints, byte strings with their
 // length. A Dec reads them back in the same order. For records written on

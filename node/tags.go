@@ -192,3 +192,13 @@ func (t Tag) String() string {
 
 // Tag opens the hash of a message or timer with its type tag.
 func (h *Hasher) Tag(t Tag) { h.Uint64(uint64(t)) }
+
+// TagTimer is a timer that carries nothing but its type, named by its
+// tag: its hash is the tag alone.
+type TagTimer Tag
+
+// Hash implements Timer.
+func (t TagTimer) Hash(h *Hasher) { h.Tag(Tag(t)) }
+
+// String names the timer's type ("data.retryRecovery").
+func (t TagTimer) String() string { return Tag(t).String() }

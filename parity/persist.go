@@ -1,10 +1,7 @@
 package parity
 
 import (
-	"bytes"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/amalgam-store/amalgam/backup"
 	"github.com/amalgam-store/amalgam/msg"
@@ -59,7 +56,7 @@ type snapRec struct {
 // persistMemo remembers the hashes of what Persist last wrote, and the
 // client records changed since (nil until TrackChanges).
 type persistMemo struct {
-	cfg, rc uint64
+	state   msg.StateMemo
 	clients map[clientKey]bool
 }
 
@@ -90,12 +87,8 @@ func (s *Server) TrackChanges() {
 
 // Persist implements node.Persistent.
 func (s *Server) Persist(w node.Writer) {
-	s.blocks.TakeChanged(func(id uint64, v []byte) { w.Put(fmt.Sprintf("b/%016x", id), v) })
+	msg.PersistBlocks(s.blocks, w)
 	backup.PersistPrepares(&s.prepares, w)
-	if s.saved.cfg != s.cfgHash {
-		w.Put("cfg", node.GobBytes(s.cfg))
-		s.saved.cfg = s.cfgHash
-	}
 	for k := range s.saved.clients {
 		if r, ok := s.rc.clients[k]; ok {
 			var b node.Enc
@@ -111,88 +104,70 @@ func (s *Server) Persist(w node.Writer) {
 	rest := s.rc
 	rest.clients = nil // persisted on their own
 	rest.hash(h)
-	if rh := h.Sum(); s.saved.rc != rh {
-		rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Early: backup.EarlyToRecords(s.rc.early),
-			Nonce: s.rc.nonce, Kept: s.rc.kept, Report: s.rc.report}
-		for _, v := range s.rc.versions {
-			rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Prims: v.prims, OpNums: v.opNums})
+	s.saved.state.Write(w, s.cfg, s.cfgHash, h.Sum(), s.rcRecord, func(m *node.Enc) {
+		m.Uint64(uint64(len(s.opNums)))
+		for _, n := range s.opNums {
+			m.Uint64(n)
 		}
-		for _, sn := range s.rc.snaps {
-			rc.Snaps = append(rc.Snaps, snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce,
-				HasCopy: sn.copy != nil, Copy: sn.copy, Seen: sn.seen})
-		}
-		w.Put("rc", node.GobBytes(rc))
-		s.saved.rc = rh
+	})
+}
+
+// rcRecord is the rc record of reconfState but its client records.
+func (s *Server) rcRecord() any {
+	rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Early: backup.EarlyToRecords(s.rc.early),
+		Nonce: s.rc.nonce, Kept: s.rc.kept, Report: s.rc.report}
+	for _, v := range s.rc.versions {
+		rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Prims: v.prims, OpNums: v.opNums})
 	}
-	var m node.Enc
-	m.Uint64(s.cfgHash)
-	m.Uint64(uint64(len(s.opNums)))
-	for _, n := range s.opNums {
-		m.Uint64(n)
+	for _, sn := range s.rc.snaps {
+		rc.Snaps = append(rc.Snaps, snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce,
+			HasCopy: sn.copy != nil, Copy: sn.copy, Seen: sn.seen})
 	}
-	w.Put("meta", m.B)
+	return rc
 }
 
 // Restore implements node.Persistent.
 func (s *Server) Restore(r node.Reader) error {
-	v, ok, err := r.Get("meta")
-	if err != nil || !ok {
+	who := fmt.Sprintf("parity/%d", s.me)
+	var opNums []uint64
+	var rc parityRC
+	st, err := msg.ReadState(r, who, s.cfg, func(d *node.Dec) {
+		opNums = make([]uint64, d.Len())
+		for i := range opNums {
+			opNums[i] = d.Uint64()
+		}
+	}, &rc)
+	if err != nil || !st.Found {
 		return err
 	}
-	d := node.NewDec(v)
-	cfgHash := d.Uint64()
-	opNums := make([]uint64, d.Len())
-	for i := range opNums {
-		opNums[i] = d.Uint64()
+	s.cfg, s.cfgHash = st.Config, st.Hash
+	s.rc = newReconfState(st.Config, s.me)
+	if st.RC {
+		if err := s.restoreRC(rc); err != nil {
+			return fmt.Errorf("%s: rc: %w", who, err)
+		}
 	}
-	if err := d.Err(); err != nil {
-		return fmt.Errorf("parity/%d: meta: %w", s.me, err)
-	}
-	if err := s.restoreConfig(r, cfgHash); err != nil {
-		return err
+	if err := s.restoreClients(r); err != nil {
+		return fmt.Errorf("%s: %w", who, err)
 	}
 	if len(opNums) != len(s.opNums) {
-		return fmt.Errorf("parity/%d: stored state is for another layout", s.me)
+		return fmt.Errorf("%s: stored state is for another layout", who)
 	}
 	copy(s.opNums, opNums)
-	err = r.Scan("b/", func(k string, v []byte) error {
-		id, err := strconv.ParseUint(strings.TrimPrefix(k, "b/"), 16, 64)
-		if err != nil || len(v) != s.cfg.Layout.BlockSize {
-			return fmt.Errorf("parity/%d: bad block record %q (%d bytes)", s.me, k, len(v))
-		}
-		s.blocks.Put(id, bytes.Clone(v))
-		return nil
-	})
-	if err != nil {
+	if err := msg.RestoreBlocks(s.blocks, r, who); err != nil {
 		return err
 	}
 	if err := backup.RestorePrepares(&s.prepares, r); err != nil {
-		return fmt.Errorf("parity/%d: %w", s.me, err)
+		return fmt.Errorf("%s: %w", who, err)
 	}
-	s.blocks.TakeChanged(func(uint64, []byte) {})
 	return nil
 }
 
-// restoreConfig reads back the configuration and the reconfiguration
-// state. A store without them (written before they were kept) must be for
-// the configuration the server was made with.
-func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
-	cfg, found, err := msg.ReadConfig(r, fmt.Sprintf("parity/%d", s.me), s.cfg, cfgHash)
-	if err != nil || !found {
-		return err
-	}
-	s.cfg, s.cfgHash = cfg, cfgHash
-	s.rc = newReconfState(cfg, s.me)
-	v, ok, err := r.Get("rc")
-	if err != nil || !ok {
-		return err
-	}
-	var rc parityRC
-	if err := node.GobDecode(v, &rc); err != nil {
-		return fmt.Errorf("parity/%d: rc: %w", s.me, err)
-	}
+// restoreRC takes back the durable part of reconfState but its client
+// records.
+func (s *Server) restoreRC(rc parityRC) error {
 	if len(rc.Stopped) != len(s.rc.stopped) {
-		return fmt.Errorf("parity/%d: rc: %d fences for %d shards", s.me, len(rc.Stopped), len(s.rc.stopped))
+		return fmt.Errorf("%d fences for %d shards", len(rc.Stopped), len(s.rc.stopped))
 	}
 	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.kept, s.rc.report = rc.Inc, rc.Stopped, rc.Nonce, rc.Kept, rc.Report
 	if len(rc.Degraded) > 0 {
@@ -208,10 +183,9 @@ func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
 		}
 		s.rc.snaps = append(s.rc.snaps, x)
 	}
-	if s.rc.early, err = backup.EarlyFromRecords(rc.Early); err != nil {
-		return fmt.Errorf("parity/%d: rc: %w", s.me, err)
-	}
-	return s.restoreClients(r)
+	var err error
+	s.rc.early, err = backup.EarlyFromRecords(rc.Early)
+	return err
 }
 
 // restoreClients reads back the client records.
@@ -226,7 +200,7 @@ func (s *Server) restoreClients(r node.Reader) error {
 			err = d.Err()
 		}
 		if err != nil {
-			return fmt.Errorf("parity/%d: bad client record %q: %v", s.me, k, err)
+			return fmt.Errorf("bad client record %q: %v", k, err)
 		}
 		s.rc.clients[clientKey{int(shard), client}] = rec
 		return nil

@@ -88,16 +88,12 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.Uint64(rec.Seq)
 		rec.Reply.Hash(h)
 	}
-	h.Int(len(r.degraded))
-	for _, b := range r.degraded {
-		h.Bool(b)
-	}
+	h.Bools(r.degraded)
 	for _, sn := range r.snaps {
 		h.String(string(sn.requester))
 		h.Int(sn.stripe)
 		h.Uint64(sn.nonce)
-		h.Bool(sn.copy != nil)
-		h.Bytes(sn.copy)
+		h.OptBytes(sn.copy)
 		h.Uint64(sn.seen)
 	}
 	r.early.Hash(h)
@@ -342,12 +338,4 @@ func (s *Server) PeerIncarnations(fn func(node.Addr, uint64)) { s.cfg.Incarnatio
 func (s *Server) PrimaryOf(shard int) uint64 { return s.cfg.Data[shard] }
 
 // DegradedBlocks is the number of parity blocks not yet rebuilt.
-func (s *Server) DegradedBlocks() int {
-	n := 0
-	for _, d := range s.rc.degraded {
-		if d {
-			n++
-		}
-	}
-	return n
-}
+func (s *Server) DegradedBlocks() int { return recovery.CountDegraded(s.rc.degraded) }

@@ -18,15 +18,12 @@ import (
 // snapshot op_num; held and kept deltas below it are not applied again
 // (the snapshot op_nums are the block's version numbers, 3.3.2.3).
 
-type retryRebuild struct{}
-
-// Hash implements node.Timer.
-func (retryRebuild) Hash(h *node.Hasher) { h.Tag(node.TagParityRetryRebuild) }
-
-type rebuildPaused struct{}
-
-// Hash implements node.Timer.
-func (rebuildPaused) Hash(h *node.Hasher) { h.Tag(node.TagParityRebuildPaused) }
+// The server's timers: re-asking for a rebuild's snapshot parts (and
+// re-sending msg.Rebuilt), and the pause before the next rebuild.
+const (
+	retryRebuild  = node.TagTimer(node.TagParityRetryRebuild)
+	rebuildPaused = node.TagTimer(node.TagParityRebuildPaused)
+)
 
 // SetRebuildPause makes the background rebuild wait d between stripes (0:
 // no wait).
@@ -38,7 +35,7 @@ func (s *Server) RebuildPause() time.Duration { return s.pace.Pause }
 // Timer implements node.Node: the retry timer re-asks for a rebuild's
 // parts; the pause timer starts the next rebuild.
 func (s *Server) Timer(ctx node.Context, t node.Timer) {
-	if _, ok := t.(rebuildPaused); ok {
+	if t == rebuildPaused {
 		s.pace.Waiting = false
 		if s.rc.rebuild == nil {
 			s.rebuildNext(ctx)
@@ -61,7 +58,7 @@ func (s *Server) Timer(ctx node.Context, t node.Timer) {
 func (s *Server) tick(ctx node.Context) {
 	if !s.rc.ticking {
 		s.rc.ticking = true
-		ctx.SetTimer(retryRebuild{}, recovery.RetryMin, recovery.RetryMax)
+		ctx.SetTimer(retryRebuild, recovery.RetryMin, recovery.RetryMax)
 	}
 }
 
@@ -87,16 +84,15 @@ func (s *Server) rebuildNext(ctx node.Context) {
 	s.tick(ctx)
 }
 
-func (s *Server) reportRebuilt(ctx node.Context) {
-	ctx.Send(msg.ReconfigAddr, msg.Rebuilt{Role: erasure.RoleParity, Machine: s.me, Inc: s.rc.inc})
+// rebuilt is this incarnation's msg.Rebuilt.
+func (s *Server) rebuilt() msg.Rebuilt {
+	return msg.Rebuilt{Role: erasure.RoleParity, Machine: s.me, Inc: s.rc.inc}
 }
 
+func (s *Server) reportRebuilt(ctx node.Context) { ctx.Send(msg.ReconfigAddr, s.rebuilt()) }
+
 // onRebuiltOK stops re-sending msg.Rebuilt.
-func (s *Server) onRebuiltOK(m msg.RebuiltOK) {
-	if m.Role == erasure.RoleParity && m.Machine == s.me && m.Inc == s.rc.inc {
-		s.rc.report = false
-	}
-}
+func (s *Server) onRebuiltOK(m msg.RebuiltOK) { s.rc.report = s.rc.report && !m.Acks(s.rebuilt()) }
 
 func (s *Server) onSnapshotData(m msg.SnapshotData) {
 	if r := s.rc.rebuild; r != nil && m.Num == s.cfg.Num {
@@ -170,7 +166,7 @@ func (s *Server) tryRebuild(ctx node.Context) {
 		s.rc.rebuild = nil
 		if !s.pace.Waiting {
 			s.pace.Waiting = true
-			ctx.SetTimer(rebuildPaused{}, s.pace.Pause, s.pace.Pause)
+			ctx.SetTimer(rebuildPaused, s.pace.Pause, s.pace.Pause)
 		}
 		return
 	}

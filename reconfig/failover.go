@@ -95,8 +95,8 @@ func (m Heartbeat) Hash(h *node.Hasher) { h.Tag(node.TagHeartbeat); h.String(m.H
 func (m View) Hash(h *node.Hasher) {
 	h.Tag(node.TagView)
 	h.Uint64(m.Version)
-	hashStrings(h, m.Hosts)
-	hashStrings(h, m.Spares)
+	node.HashStrings(h, m.Hosts)
+	node.HashStrings(h, m.Spares)
 }
 
 // Hash implements node.Message.
@@ -118,10 +118,8 @@ func (m Move) Hash(h *node.Hasher) {
 // Hash implements node.Message.
 func (m Register) Hash(h *node.Hasher) { h.Tag(node.TagRegister); h.String(m.Host) }
 
-type round struct{}
-
-// Hash implements node.Timer.
-func (round) Hash(h *node.Hasher) { h.Tag(node.TagFailoverTick) }
+// round is the detector's timer, fired once a round.
+const round = node.TagTimer(node.TagFailoverTick)
 
 // NewFailover returns a detector that knows no host yet.
 func NewFailover(cfg FailoverConfig) *Failover {
@@ -136,7 +134,7 @@ func (f *Failover) reset() {
 }
 
 // Init implements node.Node.
-func (f *Failover) Init(ctx node.Context) { ctx.SetTimer(round{}, f.cfg.Round, f.cfg.Round) }
+func (f *Failover) Init(ctx node.Context) { ctx.SetTimer(round, f.cfg.Round, f.cfg.Round) }
 
 // Handle implements node.Node.
 func (f *Failover) Handle(ctx node.Context, _ node.Addr, m node.Message) {
@@ -192,7 +190,7 @@ func (f *Failover) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 
 // Timer implements node.Node: one round.
 func (f *Failover) Timer(ctx node.Context, _ node.Timer) {
-	ctx.SetTimer(round{}, f.cfg.Round, f.cfg.Round)
+	ctx.SetTimer(round, f.cfg.Round, f.cfg.Round)
 	f.since++
 	for _, h := range f.hosts {
 		if _, ok := f.heard[h]; !ok {
@@ -310,8 +308,8 @@ func (f *Failover) Hash() uint64 {
 	h := node.NewHasher()
 	h.Uint64(f.term)
 	h.Uint64(f.version)
-	hashStrings(h, f.hosts)
-	hashStrings(h, f.spares)
+	node.HashStrings(h, f.hosts)
+	node.HashStrings(h, f.spares)
 	for _, k := range slices.Sorted(maps.Keys(f.heard)) {
 		h.String(k)
 		h.Int(f.heard[k])
@@ -331,11 +329,4 @@ func (f *Failover) Hash() uint64 {
 		h.Int(f.asked[k])
 	}
 	return h.Sum()
-}
-
-func hashStrings(h *node.Hasher, ss []string) {
-	h.Int(len(ss))
-	for _, s := range ss {
-		h.String(s)
-	}
 }

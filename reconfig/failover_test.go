@@ -27,7 +27,7 @@ func rounds(f *Failover, ctx *nodetest.Ctx, n int, alive ...string) []Move {
 		for _, h := range alive {
 			f.Handle(ctx, "", Heartbeat{Host: h, Machine: 0})
 		}
-		f.Timer(ctx, round{})
+		f.Timer(ctx, round)
 		for _, s := range take(ctx) {
 			if mv, ok := s.Msg.(Move); ok && s.To == LogAddr {
 				out = append(out, mv)

@@ -53,10 +53,8 @@ type operation struct {
 	backups map[node.Addr]bool
 }
 
-type tick struct{}
-
-// Hash implements node.Timer.
-func (tick) Hash(h *node.Hasher) { h.Tag(node.TagReconfigTick) }
+// tick is the service's timer: it re-sends what awaits an answer.
+const tick = node.TagTimer(node.TagReconfigTick)
 
 // New returns the service starting from configuration 0.
 func New(initial msg.Config) *Service {
@@ -99,12 +97,12 @@ func (s *Service) Postponed() []msg.Replace {
 }
 
 // Init implements node.Node.
-func (s *Service) Init(ctx node.Context) { ctx.SetTimer(tick{}, msg.RetryMin, msg.RetryMax) }
+func (s *Service) Init(ctx node.Context) { ctx.SetTimer(tick, msg.RetryMin, msg.RetryMax) }
 
 // Timer implements node.Node: re-send what is unanswered.
 func (s *Service) Timer(ctx node.Context, _ node.Timer) {
 	s.resend(ctx)
-	ctx.SetTimer(tick{}, msg.RetryMin, msg.RetryMax)
+	ctx.SetTimer(tick, msg.RetryMin, msg.RetryMax)
 }
 
 // Handle implements node.Node.

@@ -355,7 +355,7 @@ func TestSnapshotRestore(t *testing.T) {
 				continue
 			}
 		default: // now and then, or when there is nothing to answer: the retry timer
-			s.Timer(ctx, tick{})
+			s.Timer(ctx, tick)
 			last = take(ctx)
 			continue
 		}

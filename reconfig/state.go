@@ -39,10 +39,7 @@ func (s *Service) Hash() uint64 {
 		h.Int(f.Shard)
 		h.Uint64(f.Since)
 	}
-	h.Int(len(s.degraded))
-	for _, a := range s.degraded {
-		h.String(string(a))
-	}
+	node.HashStrings(h, s.degraded)
 	h.Bool(s.op != nil)
 	if s.op != nil {
 		s.op.req.Hash(h)

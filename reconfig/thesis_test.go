@@ -208,7 +208,7 @@ func TestThesis3321NewConfigResentUntilAcknowledged(t *testing.T) {
 		}
 	}
 	ctx.Reset()
-	s.Timer(ctx, tick{})
+	s.Timer(ctx, tick)
 	effs := ctx.Take()
 	if got := nodetest.Of[msg.NewConfig](effs).Addrs(); !slices.Equal(got, []node.Addr{msg.ParityAddr(4)}) {
 		t.Fatalf("re-sent to %v, want only parity/4, which has not acknowledged", got)

@@ -158,8 +158,7 @@ func (r *Rebuild) Hash(h *node.Hasher) {
 	h.Int(r.Silent)
 	h.Int(r.Rounds)
 	for _, b := range append(slices.Clone(r.Data), r.Parity...) {
-		h.Bool(b != nil)
-		h.Bytes(b)
+		h.OptBytes(b)
 	}
 	for i := range r.OpNums {
 		h.Uint64(r.OpNums[i])

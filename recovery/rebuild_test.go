@@ -1,4 +1,4 @@
-package recovery
+package recovery_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/node/nodetest"
+	"github.com/amalgam-store/amalgam/recovery"
 )
 
 var l = erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 4}
@@ -17,7 +18,7 @@ func TestRebuildDecodesOnceEveryDataServerAnswered(t *testing.T) {
 	data := [][]byte{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 9, 9, 9}}
 	par, _ := code.Encode(data)
 	const st = 2
-	r := New(l, st, 7, -1)
+	r := recovery.New(l, st, 7, -1)
 	c := nodetest.New("parity/0")
 	r.Ask(c, l, 3)
 	if len(c.Effects()) != 3 {
@@ -44,18 +45,7 @@ func TestRebuildDecodesOnceEveryDataServerAnswered(t *testing.T) {
 		t.Fatalf("re-asked %v, want only the silent data server", c.Effects())
 	}
 	answer(2, data[2])
-	gotData, gotPar, ok := r.Decode(l)
-	if !ok {
-		t.Fatal("not decoded with 3 of 5 blocks")
-	}
-	for i := range data {
-		if !bytes.Equal(gotData[i], data[i]) {
-			t.Fatalf("data %d: %x, want %x", i, gotData[i], data[i])
-		}
-	}
-	if !bytes.Equal(gotPar[0], par[0]) {
-		t.Fatalf("parity 0: %x, want %x", gotPar[0], par[0])
-	}
+	checkDecode(t, r, l, data, par, "3 of 5 blocks")
 	// A clone is independent and hashes alike.
 	c2 := r.Clone()
 	h1, h2 := node.NewHasher(), node.NewHasher()
@@ -67,7 +57,7 @@ func TestRebuildDecodesOnceEveryDataServerAnswered(t *testing.T) {
 }
 
 func TestRebuildNeedsGBlocks(t *testing.T) {
-	r := New(l, 0, 1, 0) // a data server rebuilding its own position 0
+	r := recovery.New(l, 0, 1, 0) // a data server rebuilding its own position 0
 	r.OnData(l, msg.SnapshotData{Stripe: 0, Nonce: 1, Shard: l.DataMachine(0, 1), Block: []byte{1, 1, 1, 1}})
 	r.OnData(l, msg.SnapshotData{Stripe: 0, Nonce: 1, Shard: l.DataMachine(0, 2), Block: nil})
 	if _, _, ok := r.Decode(l); ok {
@@ -77,5 +67,23 @@ func TestRebuildNeedsGBlocks(t *testing.T) {
 	r.Ask(c, l, 0)
 	if len(c.Effects()) != 3 {
 		t.Fatalf("with every data server answered but too few blocks, re-asked %d, want all 3", len(c.Effects()))
+	}
+}
+
+// checkDecode checks that r decodes to data and parity par (the first
+// parity block is compared); with says what it was given.
+func checkDecode(t *testing.T, r *recovery.Rebuild, l erasure.Layout, data, par [][]byte, with string) {
+	t.Helper()
+	gotData, gotPar, ok := r.Decode(l)
+	if !ok {
+		t.Fatalf("not decoded with %s", with)
+	}
+	for i := range data {
+		if !bytes.Equal(gotData[i], data[i]) {
+			t.Fatalf("decoded data %d = %x, want %x", i, gotData[i], data[i])
+		}
+	}
+	if !bytes.Equal(gotPar[0], par[0]) {
+		t.Fatalf("decoded parity 0 = %x, want %x", gotPar[0], par[0])
 	}
 }

@@ -104,17 +104,9 @@ func TestThesis3323DecodesWithEveryDataServerAndGBlocks(t *testing.T) {
 		t.Fatal("decoded before data/2 answered")
 	}
 	answer(2, blocks[2], 9)
-	got, gotPar, ok := r.Decode(lay)
-	if !ok {
-		t.Fatal("not decoded with every data server answered and g = 3 blocks (data/2, both parities)")
-	}
-	for i := range blocks {
-		if !bytes.Equal(got[i], blocks[i]) {
-			t.Fatalf("decoded data %d = %q, want %q", i, got[i], blocks[i])
-		}
-	}
-	if !bytes.Equal(gotPar[0], par[0]) || !slices.Equal(r.OpNums, []uint64{0, 4, 9}) {
-		t.Fatalf("parity %x, op_nums %v; want %x and [0 4 9]", gotPar[0], r.OpNums, par[0])
+	checkDecode(t, r, lay, blocks, par, "every data server answered and g = 3 blocks (data/2, both parities)")
+	if !slices.Equal(r.OpNums, []uint64{0, 4, 9}) {
+		t.Fatalf("op_nums %v, want [0 4 9]", r.OpNums)
 	}
 
 	// With fewer than g non-null blocks there is nothing to decode.

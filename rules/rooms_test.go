@@ -217,7 +217,7 @@ func TestNothingImportsBench(t *testing.T) {
 }
 
 // testSupport are the packages that only tests import.
-var testSupport = []string{"e2e/e2etest", "internal/browsertest", "internal/clitest"}
+var testSupport = []string{"e2e/e2etest", "internal/browsertest", "internal/clitest", "mc/mctest"}
 
 // No package's non-test code imports a test-support package, even
 // indirectly.

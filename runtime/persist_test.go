@@ -1,10 +1,7 @@
 package runtime
 
 import (
-	"bytes"
 	"math/rand/v2"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,34 +12,8 @@ import (
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/parity"
-	"github.com/amalgam-store/amalgam/witness"
 	"github.com/amalgam-store/amalgam/workload"
 )
-
-// memStore is a node.Writer and node.Reader over a map.
-type memStore map[string][]byte
-
-func (m memStore) Put(k string, v []byte) { m[k] = bytes.Clone(v) }
-func (m memStore) Delete(k string)        { delete(m, k) }
-func (m memStore) Get(k string) ([]byte, bool, error) {
-	v, ok := m[k]
-	return v, ok, nil
-}
-func (m memStore) Scan(prefix string, fn func(string, []byte) error) error {
-	var keys []string
-	for k := range m {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := fn(k, m[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 type discardCtx struct{}
 
@@ -76,6 +47,7 @@ func TestPersistAcrossReconfiguration(t *testing.T) {
 			scripts[i] = workload.Generate(rng.Uint64, l, 0, 20, workload.DefaultMix)
 		}
 		cfg0 := msg.InitialConfig(l)
+		restore := amcheck.Restorer(cfg0, code)
 		nodes := amcheck.Amalgam(cfg0, code, scripts)
 		m := int(seed) % l.N
 		amcheck.AddReconfig(nodes, cfg0, []msg.Replace{{Role: erasure.RoleData, Machine: m, Inc: 1},
@@ -87,7 +59,7 @@ func TestPersistAcrossReconfiguration(t *testing.T) {
 				return nil
 			}
 			for _, a := range st.After.Addrs() {
-				checkRestore(t, st.After.Node(a), cfg0, code, false)
+				checkRestore(t, restore, a, st.After.Node(a), false)
 				checked++
 			}
 			return nil
@@ -104,30 +76,25 @@ func TestPersistAcrossReconfiguration(t *testing.T) {
 			t.Fatalf("seed %d: not settled after %d steps", seed, steps)
 		}
 		for _, a := range final.Addrs() {
-			checkRestore(t, final.Node(a), cfg0, code, true)
+			checkRestore(t, restore, a, final.Node(a), true)
 		}
 		t.Logf("seed %d: %d steps, %d restores checked", seed, steps, checked)
 	}
 }
 
-func checkRestore(t *testing.T, n node.Node, cfg0 msg.Config, code *erasure.Code, whole bool) {
+// checkRestore stores n and restores it into the server restore makes,
+// as a restarted machine does.
+func checkRestore(t *testing.T, restore func(node.Addr, node.Node) node.Persistent, a node.Addr, n node.Node, whole bool) {
 	t.Helper()
 	p, ok := n.Clone().(node.Persistent)
 	if !ok {
 		return
 	}
-	st := memStore{}
+	st := node.Disk{}
 	p.TrackChanges()
 	p.Persist(st)
-	var r node.Persistent
-	switch n := n.(type) {
-	case *data.Server:
-		r = data.New(cfg0, n.Machine())
-	case *parity.Server:
-		r = parity.New(cfg0, n.Machine(), code)
-	case *witness.Server:
-		r = witness.New(cfg0, n.Machine())
-	default:
+	r := restore(a, n)
+	if r == nil {
 		return
 	}
 	r.TrackChanges()

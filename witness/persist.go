@@ -28,12 +28,9 @@ var _ node.Persistent = (*Server)(nil)
 
 // TrackChanges implements node.Persistent.
 func (s *Server) TrackChanges() {
-	s.saved = persistMemo{}
+	s.saved = msg.StateMemo{}
 	s.prepares.Track()
 }
-
-// persistMemo remembers the hashes of what Persist last wrote.
-type persistMemo struct{ cfg, rc uint64 }
 
 func (s *Server) rcHash() uint64 {
 	h := node.NewHasher()
@@ -48,59 +45,31 @@ func (s *Server) rcHash() uint64 {
 // Persist implements node.Persistent.
 func (s *Server) Persist(w node.Writer) {
 	backup.PersistPrepares(&s.prepares, w)
-	if s.saved.cfg != s.cfgHash {
-		w.Put("cfg", node.GobBytes(s.cfg))
-		s.saved.cfg = s.cfgHash
-	}
-	if rh := s.rcHash(); s.saved.rc != rh {
-		w.Put("rc", node.GobBytes(witnessRC{Inc: s.inc, Stopped: s.stopped, Early: backup.EarlyToRecords(s.early)}))
-		s.saved.rc = rh
-	}
-	var m node.Enc
-	m.Uint64(s.cfgHash)
-	w.Put("meta", m.B)
+	s.saved.Write(w, s.cfg, s.cfgHash, s.rcHash(), func() any {
+		return witnessRC{Inc: s.inc, Stopped: s.stopped, Early: backup.EarlyToRecords(s.early)}
+	}, func(*node.Enc) {})
 }
 
 // Restore implements node.Persistent.
 func (s *Server) Restore(r node.Reader) error {
-	v, ok, err := r.Get("meta")
-	if err != nil || !ok {
+	who := fmt.Sprintf("witness/%d", s.me)
+	var rc witnessRC
+	st, err := msg.ReadState(r, who, s.cfg, func(*node.Dec) {}, &rc)
+	if err != nil || !st.Found {
 		return err
 	}
-	d := node.NewDec(v)
-	cfgHash := d.Uint64()
-	if err := d.Err(); err != nil {
-		return fmt.Errorf("witness/%d: meta: %w", s.me, err)
-	}
-	if err := s.restoreConfig(r, cfgHash); err != nil {
-		return err
+	s.cfg, s.cfgHash, s.inc = st.Config, st.Hash, st.Config.Witness[s.me]
+	if st.RC {
+		if len(rc.Stopped) != len(s.stopped) {
+			return fmt.Errorf("%s: rc: %d fences for %d shards", who, len(rc.Stopped), len(s.stopped))
+		}
+		s.inc, s.stopped = rc.Inc, rc.Stopped
+		if s.early, err = backup.EarlyFromRecords(rc.Early); err != nil {
+			return fmt.Errorf("%s: rc: %w", who, err)
+		}
 	}
 	if err := backup.RestorePrepares(&s.prepares, r); err != nil {
-		return fmt.Errorf("witness/%d: %w", s.me, err)
-	}
-	return nil
-}
-
-func (s *Server) restoreConfig(r node.Reader, cfgHash uint64) error {
-	cfg, found, err := msg.ReadConfig(r, fmt.Sprintf("witness/%d", s.me), s.cfg, cfgHash)
-	if err != nil || !found {
-		return err
-	}
-	s.cfg, s.cfgHash, s.inc = cfg, cfgHash, cfg.Witness[s.me]
-	v, ok, err := r.Get("rc")
-	if err != nil || !ok {
-		return err
-	}
-	var rc witnessRC
-	if err := node.GobDecode(v, &rc); err != nil {
-		return fmt.Errorf("witness/%d: rc: %w", s.me, err)
-	}
-	if len(rc.Stopped) != len(s.stopped) {
-		return fmt.Errorf("witness/%d: rc: %d fences for %d shards", s.me, len(rc.Stopped), len(s.stopped))
-	}
-	s.inc, s.stopped = rc.Inc, rc.Stopped
-	if s.early, err = backup.EarlyFromRecords(rc.Early); err != nil {
-		return fmt.Errorf("witness/%d: rc: %w", s.me, err)
+		return fmt.Errorf("%s: %w", who, err)
 	}
 	return nil
 }

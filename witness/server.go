@@ -22,7 +22,7 @@ type Server struct {
 	inc      uint64 // this incarnation
 	stopped  []bool // per shard: fenced by StopShard until the next configuration
 	early    backup.Early
-	saved    persistMemo // what Persist last wrote (persist.go); not state
+	saved    msg.StateMemo // what Persist last wrote (persist.go); not state
 }
 
 // New returns the witness of machine me.

@@ -55,10 +55,7 @@ func (r *Replica[V, I, P]) HashTo(h *node.Hasher) {
 	for i := range r.p1.Entries {
 		r.app.HashP1(h, &r.p1.Entries[i])
 	}
-	h.Int(len(r.peerApplied))
-	for _, a := range r.peerApplied {
-		h.Uint64(a)
-	}
+	h.Uint64s(r.peerApplied)
 	h.Uint64(r.hbCommit)
 	h.Uint64(r.hbNext)
 	h.Bool(r.heard)

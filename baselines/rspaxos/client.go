@@ -192,10 +192,7 @@ func (c *Client) Hash() uint64 {
 	c.HashTo(h)
 	h.Uint64(c.seq)
 	h.Int(c.step)
-	h.Int(len(c.gets))
-	for _, b := range c.gets {
-		h.Uint64(b)
-	}
+	h.Uint64s(c.gets)
 	for _, b := range c.got {
 		h.Bytes(b)
 	}

@@ -91,20 +91,12 @@ func dial(ctx context.Context, system, endpoints string, s loadgen.Spec) ([]load
 				return nil, nil, err
 			}
 			closers = append(closers, c.Close)
-			doers = append(doers, amalgamDoer{c})
+			doers = append(doers, loadgen.TxnDoer{C: c})
 		default:
 			return nil, nil, fmt.Errorf("--system must be etcd or amalgam, got %q", system)
 		}
 	}
 	return doers, closeAll, nil
-}
-
-// amalgamDoer runs each op as a one-op transaction.
-type amalgamDoer struct{ c *client.Client }
-
-func (d amalgamDoer) Do(ctx context.Context, op msg.Op) (int, error) {
-	_, err := d.c.Txn(ctx, []msg.Op{op})
-	return 0, err
 }
 
 // etcdDoer maps a block to the key b/<block>: a write is a put of the

@@ -2,7 +2,9 @@
 // vs-etcd uses for every system it compares. It runs in the amalgam-etcd
 // program (the nested module bench/etcd), which drives Amalgam through the
 // Go client and etcd through etcd's Go client with this same code: clients,
-// warm-up, measured interval, operation mix and latency summary.
+// warm-up, measured interval, operation mix and latency summary. The
+// client's write benchmark and e2e's NBD benchmark run their clients
+// through it too.
 package loadgen
 
 import (
@@ -41,6 +43,9 @@ type Spec struct {
 	// that many operations completed (bounded only by the context), so
 	// that a starved machine gives a longer run rather than an empty one.
 	MinOps int64 `json:"min_ops,omitempty"`
+	// Ops, if set, measures exactly that many operations (a Go
+	// benchmark's b.N) instead of for Duration; MinOps then plays no part.
+	Ops int64 `json:"ops,omitempty"`
 }
 
 // Validate checks the spec.
@@ -54,8 +59,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("need at least one block")
 	case s.Clients < 1:
 		return fmt.Errorf("need at least one client, got %d", s.Clients)
-	case s.Warmup < 0 || s.Duration <= 0:
-		return fmt.Errorf("warm-up must not be negative and the duration must be positive")
+	case s.Warmup < 0 || s.Duration <= 0 && s.Ops <= 0:
+		return fmt.Errorf("warm-up must not be negative, and the duration or the operations must be positive")
 	}
 	return nil
 }
@@ -81,6 +86,20 @@ type Result struct {
 // it retried on a conflict.
 type Doer interface {
 	Do(ctx context.Context, op msg.Op) (retries int, err error)
+}
+
+// TxnDoer runs each op as a one-op transaction of an Amalgam client
+// (client.Client or client.Pool).
+type TxnDoer struct {
+	C interface {
+		Txn(ctx context.Context, ops []msg.Op) (msg.Outcome, error)
+	}
+}
+
+// Do implements Doer.
+func (d TxnDoer) Do(ctx context.Context, op msg.Op) (int, error) {
+	_, err := d.C.Txn(ctx, []msg.Op{op})
+	return 0, err
 }
 
 // Gen draws one client's operations: a uniform block, then the
@@ -120,13 +139,14 @@ func ApplyAdd(old []byte, blockSize int, op msg.Op) []byte {
 	return v
 }
 
-// Run runs s.Clients closed-loop clients (each one operation at a time)
-// for s.Warmup, then measures for s.Duration. mark, if set, is called
-// with "start" when the measured interval begins and "end" when it ends,
-// so that the caller can read the servers' counters at those moments.
+// Run runs one closed-loop client per doer (each one operation at a
+// time) for s.Warmup, then measures for s.Duration (or s.Ops
+// operations). mark, if set, is called with "start" when the measured
+// interval begins and "end" when it ends, so that the caller can read
+// the servers' counters at those moments.
 func Run(ctx context.Context, s Spec, doers []Doer, mark func(string)) Result {
 	var phase atomic.Int32 // 0 warm-up, 1 measuring, 2 stopping
-	var measured atomic.Int64
+	var measured, claimed atomic.Int64
 	type rec struct {
 		lat           []time.Duration
 		errs, retries int64
@@ -144,10 +164,16 @@ func Run(ctx context.Context, s Spec, doers []Doer, mark func(string)) Result {
 		go func() {
 			defer wg.Done()
 			for phase.Load() < 2 {
+				// With s.Ops, an operation counts if it claimed one of
+				// them when it began.
+				counts := s.Ops > 0 && phase.Load() == 1
+				if counts && claimed.Add(1) > s.Ops {
+					return
+				}
 				op := g.Next()
 				t0 := time.Now()
 				n, err := d.Do(ctx, op)
-				if phase.Load() != 1 {
+				if s.Ops > 0 && !counts || s.Ops <= 0 && phase.Load() != 1 {
 					continue
 				}
 				r.lat = append(r.lat, time.Since(t0))
@@ -171,12 +197,21 @@ func Run(ctx context.Context, s Spec, doers []Doer, mark func(string)) Result {
 	}
 	start := time.Now()
 	phase.Store(1)
-	select {
-	case <-time.After(s.Duration):
-	case <-ctx.Done():
-	}
-	for measured.Load() < s.MinOps && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
+	if s.Ops > 0 {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	} else {
+		select {
+		case <-time.After(s.Duration):
+		case <-ctx.Done():
+		}
+		for measured.Load() < s.MinOps && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	phase.Store(2)
 	elapsed := time.Since(start)

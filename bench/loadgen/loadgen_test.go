@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,5 +63,22 @@ func TestRunCountsErrors(t *testing.T) {
 	}
 	if len(marks) != 2 || marks[0] != "start" || marks[1] != "end" {
 		t.Errorf("marks %v", marks)
+	}
+}
+
+type counting struct{ n *atomic.Int64 }
+
+func (c counting) Do(context.Context, msg.Op) (int, error) { c.n.Add(1); return 0, nil }
+
+// With Ops, Run measures exactly that many operations, over all clients.
+func TestRunOps(t *testing.T) {
+	var n atomic.Int64
+	s := Spec{Workload: Write, BlockSize: 8, Blocks: 4, Clients: 3, Ops: 50}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := Run(context.Background(), s, []Doer{counting{&n}, counting{&n}, counting{&n}}, nil)
+	if r.Ops != 50 || r.Errors != 0 || n.Load() < 50 {
+		t.Errorf("result %+v after %d calls, want 50 ops", r, n.Load())
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/wire"
 )
 
@@ -82,17 +83,8 @@ lose the stripe (thesis 3.4.2). It starts by itself once they rebuild.`,
 	return cmd
 }
 
-func roleAddr(role, m int32) string {
-	switch erasure.Role(role) {
-	case erasure.RoleData:
-		return fmt.Sprintf("data/%d", m)
-	case erasure.RoleParity:
-		return fmt.Sprintf("parity/%d", m)
-	case erasure.RoleWitness:
-		return fmt.Sprintf("witness/%d", m)
-	}
-	return fmt.Sprintf("role%d/%d", role, m)
-}
+// roleAddr names a server of the wire's replace messages: "data/3".
+func roleAddr(role, m int32) string { return string(msg.RoleAddr(erasure.Role(role), int(m))) }
 
 func newAdminConfigCmd(gl *globalFlags) *cobra.Command {
 	return &cobra.Command{

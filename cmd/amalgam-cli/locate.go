@@ -9,6 +9,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/runtime"
 )
 
@@ -31,20 +32,20 @@ type locateJSON struct {
 // locateBlock places block in layout l, with the machines' addresses.
 func locateBlock(l erasure.Layout, addrs []string, block uint64) locateJSON {
 	s, pos := l.Locate(block)
-	place := func(role string, m int) placeJSON {
-		p := placeJSON{Server: fmt.Sprintf("%s/%d", role, m), Machine: m}
+	place := func(r erasure.Role, m int) placeJSON {
+		p := placeJSON{Server: string(msg.RoleAddr(r, m)), Machine: m}
 		if m < len(addrs) {
 			p.Addr = addrs[m]
 		}
 		return p
 	}
 	doc := locateJSON{Block: block, Shard: l.Shard(block), Stripe: s, Position: pos,
-		Data: place("data", l.DataMachine(s, pos)), Parity: []placeJSON{}, Witnesses: []placeJSON{}}
+		Data: place(erasure.RoleData, l.DataMachine(s, pos)), Parity: []placeJSON{}, Witnesses: []placeJSON{}}
 	for k := 0; k < l.F; k++ {
-		doc.Parity = append(doc.Parity, place("parity", l.ParityMachine(s, k)))
+		doc.Parity = append(doc.Parity, place(erasure.RoleParity, l.ParityMachine(s, k)))
 	}
 	for k := 0; k < l.W; k++ {
-		doc.Witnesses = append(doc.Witnesses, place("witness", l.WitnessMachine(s, k)))
+		doc.Witnesses = append(doc.Witnesses, place(erasure.RoleWitness, l.WitnessMachine(s, k)))
 	}
 	return doc
 }

@@ -59,10 +59,10 @@ func machineViews(l erasure.Layout, cfgNum uint64, machines []*wire.Machine, nod
 		v := statusMachineJSON{Index: int(m.GetIndex()), Addr: m.GetAddr(), State: stateUp,
 			DataIncarnation: m.GetDataIncarnation(), ParityIncarnation: m.GetParityIncarnation(), WitnessIncarnation: m.GetWitnessIncarnation()}
 		want := map[string]uint64{"data": v.DataIncarnation, "parity": v.ParityIncarnation}
-		v.Servers = []string{fmt.Sprintf("data/%d", v.Index), fmt.Sprintf("parity/%d", v.Index)}
+		v.Servers = []string{string(msg.DataAddr(v.Index)), string(msg.ParityAddr(v.Index))}
 		if l.W > 0 {
 			want["witness"] = v.WitnessIncarnation
-			v.Servers = append(v.Servers, fmt.Sprintf("witness/%d", v.Index))
+			v.Servers = append(v.Servers, string(msg.WitnessAddr(v.Index)))
 		}
 		var missing, behind, fenced []string
 		var blocks, left int64

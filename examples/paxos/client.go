@@ -48,9 +48,7 @@ func (c *Client) Hash() uint64 {
 	h := node.NewHasher()
 	h.Int(c.ID)
 	h.String(c.Value)
-	for _, r := range c.Replies {
-		r.Hash(h)
-	}
+	node.HashAll(h, c.Replies)
 	return h.Sum()
 }
 

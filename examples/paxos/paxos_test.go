@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/mc/mctest"
 )
 
 var long = flag.Bool("long", false, "also explore 3 servers with 2 clients (2.4 million states, about 0.8 GB and 10 s)")
@@ -14,25 +15,9 @@ var long = flag.Bool("long", false, "also explore 3 servers with 2 clients (2.4 
 // client, and with two under -long. Every delivery is a step here, so the
 // counts are not Stateright's (see TestStateCountNoOpsSkipped).
 func TestStateCount(t *testing.T) {
-	cases := []struct {
-		values []string
-		states int
-	}{{[]string{"A"}, 605}}
+	mctest.Exhausts(t, Scenario(3, []string{"A"}, false), 605)
 	if *long {
-		cases = append(cases, struct {
-			values []string
-			states int
-		}{[]string{"A", "B"}, 2410733})
-	}
-	for _, c := range cases {
-		sc := Scenario(3, c.values, false)
-		for _, w := range []int{1, 2} {
-			r := sc.Run(mc.BFS, mc.Options{Workers: w})
-			if r.Outcome != mc.Exhausted || r.States != c.states {
-				t.Errorf("%d clients, %d workers: %s after %d states, want exhausted after exactly %d (%s: %s)",
-					len(c.values), w, r.Outcome, r.States, c.states, r.Predicate, r.Explanation)
-			}
-		}
+		mctest.Exhausts(t, Scenario(3, []string{"A", "B"}, false), 2410733)
 	}
 }
 
@@ -52,13 +37,7 @@ func TestStateCountNoOpsSkipped(t *testing.T) {
 	}{{[]string{"A"}, 213}, {[]string{"A", "B"}, 62841}} {
 		sc := Scenario(3, c.values, false)
 		sc.Settings.SkipNoOps = true
-		for _, w := range []int{1, 2} {
-			r := sc.Run(mc.BFS, mc.Options{Workers: w})
-			if r.Outcome != mc.Exhausted || r.States != c.states {
-				t.Errorf("%d clients, %d workers: %s after %d states, want exhausted after exactly %d (%s: %s)",
-					len(c.values), w, r.Outcome, r.States, c.states, r.Predicate, r.Explanation)
-			}
-		}
+		mctest.Exhausts(t, sc, c.states)
 	}
 	sc := Scenario(3, []string{"A", "B"}, true)
 	sc.Settings.SkipNoOps = true
@@ -82,21 +61,8 @@ func TestDecides(t *testing.T) {
 // lets two values be decided; the checker finds it and the trace reads as
 // the protocol's own words.
 func TestAcceptBelowPromiseFound(t *testing.T) {
-	sc := Scenario(3, []string{"A", "B"}, true)
-	r := sc.Run(mc.BFS, mc.Options{Workers: 2})
-	if r.Outcome != mc.Violation {
-		t.Fatalf("bug not found: %s after %d states", r.Outcome, r.States)
-	}
-	mc.Explain(sc, r)
-	var b strings.Builder
-	sc.PrintTrace(&b, r.Trace)
-	tr := b.String()
-	t.Logf("%s: %s\n%s", r.Predicate, r.Explanation, tr)
-	for _, want := range []string{"deliver client/0 -> server/0 Put{Value:\"A\"}", "Promise{Ballot:(1,", "decided \""} {
-		if !strings.Contains(tr, want) {
-			t.Errorf("trace lacks %q", want)
-		}
-	}
+	tr := mctest.Violates(t, Scenario(3, []string{"A", "B"}, true), mc.Options{Workers: 2},
+		"deliver client/0 -> server/0 Put{Value:\"A\"}", "Promise{Ballot:(1,", "decided \"")
 	if strings.Contains(tr, "*paxos.") || strings.Contains(tr, "0x") {
 		t.Errorf("trace prints a type name or a pointer:\n%s", tr)
 	}

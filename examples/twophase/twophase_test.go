@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/mc/mctest"
 )
 
 var long = flag.Bool("long", false, "also explore 5 RMs (1.4 million states, about 0.7 GB and 10 s)")
@@ -16,22 +17,10 @@ var long = flag.Bool("long", false, "also explore 5 RMs (1.4 million states, abo
 // on delivery) and the number of timers fired on the path, and a timer
 // or message that changes nothing still makes a step.
 func TestStateCount(t *testing.T) {
-	cases := []struct{ rms, states int }{{3, 5312}, {4, 86162}}
+	mctest.Exhausts(t, Scenario(3, false), 5312)
+	mctest.Exhausts(t, Scenario(4, false), 86162)
 	if *long {
-		cases = append(cases, struct{ rms, states int }{5, 1437656})
-	}
-	for _, c := range cases {
-		sc := Scenario(c.rms, false)
-		for _, w := range []int{1, 2} {
-			if c.rms == 5 && w == 1 {
-				continue
-			}
-			r := sc.Run(mc.BFS, mc.Options{Workers: w})
-			if r.Outcome != mc.Exhausted || r.States != c.states {
-				t.Errorf("%d RMs, %d workers: %s after %d states, want exhausted after exactly %d (%s)",
-					c.rms, w, r.Outcome, r.States, c.states, r.Explanation)
-			}
-		}
+		mctest.Exhausts(t, Scenario(5, false), 1437656, mc.Options{Strategy: mc.BFS, Workers: 2})
 	}
 }
 
@@ -51,13 +40,7 @@ func TestStateCountNoOpsSkipped(t *testing.T) {
 	for _, c := range []struct{ rms, states int }{{3, 406}, {4, 2656}} {
 		sc := Scenario(c.rms, false)
 		sc.Settings.SkipNoOps = true
-		for _, w := range []int{1, 2} {
-			r := sc.Run(mc.BFS, mc.Options{Workers: w})
-			if r.Outcome != mc.Exhausted || r.States != c.states {
-				t.Errorf("%d RMs, %d workers: %s after %d states, want exhausted after exactly %d",
-					c.rms, w, r.Outcome, r.States, c.states)
-			}
-		}
+		mctest.Exhausts(t, sc, c.states)
 	}
 	sc := Scenario(3, true)
 	sc.Settings.SkipNoOps = true
@@ -69,21 +52,8 @@ func TestStateCountNoOpsSkipped(t *testing.T) {
 // TestCommitEarlyFound: a TM that commits before every RM has prepared
 // is caught, and the trace reads as the protocol's own words.
 func TestCommitEarlyFound(t *testing.T) {
-	sc := Scenario(3, true)
-	r := sc.Run(mc.BFS, mc.Options{})
-	if r.Outcome != mc.Violation {
-		t.Fatalf("bug not found: %s after %d states", r.Outcome, r.States)
-	}
-	mc.Explain(sc, r)
-	var b strings.Builder
-	sc.PrintTrace(&b, r.Trace)
-	tr := b.String()
-	t.Logf("%s: %s\n%s", r.Predicate, r.Explanation, tr)
-	for _, want := range []string{"fire rm/", "timer prepare", "deliver rm/", "Prepared{RM:", "tm: committed, prepared ["} {
-		if !strings.Contains(tr, want) {
-			t.Errorf("trace lacks %q", want)
-		}
-	}
+	tr := mctest.Violates(t, Scenario(3, true), mc.Options{},
+		"fire rm/", "timer prepare", "deliver rm/", "Prepared{RM:", "tm: committed, prepared [")
 	if strings.Contains(tr, "*twophase.") || strings.Contains(tr, "0x") {
 		t.Errorf("trace prints a type name or a pointer:\n%s", tr)
 	}
@@ -98,18 +68,10 @@ func TestCommitEarlyFound(t *testing.T) {
 func TestStaterightCounts(t *testing.T) {
 	for _, c := range []struct{ rms, states int }{{3, 288}, {5, 8832}} {
 		for _, skip := range []bool{true, false} {
-			for _, run := range []struct {
-				st mc.Strategy
-				w  int
-			}{{mc.BFS, 1}, {mc.BFS, 2}, {mc.DFS, 1}} {
-				sc := StaterightScenario(c.rms, false)
-				sc.Settings.SkipNoOps = skip
-				r := sc.Run(run.st, mc.Options{Workers: run.w})
-				if r.Outcome != mc.Exhausted || r.States != c.states {
-					t.Errorf("%d RMs, skip no-ops %v, %s with %d workers: %s after %d states, want exhausted after exactly %d",
-						c.rms, skip, run.st, run.w, r.Outcome, r.States, c.states)
-				}
-			}
+			sc := StaterightScenario(c.rms, false)
+			sc.Settings.SkipNoOps = skip
+			mctest.Exhausts(t, sc, c.states, mc.Options{Strategy: mc.BFS, Workers: 1},
+				mc.Options{Strategy: mc.BFS, Workers: 2}, mc.Options{Strategy: mc.DFS})
 		}
 	}
 	if r := StaterightScenario(3, true).Run(mc.BFS, mc.Options{}); r.Outcome != mc.Violation {

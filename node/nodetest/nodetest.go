@@ -33,7 +33,7 @@ type Effect struct {
 }
 
 // String renders the effect, e.g. "stream parity/3 Prepare{Shard:0 ...}"
-// or "timer retryRecovery{} 50ms..100ms".
+// or "timer data.retryRecovery 50ms..100ms".
 func (e Effect) String() string {
 	if e.Kind == Timer {
 		return fmt.Sprintf("timer %s %v..%v", Format(e.Timer), e.Min, e.Max)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/mc/mctest"
 )
 
 // TestStaterightCount: 3 servers and 2 clients have exactly Stateright's
@@ -14,13 +15,7 @@ import (
 // splits nothing: one value is decided, so only one client's put returns.
 func TestStaterightCount(t *testing.T) {
 	sc := Scenario(3, 2)
-	for _, o := range []mc.Options{{Strategy: mc.BFS, Workers: 1}, {Strategy: mc.BFS, Workers: 2}, {Strategy: mc.DFS}} {
-		if r := sc.Run(o.Strategy, o); r.Outcome != mc.Exhausted || r.States != 16668 {
-			t.Errorf("%s, %d workers: %s after %d states, want exhausted after exactly 16668 (%s)", o.Strategy, o.Workers, r.Outcome, r.States, r.Explanation)
-		}
-	}
+	mctest.Exhausts(t, sc, 16668, mc.Options{Strategy: mc.BFS, Workers: 1}, mc.Options{Strategy: mc.BFS, Workers: 2}, mc.Options{Strategy: mc.DFS})
 	sc.Settings.SkipNoOps = false
-	if r := sc.Run(mc.BFS, mc.Options{Workers: 2}); r.Outcome != mc.Exhausted || r.States != 301099 {
-		t.Errorf("no-ops stepping: %s after %d states, want exhausted after exactly 301099", r.Outcome, r.States)
-	}
+	mctest.Exhausts(t, sc, 301099, mc.Options{Strategy: mc.BFS, Workers: 2})
 }
