@@ -146,19 +146,15 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 			mark := len(ctx.streams)
 			l.n.Timer(ctx, ev.t)
 			l.learn(ctx, mark, rd)
+		case ev.retry:
+			l.retrying = false
+			held := l.held
+			l.held = nil
+			for _, e := range held {
+				l.handle(ctx, rd, e)
+			}
 		default:
-			if ev.seq > 0 && !l.current(ev.from, ev.sid) {
-				continue // a stream that ended with its sender's incarnation
-			}
-			mark := len(ctx.streams)
-			l.n.Handle(ctx, ev.from, ev.m)
-			l.learn(ctx, mark, rd)
-			if ev.seq > 0 {
-				if rd.acks == nil {
-					rd.acks = map[node.Addr]delivered{}
-				}
-				rd.acks[ev.from] = delivered{ev.sid, ev.seq}
-			}
+			l.handle(ctx, rd, ev)
 		}
 	}
 	if restart && l.pers != nil {
@@ -169,6 +165,25 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 	l.number(ctx.streams, rd)
 	rd.sends, rd.timers = ctx.sends, ctx.timers
 	return rd
+}
+
+// handle applies a message, unless the immediate check holds it.
+func (l *loop) handle(ctx *hctx, rd *ready, ev event) {
+	if ev.seq > 0 && !l.current(ev.from, ev.sid) {
+		return // a stream that ended with its sender's incarnation
+	}
+	if l.refuses(ev) {
+		return
+	}
+	mark := len(ctx.streams)
+	l.n.Handle(ctx, ev.from, ev.m)
+	l.learn(ctx, mark, rd)
+	if ev.seq > 0 {
+		if rd.acks == nil {
+			rd.acks = map[node.Addr]delivered{}
+		}
+		rd.acks[ev.from] = delivered{ev.sid, ev.seq}
+	}
 }
 
 // number gives the batch's stream messages their stream and sequence

@@ -18,6 +18,8 @@ type event struct {
 	epoch    uint64 // for timers: the incarnation epoch that set it
 	fn       func(node.Context, node.Node)
 	sid, seq uint64 // for stream messages: the stream and sequence number
+	tries    int    // postponements by the immediate check (immediate.go)
+	retry    bool   // retry the held messages
 }
 
 // loop is one node's event loop. Only its goroutine touches the node.
@@ -46,6 +48,10 @@ type loop struct {
 	// one are dropped. Loop goroutine only.
 	epoch uint64
 	snaps snapshots // snapshot requests (snapshot.go)
+	// held are the messages the immediate check postponed, in order;
+	// retrying says a retry is posted (immediate.go). Loop goroutine only.
+	held     []event
+	retrying bool
 }
 
 // start starts the loop's goroutine and its streams' senders. The caller

@@ -174,6 +174,7 @@ type promMetrics struct {
 	ops        *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	reconnects prometheus.Counter
+	refused    prometheus.Counter
 	batches    prometheus.Histogram
 	inFlight   prometheus.Gauge
 	nodes      *nodeCollector
@@ -187,6 +188,8 @@ func newPromMetrics() *promMetrics {
 		Help: "Latency of client transactions at the data server.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"kind"})
 	m.reconnects = prometheus.NewCounter(prometheus.CounterOpts{Name: "amalgam_stream_reconnects_total",
 		Help: "Ordered-stream sessions that broke and were resumed."})
+	m.refused = prometheus.NewCounter(prometheus.CounterOpts{Name: "amalgam_immediate_check_refusals_total",
+		Help: "Messages the immediate safety check postponed (online checking)."})
 	m.batches = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "amalgam_batch_events",
 		Help: "Events per event-loop batch (one group commit each).", Buckets: prometheus.ExponentialBuckets(1, 2, 10)})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "amalgam_client_requests_in_flight",
@@ -203,12 +206,13 @@ func newPromMetrics() *promMetrics {
 	written := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "amalgam_store_bytes_written_total",
 		Help: "Bytes the process's pebble stores wrote to files (WAL, flushes, compactions)."},
 		func() float64 { return float64(runtime.StoreDiskStats().BytesWritten) })
-	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.batches, m.inFlight, m.nodes, build, syncs, written,
+	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.refused, m.batches, m.inFlight, m.nodes, build, syncs, written,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 func (m *promMetrics) StreamReconnect(node.Addr, node.Addr) { m.reconnects.Inc() }
+func (m *promMetrics) EventRefused(node.Addr)               { m.refused.Inc() }
 func (m *promMetrics) BatchCommitted(events int, _ time.Duration) {
 	m.batches.Observe(float64(events))
 }

@@ -1,0 +1,143 @@
+package runtime
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/amalgam-store/amalgam/data"
+	"github.com/amalgam-store/amalgam/node"
+)
+
+// The immediate safety check, CrystalBall's last line of defence
+// (docs/model-checking.md, "Online checking"): before a message of a
+// chosen kind is applied to a node, the handler runs on a clone of the
+// node with its effects held, and a node-local invariant is evaluated on
+// the clone against the node. If it fails, the message is postponed: held
+// in the loop, unacknowledged, and retried after Retry against the node's
+// newer state; the messages of the same stream behind it wait with it (a
+// stream is delivered in order). After MaxPostpones the message is applied
+// anyway, so that a check that can never pass does not stall the node.
+
+// ImmediateCheck configures the immediate safety check of a host.
+type ImmediateCheck struct {
+	// Kinds are the message kinds checked (MessageKind).
+	Kinds []string
+	// Check is the node-local invariant: it gets the node before the
+	// message and the clone after it, and returns an error if the step
+	// breaks the invariant.
+	Check func(a node.Addr, before, after node.Node) error
+	// Retry is the postponement (default 2ms); MaxPostpones bounds the
+	// postponements of one message (default 200).
+	Retry        time.Duration
+	MaxPostpones int
+}
+
+// ImmediateStats counts the immediate check's work on a host.
+type ImmediateStats struct {
+	Checked    int64 // messages checked (each try)
+	Refused    int64 // messages postponed at least once
+	LetThrough int64 // messages applied after MaxPostpones failed tries
+}
+
+type immediate struct {
+	c                         atomic.Pointer[immCheck]
+	checked, refused, through atomic.Int64
+}
+
+type immCheck struct {
+	ImmediateCheck
+	kinds map[string]bool
+}
+
+// SetImmediateCheck turns the immediate check on (nil: off). A host
+// without it pays one atomic load per message.
+func (h *Host) SetImmediateCheck(c *ImmediateCheck) {
+	if c == nil {
+		h.imm.c.Store(nil)
+		return
+	}
+	ic := &immCheck{ImmediateCheck: *c, kinds: map[string]bool{}}
+	if ic.Retry <= 0 {
+		ic.Retry = 2 * time.Millisecond
+	}
+	if ic.MaxPostpones <= 0 {
+		ic.MaxPostpones = 200
+	}
+	for _, k := range c.Kinds {
+		ic.kinds[k] = true
+	}
+	h.imm.c.Store(ic)
+}
+
+// ImmediateStats reads the host's counts.
+func (h *Host) ImmediateStats() ImmediateStats {
+	return ImmediateStats{h.imm.checked.Load(), h.imm.refused.Load(), h.imm.through.Load()}
+}
+
+// refuses reports whether ev is held instead of applied now: it is behind
+// a held message of its stream, or the check fails on it. Loop goroutine
+// only.
+func (l *loop) refuses(ev event) bool {
+	ic := l.h.imm.c.Load()
+	if ic == nil && len(l.held) == 0 {
+		return false
+	}
+	if ev.seq > 0 && l.holdsStream(ev.from, ev.sid) {
+		l.held = append(l.held, ev)
+		return true
+	}
+	if ic == nil || !ic.kinds[MessageKind(ev.m)] {
+		return false
+	}
+	l.h.imm.checked.Add(1)
+	c := l.n.Clone()
+	c.Handle(&hctx{self: l.addr}, ev.from, ev.m)
+	err := ic.Check(l.addr, l.n, c)
+	if err == nil {
+		return false
+	}
+	if ev.tries >= ic.MaxPostpones {
+		l.h.imm.through.Add(1)
+		return false
+	}
+	if ev.tries == 0 {
+		l.h.imm.refused.Add(1)
+		l.h.opts.Metrics.EventRefused(l.addr)
+		l.h.log.Debug("immediate check postpones a message", "at", l.addr, "from", ev.from, "kind", MessageKind(ev.m), "err", err)
+	}
+	ev.tries++
+	l.held = append(l.held, ev)
+	if !l.retrying {
+		l.retrying = true
+		time.AfterFunc(ic.Retry, func() {
+			if l.h.ctx.Err() == nil {
+				_ = l.post(l.h.ctx, event{retry: true})
+			}
+		})
+	}
+	return true
+}
+
+// holdsStream reports whether a message of stream sid from from is held.
+func (l *loop) holdsStream(from node.Addr, sid uint64) bool {
+	for _, e := range l.held {
+		if e.seq > 0 && e.from == from && e.sid == sid {
+			return true
+		}
+	}
+	return false
+}
+
+// DataCommitCheck is the immediate check of the data servers' commits:
+// PREPARE-OK is checked against data.CheckStep (a commit needs f
+// acknowledgements on every stripe, and commits go in op order). Other
+// nodes are not checked.
+func DataCommitCheck() *ImmediateCheck {
+	return &ImmediateCheck{Kinds: []string{"PrepareOK"}, Check: func(_ node.Addr, before, after node.Node) error {
+		b, ok := before.(*data.Server)
+		if !ok {
+			return nil
+		}
+		return data.CheckStep(b, after.(*data.Server))
+	}}
+}
