@@ -4,19 +4,31 @@ package online
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/runtime"
 )
+
+const inv341 = "committed deltas at f+1 servers, committed in op order (3.4.1)"
 
 // A data server that commits with f-1 acknowledgements: the online search
 // predicts the violation from a cut of the live cluster, and the saved
 // trace replays offline from the saved cut.
-func TestOnlinePredictsMutant(t *testing.T) {
-	data.Mutant = "commit-f-1"
+func TestOnlinePredictsMutant(t *testing.T) { predictsMutant(t, "commit-f-1") }
+
+// A data server that commits an operation whose predecessor lacks a
+// quorum (two operations on different stripes, the later one acknowledged
+// first): predicted from a live cut, replayed offline.
+func TestOnlinePredictsOutOfOrder(t *testing.T) { predictsMutant(t, "commit-out-of-order") }
+
+func predictsMutant(t *testing.T, mutant string) {
+	data.Mutant = mutant
 	t.Cleanup(func() { data.Mutant = "" })
 	lc := load(t, 3)
 	dir := t.TempDir()
@@ -29,16 +41,15 @@ func TestOnlinePredictsMutant(t *testing.T) {
 		t.Fatalf("no violation predicted from %d cuts (%d rounds, %d rejected)", len(rep.States), rep.Pulled, rep.Rejected)
 	}
 	f := rep.Found[0]
-	const want = "committed deltas at f+1 servers, committed in op order (3.4.1)"
-	if f.Predicate != want {
-		t.Fatalf("predicted %q, want %q", f.Predicate, want)
+	if f.Predicate != inv341 {
+		t.Fatalf("predicted %q, want %q", f.Predicate, inv341)
 	}
 	rp, err := Replay(f.Cut, f.Trace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rp.Predicate != want || len(rp.Events) != f.Depth {
-		t.Fatalf("replay: %q after %d events, want %q after %d", rp.Predicate, len(rp.Events), want, f.Depth)
+	if rp.Predicate != inv341 || len(rp.Events) != f.Depth {
+		t.Fatalf("replay: %q after %d events, want %q after %d", rp.Predicate, len(rp.Events), inv341, f.Depth)
 	}
 	c, err := LoadCut(f.Cut)
 	if err != nil {
@@ -48,4 +59,104 @@ func TestOnlinePredictsMutant(t *testing.T) {
 	c.Scenario().PrintTrace(&b, rp.Events)
 	t.Logf("the trace from the cut:\n%s", b.String())
 	t.Logf("predicted in %d events from cut %d (%d rounds, %d rejected, %d dropped)", f.Depth, len(rep.States), rep.Pulled, rep.Rejected, rep.Dropped)
+}
+
+var steerRuns = flag.Int("steer-runs", 0, "TestSteeringTable: seeded runs per mutant and mode (0: skip)")
+
+// steerRun is one seeded run of a mutant cluster under load with online
+// checking: its outcome for the table.
+type steerRun struct {
+	predicted  bool // a violation predicted ahead (depth > 0) before any seen at a cut
+	manifested bool // a cut violated the invariant (depth 0): the bug happened on the live cluster
+	installed  int
+	refused    int64 // messages the immediate check postponed
+	through    int64 // messages it let through after MaxPostpones
+	ops        int64
+}
+
+func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) steerRun {
+	var out steerRun
+	t.Run(fmt.Sprintf("%s/%d", mutant, seed), func(t *testing.T) {
+		data.Mutant = mutant
+		defer func() { data.Mutant = "" }()
+		lc, stop, h := seededLoad(t, seed, 3)
+		if check {
+			for _, m := range lc.Machines {
+				m.SetImmediateCheck(runtime.DataCommitCheck())
+			}
+		}
+		o := Options{Every: 150 * time.Millisecond, MaxStates: 3000, Cuts: 12, Consequence: true,
+			Settings: mc.Settings{MaxTimerFires: 1}, SteerFor: 500 * time.Millisecond}
+		if steer {
+			o.Steer = LocalSteerer(lc.Machines)
+		}
+		rep, err := Run(context.Background(), Local(lc.Machines), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop()
+		for _, f := range rep.Found {
+			if f.Depth == 0 {
+				out.manifested = true
+			} else if !out.manifested {
+				out.predicted = true
+			}
+		}
+		out.installed = len(rep.Installed)
+		for _, m := range lc.Machines {
+			st := m.ImmediateStats()
+			out.refused += st.Refused
+			out.through += st.LetThrough
+		}
+		out.ops = h.n.Load()
+	})
+	return out
+}
+
+// TestSteeringTable is the results table of execution steering
+// (docs/model-checking.md, "Online checking"): per mutant, -steer-runs
+// seeded runs without steering, with steering, and with steering and the
+// immediate check.
+func TestSteeringTable(t *testing.T) {
+	if *steerRuns == 0 {
+		t.Skip("-steer-runs N runs the table")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-20s %-14s %5s %9s %10s %8s %7s %7s %8s %9s\n", "mutant", "mode", "runs", "predicted", "manifested", "avoided", "caught", "missed", "filters", "ops/run")
+	for _, mutant := range []string{"commit-f-1", "commit-out-of-order"} {
+		base := 0
+		for _, mode := range []struct {
+			name         string
+			steer, check bool
+		}{{"off", false, false}, {"steer", true, false}, {"steer+check", true, true}} {
+			var predicted, manifested, avoided, caught, missed, filters int
+			var ops int64
+			for seed := range uint64(*steerRuns) {
+				r := runSteered(t, mutant, seed+1, mode.steer, mode.check)
+				ops += r.ops
+				filters += r.installed
+				if r.predicted {
+					predicted++
+				}
+				switch {
+				case r.manifested:
+					manifested++
+					missed++
+				case r.refused > 0 && r.through == 0:
+					caught++
+				case r.predicted && r.installed > 0:
+					avoided++
+				}
+			}
+			if !mode.steer {
+				base = manifested
+				avoided, caught, missed = 0, 0, 0
+			}
+			fmt.Fprintf(&b, "%-20s %-14s %5d %9d %10d %8d %7d %7d %8d %9d\n", mutant, mode.name, *steerRuns, predicted, manifested, avoided, caught, missed, filters, ops/int64(*steerRuns))
+			if mode.steer && base > 0 {
+				fmt.Fprintf(&b, "%-20s %-14s violations avoided: %d of %d (%.0f%%)\n", "", "", max(0, base-manifested), base, 100*float64(base-manifested)/float64(base))
+			}
+		}
+	}
+	t.Logf("\n%s", b.String())
 }
