@@ -47,10 +47,14 @@ func seededLoad(t *testing.T, seed uint64, writers int) (lc *runtime.Local, stop
 			defer wg.Done()
 			defer c.Close()
 			rnd := rand.New(rand.NewPCG(seed, uint64(w)))
-			for _, ops := range workload.Generate(rnd.Uint64, testLayout, testLayout.NumBlocks(), 1<<20, workload.DefaultMix) {
+			for ctx.Err() == nil {
+				ops := workload.Generate(rnd.Uint64, testLayout, testLayout.NumBlocks(), 1, workload.DefaultMix)[0]
 				call := time.Since(start).Nanoseconds()
 				out, err := c.Txn(ctx, ops)
 				if err != nil {
+					if ctx.Err() == nil {
+						t.Logf("writer %d: %v", w, err)
+					}
 					return // stopped: an unfinished call is left out
 				}
 				ret := time.Since(start).Nanoseconds()

@@ -30,12 +30,15 @@ type ImmediateCheck struct {
 	// postponements of one message (default 200).
 	Retry        time.Duration
 	MaxPostpones int
+	// Monitor only counts the steps that break the invariant (as Refused)
+	// and applies them.
+	Monitor bool
 }
 
 // ImmediateStats counts the immediate check's work on a host.
 type ImmediateStats struct {
 	Checked    int64 // messages checked (each try)
-	Refused    int64 // messages postponed at least once
+	Refused    int64 // messages postponed at least once (Monitor: steps that broke the invariant)
 	LetThrough int64 // messages applied after MaxPostpones failed tries
 }
 
@@ -94,6 +97,10 @@ func (l *loop) refuses(ev event) bool {
 	c.Handle(&hctx{self: l.addr}, ev.from, ev.m)
 	err := ic.Check(l.addr, l.n, c)
 	if err == nil {
+		return false
+	}
+	if ic.Monitor {
+		l.h.imm.refused.Add(1)
 		return false
 	}
 	if ev.tries >= ic.MaxPostpones {
