@@ -61,7 +61,10 @@ func predictsMutant(t *testing.T, mutant string) {
 	t.Logf("predicted in %d events from cut %d (%d rounds, %d rejected, %d dropped)", f.Depth, len(rep.States), rep.Pulled, rep.Rejected, rep.Dropped)
 }
 
-var steerRuns = flag.Int("steer-runs", 0, "TestSteeringTable: seeded runs per mutant and mode (0: skip)")
+var (
+	steerRuns    = flag.Int("steer-runs", 0, "TestSteeringTable: seeded runs per mutant and mode (0: skip)")
+	steerMutants = flag.String("steer-mutants", "commit-f-1,txn-first-stripe", "TestSteeringTable: the mutants")
+)
 
 // steerRun is one seeded run of a mutant cluster under load with online
 // checking: its outcome for the table.
@@ -125,7 +128,7 @@ func TestSteeringTable(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-20s %-12s %5s %9s %10s %8s %7s %7s %8s %9s %12s\n", "mutant", "mode", "runs", "predicted", "manifested", "avoided", "caught", "missed", "filters", "ops/run", "bad/1000ops")
-	for _, mutant := range []string{"commit-f-1", "commit-out-of-order"} {
+	for _, mutant := range strings.Split(*steerMutants, ",") {
 		base := 0
 		for _, mode := range []struct {
 			name         string

@@ -135,14 +135,17 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 	if restart {
 		rd.inc = l.endIncarnation()
 	}
+	l.spec, l.specEvs = nil, nil
 	for _, ev := range batch {
 		switch {
 		case ev.fn != nil:
+			l.spec, l.specEvs = nil, nil
 			ev.fn(ctx, l.n)
 		case ev.t != nil:
 			if ev.epoch != l.epoch {
 				continue // set by an incarnation that ended
 			}
+			l.spec, l.specEvs = nil, nil
 			mark := len(ctx.streams)
 			l.n.Timer(ctx, ev.t)
 			l.learn(ctx, mark, rd)
@@ -172,9 +175,21 @@ func (l *loop) handle(ctx *hctx, rd *ready, ev event) {
 	if ev.seq > 0 && !l.current(ev.from, ev.sid) {
 		return // a stream that ended with its sender's incarnation
 	}
-	if l.refuses(ev) {
+	refused, first := l.refuses(ev)
+	if refused {
 		return
 	}
+	for _, e := range append(first, ev) {
+		if e.seq > 0 && !l.current(e.from, e.sid) {
+			continue
+		}
+		l.apply(ctx, rd, e)
+	}
+}
+
+// apply handles a message.
+func (l *loop) apply(ctx *hctx, rd *ready, ev event) {
+	l.spec, l.specEvs = nil, nil // the node changes
 	mark := len(ctx.streams)
 	l.n.Handle(ctx, ev.from, ev.m)
 	l.learn(ctx, mark, rd)

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -15,8 +16,12 @@ import (
 // the clone against the node. If it fails, the message is postponed: held
 // in the loop, unacknowledged, and retried after Retry against the node's
 // newer state; the messages of the same stream behind it wait with it (a
-// stream is delivered in order). After MaxPostpones the message is applied
-// anyway, so that a check that can never pass does not stall the node.
+// stream is delivered in order). Postponed messages are checked as a
+// group: when a later message passes the check on top of them, they are
+// applied together in one batch, whose effects leave only after all of
+// them (batch.go), so no other node sees the states between. After
+// MaxPostpones the message is applied anyway, so that a check that can
+// never pass does not stall the node.
 
 // ImmediateCheck configures the immediate safety check of a host.
 type ImmediateCheck struct {
@@ -78,34 +83,53 @@ func (h *Host) ImmediateStats() ImmediateStats {
 }
 
 // refuses reports whether ev is held instead of applied now: it is behind
-// a held message of its stream, or the check fails on it. Loop goroutine
-// only.
-func (l *loop) refuses(ev event) bool {
+// a held message of its stream, or the check fails on it. A message that
+// fails is also kept in the loop's speculative clone (spec) until the end
+// of the batch: a later message whose step from the node through the
+// speculative messages passes the check is applied together with them
+// (returned as first), in this batch, whose effects leave together.
+// Loop goroutine only.
+func (l *loop) refuses(ev event) (refused bool, first []event) {
 	ic := l.h.imm.c.Load()
 	if ic == nil && len(l.held) == 0 {
-		return false
+		return false, nil
 	}
-	if ev.seq > 0 && l.holdsStream(ev.from, ev.sid) {
-		l.held = append(l.held, ev)
-		return true
+	// A message behind a held one of its stream waits; it joins the
+	// speculative clone if everything held of its stream is in it.
+	behind := ev.seq > 0 && l.holdsStream(ev.from, ev.sid)
+	if behind && (ic == nil || l.spec == nil || !l.streamInSpec(ev.from, ev.sid)) {
+		l.hold(ev)
+		return true, nil
 	}
-	if ic == nil || !ic.kinds[MessageKind(ev.m)] {
-		return false
+	if !behind && (ic == nil || !ic.kinds[MessageKind(ev.m)]) {
+		return false, nil
 	}
 	l.h.imm.checked.Add(1)
-	c := l.n.Clone()
+	c := l.spec
+	if c == nil {
+		c = l.n.Clone()
+	}
 	c.Handle(&hctx{self: l.addr}, ev.from, ev.m)
 	err := ic.Check(l.addr, l.n, c)
 	if err == nil {
-		return false
+		first = l.specEvs
+		l.held = slices.DeleteFunc(l.held, func(e event) bool {
+			return slices.ContainsFunc(first, func(f event) bool { return f.hid == e.hid })
+		})
+		l.spec, l.specEvs = nil, nil
+		return false, first
+	}
+	if behind {
+		l.spec, l.specEvs = c, append(l.specEvs, l.hold(ev))
+		return true, nil
 	}
 	if ic.Monitor {
 		l.h.imm.refused.Add(1)
-		return false
+		return false, nil
 	}
 	if ev.tries >= ic.MaxPostpones {
 		l.h.imm.through.Add(1)
-		return false
+		return false, nil
 	}
 	if ev.tries == 0 {
 		l.h.imm.refused.Add(1)
@@ -113,7 +137,8 @@ func (l *loop) refuses(ev event) bool {
 		l.h.log.Debug("immediate check postpones a message", "at", l.addr, "from", ev.from, "kind", MessageKind(ev.m), "err", err)
 	}
 	ev.tries++
-	l.held = append(l.held, ev)
+	ev = l.hold(ev)
+	l.spec, l.specEvs = c, append(l.specEvs, ev)
 	if !l.retrying {
 		l.retrying = true
 		time.AfterFunc(ic.Retry, func() {
@@ -121,6 +146,25 @@ func (l *loop) refuses(ev event) bool {
 				_ = l.post(l.h.ctx, event{retry: true})
 			}
 		})
+	}
+	return true, nil
+}
+
+// hold appends ev to the held messages, with an id.
+func (l *loop) hold(ev event) event {
+	l.nextHid++
+	ev.hid = l.nextHid
+	l.held = append(l.held, ev)
+	return ev
+}
+
+// streamInSpec reports whether every held message of stream sid from
+// from is in the speculative clone.
+func (l *loop) streamInSpec(from node.Addr, sid uint64) bool {
+	for _, e := range l.held {
+		if e.seq > 0 && e.from == from && e.sid == sid && !slices.ContainsFunc(l.specEvs, func(f event) bool { return f.hid == e.hid }) {
+			return false
+		}
 	}
 	return true
 }

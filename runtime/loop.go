@@ -19,6 +19,7 @@ type event struct {
 	fn       func(node.Context, node.Node)
 	sid, seq uint64 // for stream messages: the stream and sequence number
 	tries    int    // postponements by the immediate check (immediate.go)
+	hid      uint64 // a held message's id
 	retry    bool   // retry the held messages
 }
 
@@ -49,9 +50,15 @@ type loop struct {
 	epoch uint64
 	snaps snapshots // snapshot requests (snapshot.go)
 	// held are the messages the immediate check postponed, in order;
-	// retrying says a retry is posted (immediate.go). Loop goroutine only.
+	// retrying says a retry is posted (immediate.go). Loop goroutine only,
+	// like spec.
 	held     []event
 	retrying bool
+	nextHid  uint64
+	// spec is the node with this batch's refused messages (specEvs)
+	// applied, nil if none or the node changed since (immediate.go).
+	spec    node.Node
+	specEvs []event
 }
 
 // start starts the loop's goroutine and its streams' senders. The caller
