@@ -39,6 +39,7 @@ type commonFlags struct {
 	logLevel, logFormat    string
 	metricsAddr            string
 	pprof                  bool
+	immediateCheck         bool
 	tlsCert, tlsKey, tlsCA string
 }
 
@@ -48,6 +49,7 @@ func (c *commonFlags) register(cmd *cobra.Command) {
 	f.StringVar(&c.logFormat, "log-format", "text", "text or json (one JSON object per line)")
 	f.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (empty: off)")
 	f.BoolVar(&c.pprof, "pprof", false, "also serve Go profiles at http://METRICS-ADDR/debug/pprof/ (needs --metrics-addr)")
+	f.BoolVar(&c.immediateCheck, "immediate-check", false, "run the immediate safety check on the data servers' PREPARE-OKs (online checking)")
 	f.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate for mutual TLS (with --tls-key and --tls-ca)")
 	f.StringVar(&c.tlsKey, "tls-key", "", "PEM private key for mutual TLS")
 	f.StringVar(&c.tlsCA, "tls-ca", "", "PEM CA bundle that peers' and clients' certificates must chain to")
@@ -62,6 +64,17 @@ type serverEnv struct {
 	metricsAddr string
 	closers     []func()
 	ready       *readiness
+	immediate   bool // --immediate-check
+}
+
+// steerMachines turns on the immediate check the flags ask for.
+func (e *serverEnv) steerMachines(ms ...*runtime.Machine) {
+	if !e.immediate {
+		return
+	}
+	for _, m := range ms {
+		m.SetImmediateCheck(runtime.DataCommitCheck())
+	}
 }
 
 func (e *serverEnv) close() {
@@ -92,7 +105,7 @@ func (c *commonFlags) env(cmd *cobra.Command, blockSize int) (*serverEnv, error)
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
 	}
-	env := &serverEnv{}
+	env := &serverEnv{immediate: c.immediateCheck}
 	hopts := &slog.HandlerOptions{Level: level}
 	switch c.logFormat {
 	case "text":
