@@ -63,7 +63,7 @@ func predictsMutant(t *testing.T, mutant string) {
 
 var (
 	steerRuns    = flag.Int("steer-runs", 0, "TestSteeringTable: seeded runs per mutant and mode (0: skip)")
-	steerFor     = flag.Duration("steer-for", 2*time.Second, "TestSteeringTable: how long a filter lasts")
+	steerFor     = flag.Duration("steer-for", time.Second, "TestSteeringTable: how long a filter lasts")
 	steerMutants = flag.String("steer-mutants", "commit-f-1,txn-first-stripe", "TestSteeringTable: the mutants")
 )
 
@@ -74,7 +74,7 @@ type steerRun struct {
 	manifested bool // a cut violated the invariant (depth 0): the bug happened on the live cluster
 	installed  int
 	refused    int64 // messages the immediate check postponed (without it: steps breaking data.CheckStep)
-	through    int64 // messages it let through after MaxPostpones
+	through    int64 // messages it let through after MaxHold
 	ops        int64
 }
 
@@ -125,7 +125,7 @@ func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) ste
 // filters and the immediate check. A run has the violation when a cut
 // shows it (depth 0) or a data server made a step that breaks
 // data.CheckStep (counted by the check in Monitor mode, or let through by
-// the check after MaxPostpones).
+// the check after MaxHold).
 func TestSteeringTable(t *testing.T) {
 	if *steerRuns == 0 {
 		t.Skip("-steer-runs N runs the table")
@@ -179,4 +179,39 @@ func TestSteeringTable(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", b.String())
+}
+
+// With the immediate check on, data servers that commit with f-1
+// acknowledgements never do: the check postpones the first PREPARE-OK of
+// each operation until the second is there, applies both in one batch,
+// and no cut shows the violation.
+func TestImmediateCheckCatchesMutant(t *testing.T) {
+	data.Mutant = "commit-f-1"
+	t.Cleanup(func() { data.Mutant = "" })
+	lc, stop, h := seededLoad(t, 1, 3)
+	for _, m := range lc.Machines {
+		m.SetImmediateCheck(runtime.DataCommitCheck())
+	}
+	rep, err := Run(context.Background(), Local(lc.Machines), Options{Every: 150 * time.Millisecond, MaxStates: 1000, Cuts: 5, Consequence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h.n.Load() < 200 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	var st runtime.ImmediateStats
+	for _, m := range lc.Machines {
+		s := m.ImmediateStats()
+		st.Checked, st.Refused, st.LetThrough = st.Checked+s.Checked, st.Refused+s.Refused, st.LetThrough+s.LetThrough
+	}
+	if st.Refused == 0 || st.LetThrough != 0 {
+		t.Fatalf("the check refused %d and let through %d of %d PREPARE-OKs, want some refused and none let through", st.Refused, st.LetThrough, st.Checked)
+	}
+	for _, f := range rep.Found {
+		if f.Depth == 0 {
+			t.Fatalf("a cut violates %q with the immediate check on: %s", f.Predicate, f.Explanation)
+		}
+	}
+	t.Logf("%d operations; %d PREPARE-OKs checked, %d postponed; %d cuts, %d predictions ahead", h.n.Load(), st.Checked, st.Refused, len(rep.States), len(rep.Found))
 }

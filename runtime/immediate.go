@@ -20,7 +20,7 @@ import (
 // group: when a later message passes the check on top of them, they are
 // applied together in one batch, whose effects leave only after all of
 // them (batch.go), so no other node sees the states between. After
-// MaxPostpones the message is applied anyway, so that a check that can
+// MaxHold the message is applied anyway, so that a check that can
 // never pass does not stall the node.
 
 // ImmediateCheck configures the immediate safety check of a host.
@@ -31,10 +31,10 @@ type ImmediateCheck struct {
 	// message and the clone after it, and returns an error if the step
 	// breaks the invariant.
 	Check func(a node.Addr, before, after node.Node) error
-	// Retry is the postponement (default 2ms); MaxPostpones bounds the
-	// postponements of one message (default 200).
-	Retry        time.Duration
-	MaxPostpones int
+	// Retry is the postponement (default 2ms); MaxHold bounds how long
+	// one message is held (default 5s).
+	Retry   time.Duration
+	MaxHold time.Duration
 	// Monitor only counts the steps that break the invariant (as Refused)
 	// and applies them.
 	Monitor bool
@@ -44,7 +44,7 @@ type ImmediateCheck struct {
 type ImmediateStats struct {
 	Checked    int64 // messages checked (each try)
 	Refused    int64 // messages postponed at least once (Monitor: steps that broke the invariant)
-	LetThrough int64 // messages applied after MaxPostpones failed tries
+	LetThrough int64 // messages applied after being held MaxHold
 }
 
 type immediate struct {
@@ -68,8 +68,8 @@ func (h *Host) SetImmediateCheck(c *ImmediateCheck) {
 	if ic.Retry <= 0 {
 		ic.Retry = 2 * time.Millisecond
 	}
-	if ic.MaxPostpones <= 0 {
-		ic.MaxPostpones = 200
+	if ic.MaxHold <= 0 {
+		ic.MaxHold = 5 * time.Second
 	}
 	for _, k := range c.Kinds {
 		ic.kinds[k] = true
@@ -127,16 +127,16 @@ func (l *loop) refuses(ev event) (refused bool, first []event) {
 		l.h.imm.refused.Add(1)
 		return false, nil
 	}
-	if ev.tries >= ic.MaxPostpones {
+	if !ev.held.IsZero() && time.Since(ev.held) >= ic.MaxHold {
 		l.h.imm.through.Add(1)
 		return false, nil
 	}
-	if ev.tries == 0 {
+	if ev.held.IsZero() {
+		ev.held = time.Now()
 		l.h.imm.refused.Add(1)
 		l.h.opts.Metrics.EventRefused(l.addr)
 		l.h.log.Debug("immediate check postpones a message", "at", l.addr, "from", ev.from, "kind", MessageKind(ev.m), "err", err)
 	}
-	ev.tries++
 	ev = l.hold(ev)
 	l.spec, l.specEvs = c, append(l.specEvs, ev)
 	if !l.retrying {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -17,10 +18,10 @@ type event struct {
 	t        node.Timer
 	epoch    uint64 // for timers: the incarnation epoch that set it
 	fn       func(node.Context, node.Node)
-	sid, seq uint64 // for stream messages: the stream and sequence number
-	tries    int    // postponements by the immediate check (immediate.go)
-	hid      uint64 // a held message's id
-	retry    bool   // retry the held messages
+	sid, seq uint64    // for stream messages: the stream and sequence number
+	held     time.Time // when the immediate check first postponed it (immediate.go)
+	hid      uint64    // a held message's id
+	retry    bool      // retry the held messages
 }
 
 // loop is one node's event loop. Only its goroutine touches the node.
