@@ -27,10 +27,20 @@ func TestOnlinePredictsMutant(t *testing.T) { predictsMutant(t, "commit-f-1") }
 // first): predicted from a live cut, replayed offline.
 func TestOnlinePredictsOutOfOrder(t *testing.T) { predictsMutant(t, "commit-out-of-order") }
 
+// A data server that commits a multi-stripe transaction on its first
+// stripe's quorum, under a workload with transactions: predicted from a
+// live cut, replayed offline.
+func TestOnlinePredictsTxnFirstStripe(t *testing.T) { predictsMutant(t, "txn-first-stripe") }
+
 func predictsMutant(t *testing.T, mutant string) {
 	data.Mutant = mutant
 	t.Cleanup(func() { data.Mutant = "" })
-	lc := load(t, 3)
+	var lc *runtime.Local
+	if mutant == "txn-first-stripe" {
+		lc, _, _ = seededLoad(t, 1, 3) // transactions over both stripes
+	} else {
+		lc = load(t, 3)
+	}
 	dir := t.TempDir()
 	rep, err := Run(context.Background(), Local(lc.Machines), Options{Every: 150 * time.Millisecond, MaxStates: 3000,
 		Cuts: 100, StopAtViolation: true, Dir: dir, Consequence: true, Settings: mc.Settings{MaxTimerFires: 1}})
