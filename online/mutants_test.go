@@ -37,7 +37,7 @@ func predictsMutant(t *testing.T, mutant string) {
 	t.Cleanup(func() { data.Mutant = "" })
 	var lc *runtime.Local
 	if mutant == "txn-first-stripe" {
-		lc, _, _ = seededLoad(t, 1, 3) // transactions over both stripes
+		lc, _, _ = seededLoad(t, 1, 3, nil) // transactions over both stripes
 	} else {
 		lc = load(t, 3)
 	}
@@ -93,14 +93,11 @@ func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) ste
 	t.Run(fmt.Sprintf("%s/%d", mutant, seed), func(t *testing.T) {
 		data.Mutant = mutant
 		defer func() { data.Mutant = "" }()
-		lc, stop, h := seededLoad(t, seed, 3)
 		// Without the check, the same check in Monitor mode counts the
 		// steps that break data.CheckStep.
 		ic := runtime.DataCommitCheck()
 		ic.Monitor = !check
-		for _, m := range lc.Machines {
-			m.SetImmediateCheck(ic)
-		}
+		lc, stop, h := seededLoad(t, seed, 3, immediateCheck(ic))
 		o := Options{Every: 150 * time.Millisecond, MaxStates: 3000, Cuts: 12, Consequence: true,
 			Settings: mc.Settings{MaxTimerFires: 1}, SteerFor: *steerFor}
 		if steer {
@@ -198,10 +195,7 @@ func TestSteeringTable(t *testing.T) {
 func TestImmediateCheckCatchesMutant(t *testing.T) {
 	data.Mutant = "commit-f-1"
 	t.Cleanup(func() { data.Mutant = "" })
-	lc, stop, h := seededLoad(t, 1, 3)
-	for _, m := range lc.Machines {
-		m.SetImmediateCheck(runtime.DataCommitCheck())
-	}
+	lc, stop, h := seededLoad(t, 1, 3, immediateCheck(runtime.DataCommitCheck()))
 	rep, err := Run(context.Background(), Local(lc.Machines), Options{Every: 150 * time.Millisecond, MaxStates: 1000, Cuts: 5, Consequence: true})
 	if err != nil {
 		t.Fatal(err)

@@ -54,6 +54,9 @@ func TestSnapshotOverhead(t *testing.T) {
 	const round = 4 * time.Second
 	every := Options{}.withDefaults().Every
 	src := Local(lc.Machines)
+	rejected := 0
+	var lastErr error
+	var held time.Duration
 	measure := func(snapshots bool) (float64, int) {
 		rctx, stop := context.WithTimeout(ctx, round)
 		defer stop()
@@ -63,10 +66,20 @@ func TestSnapshotOverhead(t *testing.T) {
 			tk := time.NewTicker(every)
 			defer tk.Stop()
 			for rctx.Err() == nil {
-				if snaps, err := src(rctx); err == nil {
-					if _, err := NewCut(snaps); err == nil {
-						cuts++
+				snaps, err := src(rctx)
+				for _, s := range snaps {
+					for _, n := range s.Nodes {
+						held = max(held, n.Held)
 					}
+				}
+				if err == nil {
+					_, err = NewCut(snaps)
+				}
+				if err == nil {
+					cuts++
+				} else if rctx.Err() == nil {
+					rejected++
+					lastErr = err
 				}
 				select {
 				case <-tk.C:
@@ -86,6 +99,10 @@ func TestSnapshotOverhead(t *testing.T) {
 		ratios = append(ratios, a/b)
 		t.Logf("round %d: snapshots %.0f ops/s (%d cuts), off %.0f ops/s, ratio %.3f", i+1, a, cuts, b, a/b)
 	}
+	if rejected > 0 {
+		t.Logf("%d rounds not a cut; the last: %v", rejected, lastErr)
+	}
 	slices.Sort(ratios)
+	t.Logf("longest loop hold for a snapshot %v", held)
 	t.Logf("median ratio %.3f, spread %.3f..%.3f over %d pairs", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], len(ratios))
 }

@@ -25,13 +25,16 @@ type history struct {
 }
 
 // seededLoad starts a local cluster and writers running seeded workloads
-// on few blocks (so that they contend) until stop is called; stop returns
-// the history.
-func seededLoad(t *testing.T, seed uint64, writers int) (lc *runtime.Local, stop func() []porcupine.Operation, h *history) {
+// until stop is called; stop returns the history. setup, if set, gets the
+// cluster before the writers start.
+func seededLoad(t *testing.T, seed uint64, writers int, setup func(*runtime.Local)) (lc *runtime.Local, stop func() []porcupine.Operation, h *history) {
 	t.Helper()
 	lc, err := runtime.StartLocal(runtime.LocalOptions{Layout: testLayout, Durability: "memory", Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(lc)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -83,10 +86,7 @@ func seededLoad(t *testing.T, seed uint64, writers int) (lc *runtime.Local, stop
 // streams carrying messages in flight at each cut. Nothing is predicted,
 // the check refuses nothing, and the clients' history stays linearizable.
 func TestSteeringKeepsLinearizable(t *testing.T) {
-	lc, stop, _ := seededLoad(t, 1, 3)
-	for _, m := range lc.Machines {
-		m.SetImmediateCheck(runtime.DataCommitCheck())
-	}
+	lc, stop, _ := seededLoad(t, 1, 3, immediateCheck(runtime.DataCommitCheck()))
 	steer := LocalSteerer(lc.Machines)
 	o := Options{Every: 150 * time.Millisecond, MaxStates: 1500, Consequence: true, Cuts: 6, Steer: steer, SteerFor: 200 * time.Millisecond}
 	rep, err := Run(context.Background(), Local(lc.Machines), o)
@@ -146,4 +146,13 @@ func TestSteeringKeepsLinearizable(t *testing.T) {
 		t.Fatalf("history of %d operations with steering is not linearizable (%v)", len(hist), res)
 	}
 	t.Logf("%d cuts, %d pause filters installed, %d PREPARE-OKs checked, %d operations, linearizable", len(rep.States), installed, checked, len(hist))
+}
+
+// immediateCheck is a seededLoad setup that turns on ic on every machine.
+func immediateCheck(ic *runtime.ImmediateCheck) func(*runtime.Local) {
+	return func(lc *runtime.Local) {
+		for _, m := range lc.Machines {
+			m.SetImmediateCheck(ic)
+		}
+	}
 }

@@ -100,6 +100,7 @@ func (l *loop) process(batch []event, restart bool) {
 	rd.start = start
 	l.persist(rd)
 	if l.pipe != nil {
+		l.piped.add(1)
 		l.pipe <- rd // released once durable (pipeline)
 		return
 	}
@@ -121,9 +122,11 @@ func (l *loop) pipeline() {
 			_ = rd.b.Close()
 		}
 		if l.h.ctx.Err() != nil {
+			l.piped.add(-1)
 			continue
 		}
 		l.release(rd)
+		l.piped.add(-1)
 		l.h.opts.Metrics.BatchCommitted(rd.events, time.Since(rd.start))
 	}
 }

@@ -32,8 +32,9 @@ type loop struct {
 	pers  node.Persistent // nil unless persisted
 	inbox chan event
 	// pipe holds the batches persisted and not yet released, with a
-	// synced store (batch.go); nil otherwise.
-	pipe chan *ready
+	// synced store (batch.go); nil otherwise. piped counts them.
+	pipe  chan *ready
+	piped pipeCount
 
 	mu  sync.Mutex
 	in  map[node.Addr]*inStream
