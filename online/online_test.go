@@ -26,9 +26,22 @@ func load(t *testing.T, writers int) *runtime.Local {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	wait := startWriters(ctx, t, lc, writers, func(c *client.Client, w int) {
+		for i := 0; ctx.Err() == nil; i++ {
+			b := uint64(w+i) % testLayout.NumBlocks()
+			_, _ = c.Add(ctx, b, 0, uint64(i+1))
+		}
+	})
+	t.Cleanup(func() { cancel(); wait(); lc.Close() })
+	return lc
+}
+
+// startWriters dials n clients of lc and runs write on each in its own
+// goroutine; wait waits for them to return.
+func startWriters(ctx context.Context, t *testing.T, lc *runtime.Local, n int, write func(c *client.Client, w int)) (wait func()) {
+	t.Helper()
 	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait(); lc.Close() })
-	for w := range writers {
+	for w := range n {
 		c, err := client.Dial(ctx, lc.EntryAddr, client.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -37,13 +50,10 @@ func load(t *testing.T, writers int) *runtime.Local {
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			for i := 0; ctx.Err() == nil; i++ {
-				b := uint64(w+i) % testLayout.NumBlocks()
-				_, _ = c.Add(ctx, b, 0, uint64(i+1))
-			}
+			write(c, w)
 		}()
 	}
-	return lc
+	return wg.Wait
 }
 
 func TestCutsUnderLoad(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,25 +31,15 @@ func TestSnapshotOverhead(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var done atomic.Int64
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	for w := range 16 {
-		c, err := client.Dial(ctx, lc.EntryAddr, client.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer c.Close()
-			for i := 0; ctx.Err() == nil; i++ {
-				if _, err := c.Add(ctx, uint64(w+i)%testLayout.NumBlocks(), 0, 1); err == nil {
-					done.Add(1)
-				}
+	wait := startWriters(ctx, t, lc, 16, func(c *client.Client, w int) {
+		for i := 0; ctx.Err() == nil; i++ {
+			if _, err := c.Add(ctx, uint64(w+i)%testLayout.NumBlocks(), 0, 1); err == nil {
+				done.Add(1)
 			}
-		}()
-	}
+		}
+	})
+	defer wait()
+	defer cancel()
 	const round = 4 * time.Second
 	every := Options{}.withDefaults().Every
 	src := Local(lc.Machines)

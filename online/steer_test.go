@@ -37,43 +37,33 @@ func seededLoad(t *testing.T, seed uint64, writers int, setup func(*runtime.Loca
 		setup(lc)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	h = &history{}
 	start := time.Now()
-	for w := range writers {
-		c, err := client.Dial(ctx, lc.EntryAddr, client.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer c.Close()
-			rnd := rand.New(rand.NewPCG(seed, uint64(w)))
-			for ctx.Err() == nil {
-				ops := workload.Generate(rnd.Uint64, testLayout, testLayout.NumBlocks(), 1, workload.DefaultMix)[0]
-				call := time.Since(start).Nanoseconds()
-				out, err := c.Txn(ctx, ops)
-				if err != nil {
-					if ctx.Err() == nil {
-						t.Logf("writer %d: %v", w, err)
-					}
-					return // stopped: an unfinished call is left out
+	wait := startWriters(ctx, t, lc, writers, func(c *client.Client, w int) {
+		rnd := rand.New(rand.NewPCG(seed, uint64(w)))
+		for ctx.Err() == nil {
+			ops := workload.Generate(rnd.Uint64, testLayout, testLayout.NumBlocks(), 1, workload.DefaultMix)[0]
+			call := time.Since(start).Nanoseconds()
+			out, err := c.Txn(ctx, ops)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.Logf("writer %d: %v", w, err)
 				}
-				ret := time.Since(start).Nanoseconds()
-				h.mu.Lock()
-				h.ops = append(h.ops, porcupine.Operation{ClientId: w, Input: ops, Call: call, Output: msg.Reply{Outcome: out}, Return: ret})
-				h.mu.Unlock()
-				h.n.Add(1)
+				return // stopped: an unfinished call is left out
 			}
-		}()
-	}
+			ret := time.Since(start).Nanoseconds()
+			h.mu.Lock()
+			h.ops = append(h.ops, porcupine.Operation{ClientId: w, Input: ops, Call: call, Output: msg.Reply{Outcome: out}, Return: ret})
+			h.mu.Unlock()
+			h.n.Add(1)
+		}
+	})
 	stopped := false
 	stop = func() []porcupine.Operation {
 		if !stopped {
 			stopped = true
 			cancel()
-			wg.Wait()
+			wait()
 		}
 		return h.ops
 	}
