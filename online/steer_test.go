@@ -3,6 +3,7 @@ package online
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/runtime"
 	"github.com/amalgam-store/amalgam/workload"
 )
@@ -143,6 +145,40 @@ func immediateCheck(ic *runtime.ImmediateCheck) func(*runtime.Local) {
 	return func(lc *runtime.Local) {
 		for _, m := range lc.Machines {
 			m.SetImmediateCheck(ic)
+		}
+	}
+}
+
+type testTimer struct{}
+
+func (testTimer) Hash(*node.Hasher) {}
+
+func TestCandidates(t *testing.T) {
+	ok := msg.PrepareOK{OpNum: 1}
+	trace := []mc.Event{
+		{Kind: mc.StreamIn, Env: mc.Envelope{From: "data/0", To: "parity/3", Msg: msg.Prepare{}}},
+		{Kind: mc.Crash, Node: "parity/4"},
+		{Kind: mc.Fire, Node: "parity/3", T: testTimer{}},
+		{Kind: mc.Deliver, Env: mc.Envelope{From: "data/0", To: "reconfig", Msg: msg.ConfigOK{}}},
+		{Kind: mc.StreamIn, Env: mc.Envelope{From: "parity/3", To: "data/0", Msg: ok}},
+		{Kind: mc.StreamIn, Env: mc.Envelope{From: "data/0", To: "parity/3", Msg: msg.Commit{}}},
+	}
+	got := Candidates(trace)
+	want := []Filter{
+		{"data/0", "parity/3", runtime.StreamKind},
+		{"parity/3", "data/0", runtime.StreamKind},
+		{"data/0", "reconfig", "ConfigOK"},
+		{"parity/3", "parity/3", runtime.TimerPrefix + "testTimer"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("candidates %v, want %v", got, want)
+	}
+	for i, f := range want {
+		for j, e := range trace {
+			refused := (i == 0 && (j == 0 || j == 5)) || (i == 1 && j == 4) || (i == 2 && j == 3) || (i == 3 && j == 2)
+			if f.allows(e) == refused {
+				t.Errorf("%s allows %s: %v", f, e, !refused)
+			}
 		}
 	}
 }
