@@ -100,6 +100,7 @@ func (l *loop) process(batch []event, restart bool) {
 	rd.start = start
 	l.persist(rd)
 	if l.pipe != nil {
+		l.piped.add(1)
 		l.pipe <- rd // released once durable (pipeline)
 		return
 	}
@@ -121,9 +122,11 @@ func (l *loop) pipeline() {
 			_ = rd.b.Close()
 		}
 		if l.h.ctx.Err() != nil {
+			l.piped.add(-1)
 			continue
 		}
 		l.release(rd)
+		l.piped.add(-1)
 		l.h.opts.Metrics.BatchCommitted(rd.events, time.Since(rd.start))
 	}
 }
@@ -135,30 +138,29 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 	if restart {
 		rd.inc = l.endIncarnation()
 	}
+	l.spec, l.specEvs = nil, nil
 	for _, ev := range batch {
 		switch {
 		case ev.fn != nil:
+			l.spec, l.specEvs = nil, nil
 			ev.fn(ctx, l.n)
 		case ev.t != nil:
 			if ev.epoch != l.epoch {
 				continue // set by an incarnation that ended
 			}
+			l.spec, l.specEvs = nil, nil
 			mark := len(ctx.streams)
 			l.n.Timer(ctx, ev.t)
 			l.learn(ctx, mark, rd)
+		case ev.retry:
+			l.retrying = false
+			held := l.held
+			l.held = nil
+			for _, e := range held {
+				l.handle(ctx, rd, e)
+			}
 		default:
-			if ev.seq > 0 && !l.current(ev.from, ev.sid) {
-				continue // a stream that ended with its sender's incarnation
-			}
-			mark := len(ctx.streams)
-			l.n.Handle(ctx, ev.from, ev.m)
-			l.learn(ctx, mark, rd)
-			if ev.seq > 0 {
-				if rd.acks == nil {
-					rd.acks = map[node.Addr]delivered{}
-				}
-				rd.acks[ev.from] = delivered{ev.sid, ev.seq}
-			}
+			l.handle(ctx, rd, ev)
 		}
 	}
 	if restart && l.pers != nil {
@@ -169,6 +171,37 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 	l.number(ctx.streams, rd)
 	rd.sends, rd.timers = ctx.sends, ctx.timers
 	return rd
+}
+
+// handle applies a message, unless the immediate check holds it.
+func (l *loop) handle(ctx *hctx, rd *ready, ev event) {
+	if ev.seq > 0 && !l.current(ev.from, ev.sid) {
+		return // a stream that ended with its sender's incarnation
+	}
+	refused, first := l.refuses(ev)
+	if refused {
+		return
+	}
+	for _, e := range append(first, ev) {
+		if e.seq > 0 && !l.current(e.from, e.sid) {
+			continue
+		}
+		l.apply(ctx, rd, e)
+	}
+}
+
+// apply handles a message.
+func (l *loop) apply(ctx *hctx, rd *ready, ev event) {
+	l.spec, l.specEvs = nil, nil // the node changes
+	mark := len(ctx.streams)
+	l.n.Handle(ctx, ev.from, ev.m)
+	l.learn(ctx, mark, rd)
+	if ev.seq > 0 {
+		if rd.acks == nil {
+			rd.acks = map[node.Addr]delivered{}
+		}
+		rd.acks[ev.from] = delivered{ev.sid, ev.seq}
+	}
 }
 
 // number gives the batch's stream messages their stream and sequence
