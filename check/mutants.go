@@ -73,13 +73,15 @@ var mutants = []Mutant{
 		"restart-witness-replace-data", mc.Random, 3, InvLinear},
 
 	{"chain-keeps-gaps", "recovery", "the chain keeps operations after a gap in op numbers", "replace-data-txn", mc.Random, 1, InvLinear},
-	{"quorum-one-short", "recovery", "a data server replacement completes one answer short", "replace-witness", mc.Random, 1, InvParity},
+	{"quorum-one-short", "recovery", "a data server replacement completes one answer short", "replace-witness", mc.Random, 1, InvLinear},
 	{"no-fence", "recovery", "parity servers keep accepting the replaced data server", "replace-data", mc.Random, 1, InvParity},
 	{"install-chain-only", "recovery", "parity servers apply only the chain, not their own PREPAREs up to tau", "replace-data", mc.Random, 1, InvParity},
 	{"snapshot-first-marker", "recovery", "a parity server answers a snapshot on the first marker", "snapshot-under-writes", mc.Random, 1, InvParity},
 	{"snapshot-copy-frozen", "recovery", "the snapshot copy misses PREPAREs that arrive before a data server's marker", "snapshot-under-writes", mc.Random, 1, InvParity},
 	{"serve-degraded", "recovery", "a replacement data server serves a block it has not rebuilt", "replace-data", mc.Random, 1, InvLinear},
 	{"snapshot-answer-uncommitted", "recovery", "a data server answers a snapshot before its earlier operations commit", "replace-parity", mc.Random, 1, Inv341},
+	{"held-old-config", "recovery", "a held request is answered from a block rebuilt under an older configuration: the rebuild takes snapshot answers of an older configuration",
+		"held-across-replacements", mc.Random, 1, InvParity},
 	{"ignore-slc", "recovery", "the service replaces a server of a stripe that already has f degraded blocks", "suspect-degraded-stripe", mc.Random, 1, InvSLC},
 
 	{"same-spare", "liveness", "two machines suspected in one round get the same spare", "failover-two", mc.Random, 1, "distinct spares"},

@@ -105,6 +105,21 @@ var (
 		Settings: mc.Settings{MaxTimerFires: 6},
 	})
 
+	// HeldAcrossReplacements replaces data/0 and then its replacement,
+	// while two clients send requests for its block: they are held at
+	// incarnation 2 until it rebuilds the block, dropped if it is replaced
+	// first, and held again at incarnation 3, which must serve them from a
+	// block rebuilt under its own configuration.
+	HeldAcrossReplacements = register(&Scenario{
+		Name: "held-across-replacements",
+		Doc: "g=3 f=2 w=0, 5 machines, 1 stripe; client 0: write b0, read b0; client 1: add to b0, read b0; " +
+			"data/0 replaced, then its replacement replaced; requests for b0 are held while it is rebuilt; up to 8 timer firings per path",
+		Layout:   ReplaceData.Layout,
+		Scripts:  [][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}, {{add(0, 3)}, {read(0)}}},
+		Replace:  RebuilderFails.Replace,
+		Settings: mc.Settings{MaxTimerFires: 8},
+	})
+
 	// SuspectDegradedStripe replaces two data servers of the one stripe
 	// and, asked together with them, a live parity server of it (a false
 	// suspicion). Whatever the order the requests arrive in, the third

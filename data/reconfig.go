@@ -17,6 +17,7 @@ type reconfState struct {
 	degraded []bool              // per stripe: this shard's block not rebuilt (nil: none)
 	nonce    uint64              // last snapshot nonce used
 	recov    []*recovery.Rebuild // snapshots this server runs to rebuild its blocks
+	bg       []int               // stripes the background rebuild is on
 	answers  []*answer           // snapshots of other servers this server answers
 	ticking  bool                // the retry timer is set
 	// resend lists replaced backups whose new incarnation has not yet
@@ -117,7 +118,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	if fresh {
 		pace := s.pace // a setting, kept by a new incarnation
 		*s = *New(m.Config, s.me)
-		s.pace = recovery.Pacing{Pause: pace.Pause} // the old incarnation's timers end
+		s.pace = recovery.Pacing{Pause: pace.Pause, Window: pace.Window} // the old incarnation's timers end
 		l := s.cfg.Layout
 		s.rc.degraded = make([]bool, l.Stripes)
 		for _, st := range l.StripesAs(s.me, erasure.RoleData) {
@@ -206,6 +207,7 @@ func (r reconfState) clone() reconfState {
 	c.stopped = slices.Clone(r.stopped)
 	c.resend = slices.Clone(r.resend)
 	c.degraded = slices.Clone(r.degraded)
+	c.bg = slices.Clone(r.bg)
 	c.recov = make([]*recovery.Rebuild, len(r.recov))
 	for i, x := range r.recov {
 		c.recov[i] = x.Clone()
@@ -223,6 +225,10 @@ func (r reconfState) hash(h *node.Hasher) {
 	node.HashStrings(h, r.stopped)
 	h.Bools(r.degraded)
 	h.Uint64(r.nonce)
+	h.Int(len(r.bg))
+	for _, st := range r.bg {
+		h.Int(st)
+	}
 	h.Bool(r.ticking)
 	h.Bool(r.report)
 	for _, a := range r.resend {

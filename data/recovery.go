@@ -79,6 +79,60 @@ func (s *Server) needsRecovery(ctx node.Context, ops []msg.Op) bool {
 	return need
 }
 
+// heldRequest is a client request for blocks not yet rebuilt: it waits at
+// the data server instead of being dropped, and runs once they are.
+type heldRequest struct {
+	from node.Addr
+	req  msg.Request
+}
+
+// MaxHeld bounds the requests a data server holds; beyond it a request
+// for a degraded block is dropped and the client's retry covers it.
+const MaxHeld = 1024
+
+// Decision: held requests are not persisted and belong to the incarnation
+// that holds them. A restart or a new incarnation drops them (the
+// client's retry covers it); a new configuration that keeps this
+// incarnation keeps them, and the rebuilds they wait for start over under
+// it, so a held request never runs on a block decoded from answers of an
+// older configuration.
+
+// hold keeps request r from until the blocks it needs are rebuilt. A
+// client has at most one request held: its retry replaces the address
+// to answer, a newer request replaces an older one.
+func (s *Server) hold(from node.Addr, r msg.Request) {
+	for i, h := range s.held {
+		if h.req.Client != r.Client {
+			continue
+		}
+		switch {
+		case r.Seq == h.req.Seq:
+			s.held[i].from = from // a retry: answer where it came from
+			return
+		case r.Seq < h.req.Seq:
+			return
+		}
+		s.held = slices.Delete(s.held, i, i+1)
+		break
+	}
+	if len(s.held) < MaxHeld {
+		s.held = append(s.held, heldRequest{from: from, req: r})
+	}
+}
+
+// Held is the number of requests waiting for blocks being rebuilt.
+func (s *Server) Held() int { return len(s.held) }
+
+// runHeld runs, in arrival order, the held requests whose blocks are all
+// rebuilt; the others keep waiting, in order.
+func (s *Server) runHeld(ctx node.Context) {
+	held := s.held
+	s.held = nil
+	for _, h := range held {
+		s.onRequest(ctx, h.from, h.req) // holds it again if a block is still degraded
+	}
+}
+
 // Recover starts rebuilding this shard's block of stripe st, unless it is
 // not degraded or already being rebuilt.
 func (s *Server) Recover(ctx node.Context, st int) {
@@ -188,7 +242,7 @@ func (s *Server) answerSnapshots(ctx node.Context) {
 }
 
 func (s *Server) findRecovery(num uint64, st int, nonce uint64) *recovery.Rebuild {
-	if num != s.cfg.Num {
+	if num != s.cfg.Num && Mutant != "held-old-config" {
 		return nil
 	}
 	for _, r := range s.rc.recov {
@@ -227,8 +281,12 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 		s.rc.degraded[r.Stripe] = false
 	}
 	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery.Rebuild) bool { return o == r })
+	n := len(s.rc.bg)
+	s.rc.bg = slices.DeleteFunc(s.rc.bg, func(st int) bool { return st == r.Stripe })
+	background := len(s.rc.bg) < n
+	s.runHeld(ctx)
 	s.noteRebuilt(ctx)
-	if s.pace.Pause > 0 {
+	if background && s.pace.Pause > 0 {
 		if !s.pace.Waiting && slices.Contains(s.rc.degraded, true) {
 			s.pace.Waiting = true
 			ctx.SetTimer(rebuildPaused, s.pace.Pause, s.pace.Pause)
@@ -238,12 +296,25 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 	s.rebuildNext(ctx)
 }
 
-// rebuildNext rebuilds degraded blocks in the background, one stripe at a
-// time, besides the blocks requests need at once.
+// rebuildNext keeps the background rebuild going, in stripe order, with
+// up to the window's stripes in flight (one with a pause), skipping
+// stripes already being rebuilt for requests, which do not hold it up.
 func (s *Server) rebuildNext(ctx node.Context) {
-	if len(s.rc.recov) == 0 && !s.pace.Waiting {
-		if st := slices.Index(s.rc.degraded, true); st >= 0 {
+	window := max(s.pace.Window, 1)
+	if s.pace.Pause > 0 {
+		window = 1
+	}
+	for st, d := range s.rc.degraded {
+		if len(s.rc.bg) >= window || s.pace.Waiting {
+			return
+		}
+		if d && !slices.ContainsFunc(s.rc.recov, func(r *recovery.Rebuild) bool { return r.Stripe == st }) {
+			s.rc.bg = append(s.rc.bg, st)
 			s.Recover(ctx, st)
 		}
 	}
 }
+
+// SetRebuildWindow makes the background rebuild keep up to n stripes in
+// flight when there is no pause (n < 1: one).
+func (s *Server) SetRebuildWindow(n int) { s.pace.Window = n }

@@ -24,6 +24,7 @@ type Server struct {
 	clients clientTable
 	cfgHash uint64
 	rc      reconfState
+	held    []heldRequest   // requests waiting for blocks being rebuilt (recovery.go); not persisted
 	saved   persistMemo     // what Persist last wrote (persist.go); not state
 	pace    recovery.Pacing // the background rebuild's pause (recovery.go); a setting, not state
 }
@@ -113,7 +114,8 @@ func (s *Server) onRequest(ctx node.Context, from node.Addr, r msg.Request) {
 		return
 	}
 	if s.needsRecovery(ctx, r.Ops) {
-		return // the client retries once the blocks are rebuilt
+		s.hold(from, r) // it runs once the blocks are rebuilt
+		return
 	}
 	outcome, written := msg.Execute(r.Ops, s.blocks.Get)
 	var stripes []int

@@ -2,6 +2,7 @@ package data
 
 import (
 	"math/bits"
+	"slices"
 
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
@@ -71,6 +72,7 @@ func (s *Server) Clone() node.Node {
 		c.pending[i] = &cp
 	}
 	c.rc = s.rc.clone()
+	c.held = slices.Clone(s.held) // requests are never modified
 	return &c
 }
 
@@ -97,6 +99,11 @@ func (s *Server) Hash() uint64 {
 		}
 	}
 	s.rc.hash(h)
+	h.Int(len(s.held))
+	for _, r := range s.held {
+		h.String(string(r.from))
+		r.req.Hash(h)
+	}
 	h.Bool(s.pace.Waiting) // a rebuildPaused timer is pending: it changes what handlers do
 	return h.Sum()
 }

@@ -50,7 +50,7 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // TestMetrics scrapes a dev cluster's --metrics-addr around a few
 // operations: the operation counters and latency histograms move by the
 // operations run, and every node reports its pending operations and the
-// bytes it stores.
+// bytes it stores, data and parity servers their rebuild progress.
 func TestMetrics(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	s := startDev(t, addr, filepath.Join(t.TempDir(), "data"), "--durability", "memory", "--metrics-addr", "127.0.0.1:0")
@@ -92,11 +92,14 @@ func TestMetrics(t *testing.T) {
 	parityBytes := 0.0
 	for m := 0; m < 5; m++ {
 		for _, role := range []string{"data", "parity"} {
-			for _, name := range []string{"amalgam_bytes_stored", "amalgam_pending_operations"} {
+			for _, name := range []string{"amalgam_bytes_stored", "amalgam_pending_operations", "amalgam_rebuild_blocks_left", "amalgam_rebuild_bytes_total"} {
 				if _, ok := after[fmt.Sprintf(`%s{node="%s/%d"}`, name, role, m)]; !ok {
 					t.Errorf("no %s for %s/%d", name, role, m)
 				}
 			}
+		}
+		if _, ok := after[fmt.Sprintf(`amalgam_held_requests{node="data/%d"}`, m)]; !ok {
+			t.Errorf("no amalgam_held_requests for data/%d", m)
 		}
 		parityBytes += after[fmt.Sprintf(`amalgam_bytes_stored{node="parity/%d"}`, m)]
 	}

@@ -156,7 +156,8 @@ func TestSuspectedMachine(t *testing.T) {
 		st = statusJSON{}
 		out, errOut, err = cliRaw(c.entry, "status")
 		if code := exitCode(t, err); code != 2 && code != 1 || json.Unmarshal([]byte(out), &st) != nil {
-			t.Fatalf("status with machine %d killed: exit %d, %s%s", victim, code, out, errOut)
+			t.Fatalf("status with machine %d killed (process exited: %v): exit %d, %s%s\nprocesses:\n%s",
+				victim, c.nodes[victim].Exited(), code, out, errOut, c.logs())
 		}
 		if len(st.Machines) == l.N && st.Machines[victim].State == "suspected" {
 			break

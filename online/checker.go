@@ -40,6 +40,11 @@ type Options struct {
 	Dir string
 	// Log gets one line per cut; nil: none.
 	Log io.Writer
+	// Steer, if set, turns on automatic execution steering: a predicted
+	// violation installs a filter chosen from its trace (steer.go) for
+	// SteerFor (default 1s).
+	Steer    Steerer
+	SteerFor time.Duration
 }
 
 // Report is what a run did.
@@ -49,12 +54,16 @@ type Report struct {
 	Dropped  int   // cuts dropped because the search fell behind
 	States   []int // distinct states explored from each cut searched
 	Found    []Found
+	// Steering: the filters installed, and the predictions no candidate
+	// filter kept safe (or that failed at the cut itself).
+	Installed []Installed
+	Unsteered int
 }
 
 // Found is a predicted violation.
 type Found struct {
 	Predicate, Explanation string
-	Depth                  int    // events from the cut
+	Depth                  int    // events from the cut (0: the cut violates it)
 	Cut, Trace             string // saved files ("" if Options.Dir is empty)
 }
 
@@ -66,6 +75,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rep := &Report{}
+	var st steering
 	cuts := make(chan *Cut, 1)
 	pullErr := make(chan error, 1)
 	var counts struct{ pulled, rejected, dropped int }
@@ -91,10 +101,11 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 		case <-ctx.Done():
 			return rep, nil
 		}
-		f, states, err := search(c, o, len(rep.States))
+		f, r, err := search(c, o, len(rep.States), allowAll(st.active(o.Every)))
 		if err != nil {
 			return rep, err
 		}
+		states := r.States
 		rep.States = append(rep.States, states)
 		if f != nil {
 			rep.Found = append(rep.Found, *f)
@@ -105,6 +116,13 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 				line += fmt.Sprintf("; predicted violation of %q in %d events: %s", f.Predicate, f.Depth, f.Explanation)
 			}
 			fmt.Fprintln(o.Log, line)
+		}
+		if f != nil && o.Steer != nil {
+			if f.Depth == 0 {
+				rep.Unsteered++
+			} else if err := st.steer(ctx, c, len(rep.States), r, o, rep, o.Log); err != nil {
+				return rep, err
+			}
 		}
 		if (f != nil && o.StopAtViolation) || (o.Cuts > 0 && len(rep.States) >= o.Cuts) {
 			return rep, nil
@@ -155,29 +173,30 @@ func pull(ctx context.Context, src Source, o Options, cuts chan *Cut, n *struct{
 	}
 }
 
-// search runs the bounded search from cut c (number i of the run).
-func search(c *Cut, o Options, i int) (*Found, int, error) {
+// search runs the bounded search from cut c (number i of the run), with
+// the events allow refuses left out (nil: none).
+func search(c *Cut, o Options, i int, allow func(mc.Event) bool) (*Found, *mc.Result, error) {
 	init, err := c.State()
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	sc := c.Scenario()
-	r := mc.Search(init, searchOptions(c, o, nil))
+	r := mc.Search(init, searchOptions(c, o, allow))
 	if r.Outcome != mc.Violation {
-		return nil, r.States, nil
+		return nil, r, nil
 	}
 	f := &Found{Predicate: r.Predicate, Explanation: r.Explanation, Depth: len(r.Trace)}
 	if o.Dir != "" {
 		f.Cut = filepath.Join(o.Dir, fmt.Sprintf("cut-%d.gob", i+1))
 		f.Trace = filepath.Join(o.Dir, fmt.Sprintf("trace-%d.json", i+1))
 		if err := c.Save(f.Cut); err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		if err := mc.NewTraceFile(sc, r).Save(f.Trace); err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 	}
-	return f, r.States, nil
+	return f, r, nil
 }
 
 func (o Options) withDefaults() Options {
@@ -189,6 +208,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxTime == 0 {
 		o.MaxTime = 10 * time.Second
+	}
+	if o.SteerFor <= 0 {
+		o.SteerFor = time.Second
 	}
 	return o
 }

@@ -21,14 +21,34 @@ var testLayout = erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: 2, BlockSize: 6
 // the test ends.
 func load(t *testing.T, writers int) *runtime.Local {
 	t.Helper()
-	lc, err := runtime.StartLocal(runtime.LocalOptions{Layout: testLayout, Durability: "memory", Addr: "127.0.0.1:0"})
+	return loadWith(t, writers, runtime.LocalOptions{Durability: "memory"})
+}
+
+// loadWith is load with o (the layout and address are the test's).
+func loadWith(t *testing.T, writers int, o runtime.LocalOptions) *runtime.Local {
+	t.Helper()
+	o.Layout, o.Addr = testLayout, "127.0.0.1:0"
+	lc, err := runtime.StartLocal(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	wait := startWriters(ctx, t, lc, writers, func(c *client.Client, w int) {
+		for i := 0; ctx.Err() == nil; i++ {
+			b := uint64(w+i) % testLayout.NumBlocks()
+			_, _ = c.Add(ctx, b, 0, uint64(i+1))
+		}
+	})
+	t.Cleanup(func() { cancel(); wait(); lc.Close() })
+	return lc
+}
+
+// startWriters dials n clients of lc and runs write on each in its own
+// goroutine; wait waits for them to return.
+func startWriters(ctx context.Context, t *testing.T, lc *runtime.Local, n int, write func(c *client.Client, w int)) (wait func()) {
+	t.Helper()
 	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait(); lc.Close() })
-	for w := range writers {
+	for w := range n {
 		c, err := client.Dial(ctx, lc.EntryAddr, client.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -37,17 +57,22 @@ func load(t *testing.T, writers int) *runtime.Local {
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			for i := 0; ctx.Err() == nil; i++ {
-				b := uint64(w+i) % testLayout.NumBlocks()
-				_, _ = c.Add(ctx, b, 0, uint64(i+1))
-			}
+			write(c, w)
 		}()
 	}
-	return lc
+	return wg.Wait
 }
 
-func TestCutsUnderLoad(t *testing.T) {
-	lc := load(t, 3)
+func TestCutsUnderLoad(t *testing.T) { cutsUnderLoad(t, load(t, 3)) }
+
+// On a durable cluster, whose batches are released after their fsync, a
+// snapshot waits for the released state: the cuts are consistent and
+// restore to the live nodes' hashes.
+func TestCutsUnderLoadDurable(t *testing.T) {
+	cutsUnderLoad(t, loadWith(t, 3, runtime.LocalOptions{Durability: "durable", DataDir: t.TempDir()}))
+}
+
+func cutsUnderLoad(t *testing.T, lc *runtime.Local) {
 	src := Local(lc.Machines)
 	ctx := context.Background()
 	cuts, inflight, rejected := 0, 0, 0
@@ -63,6 +88,13 @@ func TestCutsUnderLoad(t *testing.T) {
 		for _, s := range snaps {
 			for _, n := range s.Nodes {
 				held = max(held, n.Held)
+				// Released state only: every message a stream numbered
+				// is queued or was acknowledged.
+				for _, o := range n.Out {
+					if k := len(o.Queue); k > 0 && o.Queue[k-1].Seq != o.Next-1 {
+						t.Fatalf("%s's stream to %s numbered up to %d, queued up to %d", n.Addr, o.To, o.Next-1, o.Queue[k-1].Seq)
+					}
+				}
 			}
 		}
 		c, err := NewCut(snaps)

@@ -3,6 +3,9 @@ package online
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -13,33 +16,184 @@ import (
 	"github.com/amalgam-store/amalgam/wire"
 )
 
-// Filter is an event filter of execution steering: the unordered
-// messages of Kind (runtime.MessageKind) that From sends to To are
-// dropped.
+// Filter is an event filter of execution steering (runtime/steer.go). By
+// Kind: a message kind (runtime.MessageKind) drops the unordered messages
+// of that kind From sends To; runtime.StreamKind pauses the stream from
+// From to To; runtime.TimerPrefix plus a timer's type postpones From's
+// timers of that type (To is From).
 type Filter struct {
 	From, To node.Addr
 	Kind     string
 }
 
-func (f Filter) String() string { return fmt.Sprintf("drop %s from %s to %s", f.Kind, f.From, f.To) }
+func (f Filter) String() string {
+	switch {
+	case f.Kind == runtime.StreamKind:
+		return fmt.Sprintf("pause the stream from %s to %s", f.From, f.To)
+	case strings.HasPrefix(f.Kind, runtime.TimerPrefix):
+		return fmt.Sprintf("postpone %s's %s timers", f.From, strings.TrimPrefix(f.Kind, runtime.TimerPrefix))
+	}
+	return fmt.Sprintf("drop %s from %s to %s", f.Kind, f.From, f.To)
+}
 
-// allows reports whether f lets event e happen.
+// allows reports whether f lets event e happen. In the search a refused
+// event never happens: a dropped message is never delivered, a paused
+// stream's head and a postponed timer wait past the search's horizon.
 func (f Filter) allows(e mc.Event) bool {
-	if e.Kind != mc.Deliver && e.Kind != mc.Duplicate {
+	switch e.Kind {
+	case mc.Deliver, mc.Duplicate:
+		return e.Env.From != f.From || e.Env.To != f.To || runtime.MessageKind(e.Env.Msg) != f.Kind
+	case mc.StreamIn:
+		return f.Kind != runtime.StreamKind || e.Env.From != f.From || e.Env.To != f.To
+	case mc.Fire:
+		return e.T == nil || e.Node != f.From || f.Kind != runtime.TimerPrefix+runtime.MessageKind(e.T)
+	}
+	return true
+}
+
+// filterOf is the filter that refuses event e, if the runtime can refuse
+// it.
+func filterOf(e mc.Event) (Filter, bool) {
+	switch e.Kind {
+	case mc.Deliver, mc.Duplicate:
+		return Filter{e.Env.From, e.Env.To, runtime.MessageKind(e.Env.Msg)}, true
+	case mc.StreamIn:
+		return Filter{e.Env.From, e.Env.To, runtime.StreamKind}, true
+	case mc.Fire:
+		if e.T != nil {
+			return Filter{e.Node, e.Node, runtime.TimerPrefix + runtime.MessageKind(e.T)}, true
+		}
+	}
+	return Filter{}, false
+}
+
+// Candidates are the filters that refuse an event of a predicted
+// violation's trace, from the event closest to the violation back to the
+// first, each once.
+func Candidates(trace []mc.Event) []Filter {
+	var fs []Filter
+	for i := len(trace) - 1; i >= 0; i-- {
+		if f, ok := filterOf(trace[i]); ok && !slices.Contains(fs, f) {
+			fs = append(fs, f)
+		}
+	}
+	return fs
+}
+
+// allowAll is the conjunction of filters (nil if there are none).
+func allowAll(fs []Filter) func(mc.Event) bool {
+	if len(fs) == 0 {
+		return nil
+	}
+	return func(e mc.Event) bool {
+		for _, f := range fs {
+			if !f.allows(e) {
+				return false
+			}
+		}
 		return true
 	}
-	return e.Env.From != f.From || e.Env.To != f.To || runtime.MessageKind(e.Env.Msg) != f.Kind
 }
 
 // CheckFilter searches from the cut with f installed (the search of
 // Options, with its bounds) and returns the search's result: a violation
 // means f does not keep the cut safe, and must not be installed.
 func (c *Cut) CheckFilter(f Filter, o Options) (*mc.Result, error) {
+	return c.checkFilters([]Filter{f}, o)
+}
+
+func (c *Cut) checkFilters(fs []Filter, o Options) (*mc.Result, error) {
 	init, err := c.State()
 	if err != nil {
 		return nil, err
 	}
-	return mc.Search(init, searchOptions(c, o, f.allows)), nil
+	return mc.Search(init, searchOptions(c, o, allowAll(fs))), nil
+}
+
+// Steerer installs a filter on the live cluster for d.
+type Steerer func(ctx context.Context, f Filter, d time.Duration) error
+
+// Installed is a filter installed by automatic steering.
+type Installed struct {
+	Filter    Filter
+	Cut       int  // the cut (1-based) whose prediction chose it
+	Reinstall bool // a filter of an earlier error path, reinstalled
+}
+
+// steering is a run's automatic steering: the filters live on the cluster
+// and the filters of every error path steered so far.
+type steering struct {
+	live  []liveFilter
+	paths []Filter
+}
+
+type liveFilter struct {
+	f     Filter
+	until time.Time
+}
+
+// active is the filters live for at least the next pull: the search from
+// a cut takes them as installed, and an expiring one as gone, so that its
+// error path, if reachable again, is predicted again.
+func (s *steering) active(every time.Duration) []Filter {
+	now := time.Now().Add(every)
+	s.live = slices.DeleteFunc(s.live, func(l liveFilter) bool { return l.until.Before(now) })
+	var fs []Filter
+	for _, l := range s.live {
+		fs = append(fs, l.f)
+	}
+	return fs
+}
+
+// steer answers a prediction from cut c (number i): an earlier error
+// path's filter is tried first, then the candidates of the trace; the
+// first whose search from the cut (with the live filters) finds no
+// violation is installed.
+func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Options, rep *Report, log io.Writer) error {
+	live := s.active(0)
+	try := func(f Filter, again bool) (bool, error) {
+		if slices.Contains(live, f) {
+			return false, nil
+		}
+		cr, err := c.checkFilters(append(slices.Clip(live), f), o)
+		if err != nil {
+			return false, err
+		}
+		if cr.Outcome == mc.Violation {
+			return false, nil
+		}
+		if err := o.Steer(ctx, f, o.SteerFor); err != nil {
+			return false, err
+		}
+		s.live = append(s.live, liveFilter{f, time.Now().Add(o.SteerFor)})
+		if !again {
+			s.paths = append(s.paths, f)
+		}
+		rep.Installed = append(rep.Installed, Installed{Filter: f, Cut: i, Reinstall: again})
+		if log != nil {
+			what := "installed"
+			if again {
+				what = "reinstalled"
+			}
+			fmt.Fprintf(log, "steer: %s %s for %v (checked: %d states, no violation)\n", what, f, o.SteerFor, cr.States)
+		}
+		return true, nil
+	}
+	for _, f := range s.paths {
+		if ok, err := try(f, true); ok || err != nil {
+			return err
+		}
+	}
+	for _, f := range Candidates(r.Trace) {
+		if ok, err := try(f, false); ok || err != nil {
+			return err
+		}
+	}
+	rep.Unsteered++
+	if log != nil {
+		fmt.Fprintf(log, "steer: no candidate filter of the trace keeps cut %d safe\n", i)
+	}
+	return nil
 }
 
 // Steer installs f, for d, on the machine that hosts f.From (conns and
@@ -58,4 +212,26 @@ func Steer(ctx context.Context, conns []grpc.ClientConnInterface, addrs []string
 		return fmt.Errorf("steer: machine %d (%s): %w", m, addrs[m], err)
 	}
 	return nil
+}
+
+// MachinesSteerer is a Steerer over the machines' Online service.
+func MachinesSteerer(conns []grpc.ClientConnInterface, addrs []string, cluster string) Steerer {
+	return func(ctx context.Context, f Filter, d time.Duration) error {
+		return Steer(ctx, conns, addrs, cluster, f, d)
+	}
+}
+
+// LocalSteerer is a Steerer over machines in this process.
+func LocalSteerer(machines []*runtime.Machine) Steerer {
+	return func(_ context.Context, f Filter, d time.Duration) error {
+		m, err := machineOf(f.From)
+		if err != nil {
+			return err
+		}
+		if m >= len(machines) {
+			return fmt.Errorf("steer: %s is on machine %d; the cluster has %d", f.From, m, len(machines))
+		}
+		machines[m].Steer(f.From, f.To, f.Kind, d)
+		return nil
+	}
 }

@@ -16,7 +16,11 @@ const (
 // handlers act on it; it is not persisted, because a restart ends timers
 // and Init resumes the rebuild. With Pause 0 (the default) the next stripe
 // starts at once.
+//
+// Window (a setting too; 0 counts as 1) is how many stripes a data
+// server's background rebuild keeps in flight when Pause is 0.
 type Pacing struct {
 	Pause   time.Duration
+	Window  int
 	Waiting bool
 }

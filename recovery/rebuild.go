@@ -34,7 +34,7 @@ type Rebuild struct {
 // answer.
 func New(l erasure.Layout, st int, nonce uint64, self int) *Rebuild {
 	r := &Rebuild{Stripe: st, Nonce: nonce, Data: make([][]byte, l.G), Parity: make([][]byte, l.F),
-		OpNums: make([]uint64, l.G), Prims: make([]uint64, l.G)}
+		OpNums: make([]uint64, l.G), Prims: make([]uint64, l.G), Heard: true}
 	if self >= 0 {
 		r.Own = 1 << self
 	}
@@ -56,7 +56,9 @@ func New(l erasure.Layout, st int, nonce uint64, self int) *Rebuild {
 // Retry is called once per retry period. When no answer arrived for
 // 2^Rounds periods in a row (at most 64) it starts a new round under the
 // next nonce of the owner's counter, ignoring answers to earlier rounds,
-// and reports true: the caller then asks again.
+// and reports true: the caller then asks again. A round counts as heard
+// until the first call after it starts: the owner's timer is shared, and
+// its next firing may come at once.
 func (r *Rebuild) Retry(nonce *uint64) bool {
 	if r.Heard {
 		r.Heard, r.Silent = false, 0
@@ -69,7 +71,7 @@ func (r *Rebuild) Retry(nonce *uint64) bool {
 	r.Silent = 0
 	r.Rounds++
 	*nonce++
-	r.Nonce, r.DGot = *nonce, r.Own
+	r.Nonce, r.DGot, r.Heard = *nonce, r.Own, true
 	r.Data, r.Parity = make([][]byte, len(r.Data)), make([][]byte, len(r.Parity))
 	r.OpNums, r.Prims = make([]uint64, len(r.OpNums)), make([]uint64, len(r.Prims))
 	return true

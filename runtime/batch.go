@@ -108,6 +108,7 @@ func (l *loop) process(batch []event, restart bool) {
 	rd.start = start
 	l.persist(rd)
 	if l.pipe != nil {
+		l.piped.add(1)
 		l.pipe <- rd // released once durable (pipeline)
 		return
 	}
@@ -147,9 +148,11 @@ func (l *loop) pipeline() {
 			l.syncWait(rd)
 			held = held[1:]
 			if l.h.ctx.Err() != nil {
+				l.piped.add(-1)
 				continue
 			}
 			l.release(rd)
+			l.piped.add(-1)
 			l.h.opts.Metrics.BatchCommitted(rd.events, time.Since(rd.start))
 		}
 		select {
@@ -157,6 +160,7 @@ func (l *loop) pipeline() {
 			if !ok { // the host stopped: wait for the fsyncs, release nothing
 				for _, r := range held {
 					l.syncWait(r)
+					l.piped.add(-1)
 				}
 				return
 			}
@@ -188,6 +192,7 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 		rd.inc = l.endIncarnation()
 	}
 	counting := causes.on.Load()
+	l.spec, l.specEvs = nil, nil
 	for _, ev := range batch {
 		if counting {
 			switch {
@@ -195,33 +200,33 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 				rd.handled.add("fn")
 			case ev.t != nil:
 				rd.handled.add("timer")
+			case ev.retry:
+				rd.handled.add("retry")
 			default:
 				rd.handled.add(kindOf(ev.m))
 			}
 		}
 		switch {
 		case ev.fn != nil:
+			l.spec, l.specEvs = nil, nil
 			ev.fn(ctx, l.n)
 		case ev.t != nil:
 			if ev.epoch != l.epoch {
 				continue // set by an incarnation that ended
 			}
+			l.spec, l.specEvs = nil, nil
 			mark := len(ctx.streams)
 			l.n.Timer(ctx, ev.t)
 			l.learn(ctx, mark, rd)
+		case ev.retry:
+			l.retrying = false
+			held := l.held
+			l.held = nil
+			for _, e := range held {
+				l.handle(ctx, rd, e)
+			}
 		default:
-			if ev.seq > 0 && !l.current(ev.from, ev.sid) {
-				continue // a stream that ended with its sender's incarnation
-			}
-			mark := len(ctx.streams)
-			l.n.Handle(ctx, ev.from, ev.m)
-			l.learn(ctx, mark, rd)
-			if ev.seq > 0 {
-				if rd.acks == nil {
-					rd.acks = map[node.Addr]delivered{}
-				}
-				rd.acks[ev.from] = delivered{ev.sid, ev.seq}
-			}
+			l.handle(ctx, rd, ev)
 		}
 	}
 	if restart && l.pers != nil {
@@ -233,6 +238,37 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 	rd.sends, rd.timers = ctx.sends, ctx.timers
 	rd.lazy = l.pipe != nil && lazyBatch(rd, ctx.streams)
 	return rd
+}
+
+// handle applies a message, unless the immediate check holds it.
+func (l *loop) handle(ctx *hctx, rd *ready, ev event) {
+	if ev.seq > 0 && !l.current(ev.from, ev.sid) {
+		return // a stream that ended with its sender's incarnation
+	}
+	refused, first := l.refuses(ev)
+	if refused {
+		return
+	}
+	for _, e := range append(first, ev) {
+		if e.seq > 0 && !l.current(e.from, e.sid) {
+			continue
+		}
+		l.apply(ctx, rd, e)
+	}
+}
+
+// apply handles a message.
+func (l *loop) apply(ctx *hctx, rd *ready, ev event) {
+	l.spec, l.specEvs = nil, nil // the node changes
+	mark := len(ctx.streams)
+	l.n.Handle(ctx, ev.from, ev.m)
+	l.learn(ctx, mark, rd)
+	if ev.seq > 0 {
+		if rd.acks == nil {
+			rd.acks = map[node.Addr]delivered{}
+		}
+		rd.acks[ev.from] = delivered{ev.sid, ev.seq}
+	}
 }
 
 // number gives the batch's stream messages their stream and sequence

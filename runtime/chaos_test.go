@@ -93,6 +93,7 @@ type countMetrics struct{ reconnects atomic.Int64 }
 
 func (m *countMetrics) StreamReconnect(node.Addr, node.Addr) { m.reconnects.Add(1) }
 func (m *countMetrics) BatchCommitted(int, time.Duration)    {}
+func (m *countMetrics) EventRefused(node.Addr)               {}
 
 // startProxied starts a cluster whose machines reach each other only
 // through reset proxies.

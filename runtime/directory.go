@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -107,6 +108,7 @@ func (mc *Machine) fresh(a node.Addr) node.Node {
 	case "data":
 		s := data.New(cfg, m)
 		s.SetRebuildPause(mc.o.RebuildPause)
+		s.SetRebuildWindow(cmp.Or(mc.o.RebuildWindow, DefaultRebuildWindow))
 		return s
 	case "parity":
 		s := parity.New(cfg, m, mc.code)

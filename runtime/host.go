@@ -20,6 +20,7 @@
 //	store.go       the pebble store's keys
 //	snapshot.go    snapshots of the nodes for online checking
 //	steer.go       event filters for execution steering
+//	immediate.go   the immediate safety check
 package runtime
 
 import (
@@ -86,12 +87,14 @@ type Options struct {
 type Metrics interface {
 	StreamReconnect(from, to node.Addr)
 	BatchCommitted(events int, d time.Duration)
+	EventRefused(at node.Addr) // the immediate check postponed a message
 }
 
 type noMetrics struct{}
 
 func (noMetrics) StreamReconnect(node.Addr, node.Addr) {}
 func (noMetrics) BatchCommitted(int, time.Duration)    {}
+func (noMetrics) EventRefused(node.Addr)               {}
 
 // Host runs nodes.
 type Host struct {
@@ -111,7 +114,8 @@ type Host struct {
 	nmail     atomic.Int64
 	started   bool
 	stopped   bool
-	steer     steering // event filters (steer.go)
+	steer     steering  // event filters (steer.go)
+	imm       immediate // the immediate safety check (immediate.go)
 
 	wire.UnimplementedClientServer
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/amalgam-store/amalgam/node"
 )
@@ -17,7 +18,10 @@ type event struct {
 	t        node.Timer
 	epoch    uint64 // for timers: the incarnation epoch that set it
 	fn       func(node.Context, node.Node)
-	sid, seq uint64 // for stream messages: the stream and sequence number
+	sid, seq uint64    // for stream messages: the stream and sequence number
+	held     time.Time // when the immediate check first postponed it (immediate.go)
+	hid      uint64    // a held message's id
+	retry    bool      // retry the held messages
 }
 
 // loop is one node's event loop. Only its goroutine touches the node.
@@ -28,8 +32,9 @@ type loop struct {
 	pers  node.Persistent // nil unless persisted
 	inbox chan event
 	// pipe holds the batches persisted and not yet released, with a
-	// synced store (batch.go); nil otherwise.
-	pipe chan *ready
+	// synced store (batch.go); nil otherwise. piped counts them.
+	pipe  chan *ready
+	piped pipeCount
 
 	mu  sync.Mutex
 	in  map[node.Addr]*inStream
@@ -46,6 +51,16 @@ type loop struct {
 	// one are dropped. Loop goroutine only.
 	epoch uint64
 	snaps snapshots // snapshot requests (snapshot.go)
+	// held are the messages the immediate check postponed, in order;
+	// retrying says a retry is posted (immediate.go). Loop goroutine only,
+	// like spec.
+	held     []event
+	retrying bool
+	nextHid  uint64
+	// spec is the node with this batch's refused messages (specEvs)
+	// applied, nil if none or the node changed since (immediate.go).
+	spec    node.Node
+	specEvs []event
 }
 
 // start starts the loop's goroutine and its streams' senders. The caller

@@ -110,7 +110,16 @@ type MachineOptions struct {
 	// stripes they rebuild in the background (0: no wait); see
 	// RebuildPauseFor.
 	RebuildPause time.Duration
+	// RebuildWindow is how many stripes a data server's background
+	// rebuild keeps in flight when there is no pause (0:
+	// DefaultRebuildWindow).
+	RebuildWindow int
 }
+
+// DefaultRebuildWindow is MachineOptions.RebuildWindow's default: requests
+// for blocks not yet rebuilt wait for their stripe, so the sooner the rest
+// is rebuilt the fewer wait.
+const DefaultRebuildWindow = 8
 
 // RebuildPauseFor converts a rebuild rate limit to the pause between
 // stripes: a data or parity server rebuilds one block per stripe, so
@@ -285,6 +294,11 @@ type NodeStat struct {
 	Incarnation    uint64
 	ConfigNum      uint64
 	DegradedBlocks int
+	// Held counts the requests a data server holds until the blocks they
+	// need are rebuilt.
+	Held int
+	// BlockSize is the layout's block size in bytes.
+	BlockSize int
 	// Fenced lists the servers this one has fenced for a replacement in
 	// progress (until the next configuration): a data server's stopped
 	// backups, a parity server's or witness's stopped data servers.
@@ -317,6 +331,7 @@ func (mc *Machine) NodeStats(ctx context.Context) []NodeStat {
 				s.NextOpNum = n.NextOpNum()
 				s.PendingOps = n.PendingOps()
 				s.BlocksStored = n.Stored()
+				s.Held = n.Held()
 			case *parity.Server:
 				s.PendingOps = len(n.Prepares())
 				s.BlocksStored = n.Stored()
@@ -325,7 +340,8 @@ func (mc *Machine) NodeStats(ctx context.Context) []NodeStat {
 			}
 		})
 		if err == nil {
-			s.BytesStored = int64(s.BlocksStored) * int64(mc.cl.Config.Layout.BlockSize)
+			s.BlockSize = mc.cl.Config.Layout.BlockSize
+			s.BytesStored = int64(s.BlocksStored) * int64(s.BlockSize)
 			out = append(out, s)
 		}
 	}

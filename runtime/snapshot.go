@@ -119,6 +119,9 @@ func (l *loop) serveSnapshots() {
 		return
 	}
 	start := time.Now()
+	// The cut is of released batches: with a synced store, wait for those
+	// in the pipe (at most a few fsyncs).
+	l.piped.waitZero(l.h.ctx)
 	c := loopCut{clone: l.n.Clone()}
 	ns := &c.snap
 	ns.Addr, ns.Incarnation, ns.Hash = l.addr, l.inc.Load(), l.n.Hash()
@@ -289,5 +292,39 @@ func (mc *Machine) registerOnline(register func(*grpc.Server)) func(*grpc.Server
 		if register != nil {
 			register(s)
 		}
+	}
+}
+
+// pipeCount counts a loop's batches persisted and not yet released.
+type pipeCount struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (p *pipeCount) add(d int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n += d
+	if p.n > 0 && p.zero == nil {
+		p.zero = make(chan struct{})
+	}
+	if p.n == 0 && p.zero != nil {
+		close(p.zero)
+		p.zero = nil
+	}
+}
+
+// waitZero waits until no batch is in the pipe, or ctx ends.
+func (p *pipeCount) waitZero(ctx context.Context) {
+	p.mu.Lock()
+	z := p.zero
+	p.mu.Unlock()
+	if z == nil {
+		return
+	}
+	select {
+	case <-z:
+	case <-ctx.Done():
 	}
 }

@@ -15,13 +15,28 @@ import (
 	"github.com/amalgam-store/amalgam/wire"
 )
 
-// Execution steering: event filters that drop some unordered messages
-// for a while (docs/model-checking.md, "Online checking"). Only
-// unordered messages are filtered: the protocol tolerates their loss,
-// while a stream's messages are delivered exactly once.
+// Execution steering: event filters that refuse some events for a while
+// (docs/model-checking.md, "Online checking"). Each refuses only what the
+// protocol tolerates:
+//
+//   - a message kind (a type's name, "SnapshotData"): the unordered
+//     messages of that kind from one node to another are dropped (they may
+//     be lost);
+//   - StreamKind: the stream from one node to another is paused: its
+//     connection breaks and does not reconnect before the filter expires;
+//     the sender then resends what was not acknowledged (exactly once,
+//     late);
+//   - TimerPrefix + a timer type's name, from a node to itself: that
+//     node's timers of that type are postponed until the filter expires.
 
-// steerFilter drops the messages of kind from one node to another until
-// a deadline.
+// Filter kinds beyond message kinds.
+const (
+	StreamKind  = "stream"
+	TimerPrefix = "timer:"
+)
+
+// steerFilter refuses the events of kind from one node to another until a
+// deadline.
 type steerFilter struct {
 	from, to node.Addr
 	kind     string
@@ -29,21 +44,21 @@ type steerFilter struct {
 }
 
 // steering is a host's filters; n counts them, so that a host without
-// any pays one atomic load per message.
+// any pays one atomic load per message, stream frame or timer.
 type steering struct {
 	n  atomic.Int64
 	mu sync.Mutex
 	fs []steerFilter
 }
 
-// MessageKind is the name filters match a message by: its type's name
-// without the package ("SnapshotData").
-func MessageKind(m node.Message) string {
+// MessageKind is the name filters match a message (or timer) by: its
+// type's name without the package ("SnapshotData").
+func MessageKind(m any) string {
 	t := fmt.Sprintf("%T", m)
 	return t[strings.LastIndexByte(t, '.')+1:]
 }
 
-// Steer drops the unordered messages of kind that from sends to to, for d.
+// Steer refuses the events of kind (above) from from to to, for d.
 func (h *Host) Steer(from, to node.Addr, kind string, d time.Duration) {
 	s := &h.steer
 	s.mu.Lock()
@@ -53,26 +68,51 @@ func (h *Host) Steer(from, to node.Addr, kind string, d time.Duration) {
 	h.log.Info("event filter installed", "from", from, "to", to, "kind", kind, "for", d)
 }
 
-// drops reports whether a filter drops m, forgetting expired filters.
-func (s *steering) drops(from, to node.Addr, m node.Message) bool {
+// until is the latest deadline of the live filters of kind from from to
+// to (zero if none), forgetting expired filters.
+func (s *steering) until(from, to node.Addr, kind string) time.Time {
 	if s.n.Load() == 0 {
-		return false
+		return time.Time{}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	live := s.fs[:0]
-	drop := false
+	var u time.Time
 	for _, f := range s.fs {
 		if now.After(f.until) {
 			continue
 		}
 		live = append(live, f)
-		drop = drop || (f.from == from && f.to == to && f.kind == MessageKind(m))
+		if f.from == from && f.to == to && f.kind == kind && f.until.After(u) {
+			u = f.until
+		}
 	}
 	s.fs = live
 	s.n.Store(int64(len(live)))
-	return drop
+	return u
+}
+
+// drops reports whether a filter drops the unordered message m.
+func (s *steering) drops(from, to node.Addr, m node.Message) bool {
+	return s.n.Load() != 0 && !s.until(from, to, MessageKind(m)).IsZero()
+}
+
+// paused is when the pause of the stream from from to to ends (zero: not
+// paused).
+func (s *steering) paused(from, to node.Addr) time.Time {
+	if s.n.Load() == 0 {
+		return time.Time{}
+	}
+	return s.until(from, to, StreamKind)
+}
+
+// postponed is until when at's timer t is postponed (zero: it is not).
+func (s *steering) postponed(at node.Addr, t node.Timer) time.Time {
+	if s.n.Load() == 0 {
+		return time.Time{}
+	}
+	return s.until(at, at, TimerPrefix+MessageKind(t))
 }
 
 // Steer implements wire.OnlineServer.
@@ -83,6 +123,9 @@ func (s onlineServer) Steer(_ context.Context, req *wire.SteerRequest) (*wire.St
 	}
 	if req.GetFrom() == "" || req.GetTo() == "" || req.GetKind() == "" || req.GetDurationMs() <= 0 {
 		return nil, status.Error(codes.InvalidArgument, "steer: from, to, kind and a positive duration_ms are required")
+	}
+	if strings.HasPrefix(req.GetKind(), TimerPrefix) && req.GetFrom() != req.GetTo() {
+		return nil, status.Error(codes.InvalidArgument, "steer: a timer filter names one node as from and to")
 	}
 	s.mc.Steer(node.Addr(req.GetFrom()), node.Addr(req.GetTo()), req.GetKind(), time.Duration(req.GetDurationMs())*time.Millisecond)
 	return &wire.SteerResponse{}, nil

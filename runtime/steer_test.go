@@ -34,4 +34,22 @@ func TestSteeringFilters(t *testing.T) {
 	if n := h.steer.n.Load(); n != 1 {
 		t.Errorf("%d filters left, want 1 (the expired one forgotten)", n)
 	}
+	if !h.steer.paused("data/0", "parity/1").IsZero() {
+		t.Error("a stream paused without a filter")
+	}
+	h.Steer("data/0", "parity/1", StreamKind, time.Hour)
+	if h.steer.paused("data/0", "parity/1").IsZero() || !h.steer.paused("parity/1", "data/0").IsZero() {
+		t.Error("the pause of data/0 -> parity/1 is not exactly that stream's")
+	}
+	if h.steer.drops("data/0", "parity/1", m) {
+		t.Error("a stream pause dropped an unordered message")
+	}
+	h.Steer("parity/1", "parity/1", TimerPrefix+"retryRebuild", time.Hour)
+	if h.steer.postponed("parity/1", retryRebuild{}).IsZero() || !h.steer.postponed("parity/2", retryRebuild{}).IsZero() {
+		t.Error("the postponement of parity/1's retryRebuild is not exactly that node's")
+	}
 }
+
+type retryRebuild struct{}
+
+func (retryRebuild) Hash(*node.Hasher) {}

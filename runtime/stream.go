@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -135,6 +136,14 @@ func (o *outStream) run() {
 	defer h.wg.Done()
 	backoff := 10 * time.Millisecond
 	for {
+		if u := h.steer.paused(o.l.addr, o.to); !u.IsZero() { // steering (steer.go)
+			select {
+			case <-time.After(time.Until(u)):
+			case <-o.ctx.Done():
+				return
+			}
+			continue
+		}
 		progressed, err := o.session()
 		if o.ctx.Err() != nil {
 			return
@@ -153,6 +162,9 @@ func (o *outStream) run() {
 		backoff = min(2*backoff, maxStreamBackoff)
 	}
 }
+
+// errPaused breaks a session whose stream a filter pauses (steer.go).
+var errPaused = errors.New("stream paused by an event filter")
 
 // handshakeTimeout bounds waiting for a connection and the receiver's
 // first acknowledgement; maxStreamBackoff bounds the pause between
@@ -234,6 +246,9 @@ func (o *outStream) session() (bool, error) {
 		}
 		o.mu.Unlock()
 		if frame != nil {
+			if !h.steer.paused(o.l.addr, o.to).IsZero() {
+				return progressed, errPaused
+			}
 			if err := st.Send(frame); err != nil {
 				return progressed, err
 			}

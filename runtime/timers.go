@@ -16,11 +16,17 @@ func (l *loop) setTimer(t timerEffect, epoch uint64) {
 	if t.max > t.min {
 		d += time.Duration(mrand.Int64N(int64(t.max - t.min + 1)))
 	}
-	time.AfterFunc(d, func() {
+	var fire func()
+	fire = func() {
+		if u := l.h.steer.postponed(l.addr, t.t); !u.IsZero() { // steering (steer.go)
+			time.AfterFunc(time.Until(u), fire)
+			return
+		}
 		if l.h.ctx.Err() == nil {
 			_ = l.post(l.h.ctx, event{t: t.t, epoch: epoch})
 		}
-	})
+	}
+	time.AfterFunc(d, fire)
 }
 
 // randomID draws a non-zero 64-bit id from crypto/rand.

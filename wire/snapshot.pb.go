@@ -127,9 +127,11 @@ func (x *SnapshotChunk) GetData() []byte {
 }
 
 // SteerRequest installs an event filter on the machine (execution
-// steering): the unordered messages of kind (the message type's name,
-// "SnapshotData") that node from sends to node to are dropped for
-// duration_ms milliseconds.
+// steering) for duration_ms milliseconds. By kind: a message type's name
+// ("SnapshotData") drops the unordered messages of that type that node
+// from sends to node to; "stream" pauses the stream from from to to;
+// "timer:" and a timer type's name postpones node from's timers of that
+// type (to is from).
 type SteerRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Cluster       string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`

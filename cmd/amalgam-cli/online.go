@@ -23,6 +23,7 @@ import (
 
 func newMCOnlineCmd(gl *globalFlags) *cobra.Command {
 	var o online.Options
+	var steer bool
 	cmd := &cobra.Command{
 		Use:   "online",
 		Short: "Check a running cluster: search from consistent cuts of it",
@@ -34,7 +35,11 @@ server invariants. A predicted violation's cut and trace are saved in
 --dir; amalgam-cli mc online replay --snapshot CUT TRACE replays it
 offline. A search slower than the pulls drops cuts. It runs until
 interrupted or --cuts cuts are searched, and fails if it predicted a
-violation. See docs/model-checking.md, "Online checking".`,
+violation. With --steer, a predicted violation installs an event filter
+(drop an unordered message kind, pause a stream, postpone a timer) chosen
+from its trace, once a search from the cut with the filter in place finds
+no violation; it expires after --steer-for. See docs/model-checking.md,
+"Online checking".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, err := onlineConnect(cmd, gl)
@@ -51,6 +56,9 @@ violation. See docs/model-checking.md, "Online checking".`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
+			if steer {
+				o.Steer = online.MachinesSteerer(m.conns, m.addrs, m.cluster)
+			}
 			rep, err := online.Run(ctx, online.Machines(m.conns, m.addrs, o.Cluster), o)
 			if err != nil {
 				return fmt.Errorf("mc online: %w", err)
@@ -61,6 +69,9 @@ violation. See docs/model-checking.md, "Online checking".`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d snapshot rounds: %d cuts searched (%d states), %d not a cut, %d dropped; %d violations predicted\n",
 				rep.Pulled, len(rep.States), total, rep.Rejected, rep.Dropped, len(rep.Found))
+			if steer {
+				fmt.Fprintf(cmd.OutOrStdout(), "steering: %d filters installed, %d predictions not steered\n", len(rep.Installed), rep.Unsteered)
+			}
 			for _, f := range rep.Found {
 				fmt.Fprintf(cmd.OutOrStdout(), "predicted %q in %d events: cut %s, trace %s\n", f.Predicate, f.Depth, f.Cut, f.Trace)
 			}
@@ -78,6 +89,8 @@ violation. See docs/model-checking.md, "Online checking".`,
 	f.IntVar(&o.Cuts, "cuts", 0, "stop after this many cuts searched (0: until interrupted)")
 	f.BoolVar(&o.StopAtViolation, "stop", false, "stop at the first predicted violation")
 	f.StringVar(&o.Dir, "dir", ".", "where predicted violations' cuts and traces are saved")
+	f.BoolVar(&steer, "steer", false, "install checked event filters that steer the cluster away from predicted violations")
+	f.DurationVar(&o.SteerFor, "steer-for", time.Second, "how long a steering filter lasts")
 	cmd.AddCommand(newMCOnlineReplayCmd(), newMCOnlineSteerCmd(gl))
 	return cmd
 }
@@ -127,7 +140,9 @@ func newMCOnlineSteerCmd(gl *globalFlags) *cobra.Command {
 		Short: "Install an event filter on the running cluster, once a search from a cut finds it safe",
 		Long: `steer drops the unordered messages of --kind (a message type's name, such
 as SnapshotData) that --from sends to --to, for --for, on the machine that
-hosts --from. It first takes a consistent cut of --cluster and searches
+hosts --from; --kind stream pauses the stream from --from to --to, and
+--kind timer:TYPE postpones the --from node's timers of TYPE (--to is
+--from). It first takes a consistent cut of --cluster and searches
 from it with the filter in place (the bounds of mc online); it refuses to
 install a filter with which the search finds a violation.`,
 		Args: cobra.NoArgs,

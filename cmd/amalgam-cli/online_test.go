@@ -23,6 +23,17 @@ func TestMCOnline(t *testing.T) {
 	if !strings.Contains(out, "2 cuts searched") || !strings.Contains(out, "0 violations predicted") {
 		t.Fatalf("mc online output:\n%s", out)
 	}
+	out, _, err = runMC(t, "--cluster", lc.EntryAddr, "mc", "online", "--cuts", "1", "--every", "200ms", "--max-states", "200", "--dir", dir, "--steer", "--steer-for", "2s")
+	if err != nil || !strings.Contains(out, "steering: 0 filters installed, 0 predictions not steered") {
+		t.Fatalf("mc online --steer: %v\n%s", err, out)
+	}
+	out, _, err = runMC(t, "--cluster", lc.EntryAddr, "mc", "online", "steer", "--from", "parity/1", "--to", "data/0", "--kind", "stream", "--for", "1s", "--max-states", "200")
+	if err != nil || !strings.Contains(out, "installed for 1s: pause the stream from parity/1 to data/0") {
+		t.Fatalf("mc online steer --kind stream: %v\n%s", err, out)
+	}
+	if _, _, err := runMC(t, "--cluster", lc.EntryAddr, "mc", "online", "steer", "--from", "parity/1", "--to", "data/0", "--kind", "timer:retryRebuild", "--for", "1s", "--max-states", "200"); err == nil || !strings.Contains(err.Error(), "one node as from and to") {
+		t.Fatalf("a timer filter between two nodes: %v", err)
+	}
 	out, _, err = runMC(t, "--cluster", lc.EntryAddr, "mc", "online", "steer", "--from", "data/0", "--to", "parity/1", "--kind", "SnapshotData", "--for", "1m", "--max-states", "200")
 	if err != nil || !strings.Contains(out, "installed for 1m0s: drop SnapshotData from data/0 to parity/1") {
 		t.Fatalf("mc online steer: %v\n%s", err, out)

@@ -39,6 +39,7 @@ type commonFlags struct {
 	logLevel, logFormat    string
 	metricsAddr            string
 	pprof                  bool
+	immediateCheck         bool
 	tlsCert, tlsKey, tlsCA string
 }
 
@@ -48,6 +49,7 @@ func (c *commonFlags) register(cmd *cobra.Command) {
 	f.StringVar(&c.logFormat, "log-format", "text", "text or json (one JSON object per line)")
 	f.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (empty: off)")
 	f.BoolVar(&c.pprof, "pprof", false, "also serve Go profiles at http://METRICS-ADDR/debug/pprof/ (needs --metrics-addr)")
+	f.BoolVar(&c.immediateCheck, "immediate-check", false, "run the immediate safety check on the data servers' PREPARE-OKs (online checking)")
 	f.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate for mutual TLS (with --tls-key and --tls-ca)")
 	f.StringVar(&c.tlsKey, "tls-key", "", "PEM private key for mutual TLS")
 	f.StringVar(&c.tlsCA, "tls-ca", "", "PEM CA bundle that peers' and clients' certificates must chain to")
@@ -62,6 +64,17 @@ type serverEnv struct {
 	metricsAddr string
 	closers     []func()
 	ready       *readiness
+	immediate   bool // --immediate-check
+}
+
+// steerMachines turns on the immediate check the flags ask for.
+func (e *serverEnv) steerMachines(ms ...*runtime.Machine) {
+	if !e.immediate {
+		return
+	}
+	for _, m := range ms {
+		m.SetImmediateCheck(runtime.DataCommitCheck())
+	}
 }
 
 func (e *serverEnv) close() {
@@ -92,7 +105,7 @@ func (c *commonFlags) env(cmd *cobra.Command, blockSize int) (*serverEnv, error)
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
 	}
-	env := &serverEnv{}
+	env := &serverEnv{immediate: c.immediateCheck}
 	hopts := &slog.HandlerOptions{Level: level}
 	switch c.logFormat {
 	case "text":
@@ -174,6 +187,7 @@ type promMetrics struct {
 	ops        *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	reconnects prometheus.Counter
+	refused    prometheus.Counter
 	batches    prometheus.Histogram
 	inFlight   prometheus.Gauge
 	nodes      *nodeCollector
@@ -187,6 +201,8 @@ func newPromMetrics() *promMetrics {
 		Help: "Latency of client transactions at the data server.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"kind"})
 	m.reconnects = prometheus.NewCounter(prometheus.CounterOpts{Name: "amalgam_stream_reconnects_total",
 		Help: "Ordered-stream sessions that broke and were resumed."})
+	m.refused = prometheus.NewCounter(prometheus.CounterOpts{Name: "amalgam_immediate_check_refusals_total",
+		Help: "Messages the immediate safety check postponed (online checking)."})
 	m.batches = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "amalgam_batch_events",
 		Help: "Events per event-loop batch (one group commit each).", Buckets: prometheus.ExponentialBuckets(1, 2, 10)})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "amalgam_client_requests_in_flight",
@@ -203,12 +219,13 @@ func newPromMetrics() *promMetrics {
 	written := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "amalgam_store_bytes_written_total",
 		Help: "Bytes the process's pebble stores wrote to files (WAL, flushes, compactions)."},
 		func() float64 { return float64(runtime.StoreDiskStats().BytesWritten) })
-	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.batches, m.inFlight, m.nodes, build, syncs, written,
+	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.refused, m.batches, m.inFlight, m.nodes, build, syncs, written,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 func (m *promMetrics) StreamReconnect(node.Addr, node.Addr) { m.reconnects.Inc() }
+func (m *promMetrics) EventRefused(node.Addr)               { m.refused.Inc() }
 func (m *promMetrics) BatchCommitted(events int, _ time.Duration) {
 	m.batches.Observe(float64(events))
 }

@@ -184,6 +184,7 @@ func runDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
 	}
 	env.metrics.nodes.watch(append(append([]*runtime.Machine(nil), lc.Machines...), lc.Spares...)...)
 	env.ready.track(ctx, time.Second, lc.Machines...)
+	env.steerMachines(append(append([]*runtime.Machine(nil), lc.Machines...), lc.Spares...)...)
 	if err := waitSpares(ctx, lc.Entries, env, fl.spares); err != nil {
 		lc.Close()
 		return err

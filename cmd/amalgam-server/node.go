@@ -158,6 +158,7 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 		_ = ln.Close()
 		return err
 	}
+	env.steerMachines(mc)
 	env.metrics.nodes.watch(mc)
 	env.ready.track(ctx, time.Second, mc)
 	if env.metricsAddr != "" {

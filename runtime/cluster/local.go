@@ -49,6 +49,9 @@ type Options struct {
 	// RebuildPause: data and parity servers wait this long between the
 	// stripes they rebuild in the background (runtime.RebuildPauseFor).
 	RebuildPause time.Duration
+	// RebuildWindow: stripes a data server's background rebuild keeps in
+	// flight (runtime.MachineOptions.RebuildWindow).
+	RebuildWindow int
 }
 
 // Local is a running local cluster.
@@ -200,7 +203,7 @@ func (lc *Local) startMachine(ln net.Listener, m int, dir string) (*runtime.Mach
 	ready := make(chan struct{})
 	mc, err := runtime.StartMachine(cl, m, lc.code, runtime.MachineOptions{Listener: ln, Dir: dir, Logger: o.Logger,
 		ServerOptions: o.ServerOptions, DialOptions: o.DialOptions, Register: o.Register, Metrics: o.Metrics,
-		Joining: m < 0, HeartbeatEvery: o.Heartbeat, RebuildPause: o.RebuildPause,
+		Joining: m < 0, HeartbeatEvery: o.Heartbeat, RebuildPause: o.RebuildPause, RebuildWindow: o.RebuildWindow,
 		OnEvicted: func(int, string) {
 			<-ready
 			mc.Close() // replaced: its slot is served by a spare now

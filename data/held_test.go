@@ -1,0 +1,118 @@
+package data
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node/nodetest"
+)
+
+// answerStripe0 answers s's snapshot of stripe 0 (nonce, configuration
+// num) with the blocks of stripe and the parity block of parity/4.
+func answerStripe0(t *testing.T, s *Server, ctx *nodetest.Ctx, num, nonce uint64, stripe [][]byte) {
+	t.Helper()
+	code, err := erasure.NewCode(testLayout.G, testLayout.F)
+	if err != nil {
+		t.Fatal(err)
+	}
+	par, err := code.Encode(stripe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos := 1; pos < 3; pos++ {
+		s.Handle(ctx, msg.DataAddr(pos), msg.SnapshotData{Num: num, Stripe: 0, Nonce: nonce, Shard: pos, Block: stripe[pos], OpNum: 1, Primary: 1})
+	}
+	s.Handle(ctx, msg.ParityAddr(4), msg.SnapshotParity{Num: num, Stripe: 0, Nonce: nonce, Index: 1, Block: par[1]})
+}
+
+// A request for a block not yet rebuilt is held, not dropped, and runs as
+// soon as the block is rebuilt, in arrival order with the other held
+// requests; a client's retry of a held request is not held twice.
+func TestHeldRequestRunsOnceRebuilt(t *testing.T) {
+	s, ctx := newIncarnation(t)
+	nonce := nodetest.Msgs[msg.StripeSnapshot](ctx.Take())[0].Nonce
+	s.Handle(ctx, client(1), request(1, 1, write(blk0, 0, []byte{0xa1})))
+	s.Handle(ctx, client(2), request(2, 1, read(blk0)))
+	s.Handle(ctx, client(1), request(1, 1, write(blk0, 0, []byte{0xa1}))) // the retry
+	if effs := ctx.Take(); len(nodetest.Of[msg.Prepare](effs)) != 0 || s.Held() != 2 {
+		t.Fatalf("held %d, effects %v; want 2 held and nothing executed", s.Held(), effs)
+	}
+	stripe := [][]byte{pattern(1), pattern(2), pattern(3)}
+	answerStripe0(t, s, ctx, 1, nonce, stripe)
+	if s.Degraded(0) || s.Held() != 0 {
+		t.Fatalf("after the rebuild: degraded %v, held %d", s.Degraded(0), s.Held())
+	}
+	var got []uint64
+	for _, p := range nodetest.Msgs[msg.Prepare](ctx.Take()) {
+		if p.Stripe == 0 && (len(got) == 0 || got[len(got)-1] != p.Client) {
+			got = append(got, p.Client)
+		}
+	}
+	if len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("PREPAREs from clients %v, want 1 then 2 (arrival order)", got)
+	}
+	want := bytes.Clone(stripe[0])
+	want[0] = 0xa1
+	if !bytes.Equal(s.Block(blk0), want) {
+		t.Fatalf("block %x, want the rebuilt block with the held write %x", s.Block(blk0), want)
+	}
+}
+
+// Held requests belong to the incarnation: a new one at the address drops
+// them. A configuration that keeps the incarnation keeps them, and the
+// answers of the rebuild started under the older configuration no longer
+// count: the held request runs only on a block rebuilt under the new one.
+func TestHeldRequestsAcrossConfigurations(t *testing.T) {
+	s, ctx := newIncarnation(t)
+	nonce := nodetest.Msgs[msg.StripeSnapshot](ctx.Take())[0].Nonce
+	s.Handle(ctx, client(1), request(1, 1, read(blk0)))
+	cfg := s.cfg
+	cfg.Num, cfg.Parity[3], cfg.Changed = 2, 2, msg.ParityAddr(3)
+	s.Handle(ctx, msg.ReconfigAddr, msg.NewConfig{Config: cfg})
+	if s.Held() != 1 {
+		t.Fatalf("held %d after a parity replacement, want 1", s.Held())
+	}
+	ctx.Take()
+	stripe := [][]byte{pattern(1), pattern(2), pattern(3)}
+	answerStripe0(t, s, ctx, 1, nonce, stripe)
+	if !s.Degraded(0) || s.Held() != 1 || len(nodetest.Of[msg.Reply](ctx.Take())) != 0 {
+		t.Fatalf("answers of configuration 1 rebuilt the block (degraded %v, held %d)", s.Degraded(0), s.Held())
+	}
+	cfg.Num, cfg.Data[me], cfg.Changed = 3, 3, msg.DataAddr(me)
+	s.Handle(ctx, msg.ReconfigAddr, msg.NewConfig{Config: cfg, Install: &msg.Install{Shard: me}})
+	if s.Held() != 0 || !s.Degraded(0) {
+		t.Fatalf("a new incarnation kept %d held requests (degraded %v)", s.Held(), s.Degraded(0))
+	}
+}
+
+// The background rebuild keeps its window of stripes in flight, in stripe
+// order, whatever requests rebuild meanwhile: a request's stripe starts at
+// once and is skipped by the background rebuild.
+func TestBackgroundRebuildWindow(t *testing.T) {
+	s, ctx := newServer(t)
+	s.SetRebuildWindow(2)
+	cfg := msg.InitialConfig(testLayout)
+	cfg.Num, cfg.Data[me], cfg.Changed = 1, 2, msg.DataAddr(me)
+	s.Handle(ctx, msg.ReconfigAddr, msg.NewConfig{Config: cfg, Install: &msg.Install{Shard: me}})
+	stripes := func() []int {
+		var out []int
+		for _, q := range nodetest.Msgs[msg.StripeSnapshot](ctx.Take()) {
+			if len(out) == 0 || out[len(out)-1] != q.Stripe {
+				out = append(out, q.Stripe)
+			}
+		}
+		return out
+	}
+	mine := testLayout.StripesAs(me, erasure.RoleData)
+	if got := stripes(); len(got) != 2 || got[0] != mine[0] || got[1] != mine[1] {
+		t.Fatalf("background snapshots of stripes %v, want the first two of %v", got, mine)
+	}
+	last := mine[len(mine)-1]
+	_, pos := testLayout.RoleOf(last, me)
+	s.Handle(ctx, client(1), request(1, 1, read(testLayout.Block(last, pos))))
+	if got := stripes(); len(got) != 1 || got[0] != last || s.Held() != 1 {
+		t.Fatalf("a request for stripe %d: snapshots of %v, held %d", last, got, s.Held())
+	}
+}

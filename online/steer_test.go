@@ -1,0 +1,184 @@
+package online
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/runtime"
+	"github.com/amalgam-store/amalgam/workload"
+)
+
+// history is what seededLoad's clients did.
+type history struct {
+	mu  sync.Mutex
+	ops []porcupine.Operation
+	n   atomic.Int64
+}
+
+// seededLoad starts a local cluster and writers running seeded workloads
+// until stop is called; stop returns the history. setup, if set, gets the
+// cluster before the writers start.
+func seededLoad(t *testing.T, seed uint64, writers int, setup func(*runtime.Local)) (lc *runtime.Local, stop func() []porcupine.Operation, h *history) {
+	t.Helper()
+	lc, err := runtime.StartLocal(runtime.LocalOptions{Layout: testLayout, Durability: "memory", Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(lc)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h = &history{}
+	start := time.Now()
+	wait := startWriters(ctx, t, lc, writers, func(c *client.Client, w int) {
+		rnd := rand.New(rand.NewPCG(seed, uint64(w)))
+		for ctx.Err() == nil {
+			ops := workload.Generate(rnd.Uint64, testLayout, testLayout.NumBlocks(), 1, workload.DefaultMix)[0]
+			call := time.Since(start).Nanoseconds()
+			out, err := c.Txn(ctx, ops)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.Logf("writer %d: %v", w, err)
+				}
+				return // stopped: an unfinished call is left out
+			}
+			ret := time.Since(start).Nanoseconds()
+			h.mu.Lock()
+			h.ops = append(h.ops, porcupine.Operation{ClientId: w, Input: ops, Call: call, Output: msg.Reply{Outcome: out}, Return: ret})
+			h.mu.Unlock()
+			h.n.Add(1)
+		}
+	})
+	stopped := false
+	stop = func() []porcupine.Operation {
+		if !stopped {
+			stopped = true
+			cancel()
+			wait()
+		}
+		return h.ops
+	}
+	t.Cleanup(func() { stop(); lc.Close() })
+	return lc, stop, h
+}
+
+// Steering on the unmutated protocol: the immediate check on every
+// machine, automatic steering on, and checked filters that pause the
+// streams carrying messages in flight at each cut. Nothing is predicted,
+// the check refuses nothing, and the clients' history stays linearizable.
+func TestSteeringKeepsLinearizable(t *testing.T) {
+	lc, stop, _ := seededLoad(t, 1, 3, immediateCheck(runtime.DataCommitCheck()))
+	steer := LocalSteerer(lc.Machines)
+	o := Options{Every: 150 * time.Millisecond, MaxStates: 1500, Consequence: true, Cuts: 6, Steer: steer, SteerFor: 200 * time.Millisecond}
+	rep, err := Run(context.Background(), Local(lc.Machines), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Found) > 0 {
+		t.Fatalf("predicted on the unmutated protocol: %q: %s", rep.Found[0].Predicate, rep.Found[0].Explanation)
+	}
+	installed := 0
+	src := Local(lc.Machines)
+	for attempt := 0; installed < 4 && attempt < 100; attempt++ {
+		time.Sleep(runtime.DefaultSnapshotMinInterval)
+		snaps, err := src(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCut(snaps)
+		if err != nil || len(c.InFlight) == 0 {
+			continue
+		}
+		m := c.InFlight[attempt%len(c.InFlight)]
+		f := Filter{From: m.From, To: m.To, Kind: runtime.StreamKind}
+		r, err := c.CheckFilter(f, Options{MaxStates: 1500, Consequence: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Outcome == mc.Violation {
+			t.Fatalf("%s leads to %q on the unmutated protocol: %s", f, r.Predicate, r.Explanation)
+		}
+		if err := steer(context.Background(), f, 200*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		installed++
+	}
+	if installed == 0 {
+		t.Fatal("no filter installed: no cut with stream messages in flight")
+	}
+	time.Sleep(300 * time.Millisecond) // the last pause ends and its stream resumes
+	hist := stop()
+	var refused, checked int64
+	for _, m := range lc.Machines {
+		refused += m.ImmediateStats().Refused
+		checked += m.ImmediateStats().Checked
+	}
+	if checked == 0 {
+		t.Fatal("the immediate check checked no PREPARE-OK")
+	}
+	if refused != 0 {
+		t.Fatalf("the immediate check refused %d messages of the unmutated protocol", refused)
+	}
+	if len(hist) == 0 {
+		t.Fatal("no operation completed")
+	}
+	res, _ := porcupine.CheckOperationsVerbose(workload.Model(testLayout), hist, 60*time.Second)
+	if res != porcupine.Ok {
+		t.Fatalf("history of %d operations with steering is not linearizable (%v)", len(hist), res)
+	}
+	t.Logf("%d cuts, %d pause filters installed, %d PREPARE-OKs checked, %d operations, linearizable", len(rep.States), installed, checked, len(hist))
+}
+
+// immediateCheck is a seededLoad setup that turns on ic on every machine.
+func immediateCheck(ic *runtime.ImmediateCheck) func(*runtime.Local) {
+	return func(lc *runtime.Local) {
+		for _, m := range lc.Machines {
+			m.SetImmediateCheck(ic)
+		}
+	}
+}
+
+type testTimer struct{}
+
+func (testTimer) Hash(*node.Hasher) {}
+
+func TestCandidates(t *testing.T) {
+	ok := msg.PrepareOK{OpNum: 1}
+	trace := []mc.Event{
+		{Kind: mc.StreamIn, Env: mc.Envelope{From: "data/0", To: "parity/3", Msg: msg.Prepare{}}},
+		{Kind: mc.Crash, Node: "parity/4"},
+		{Kind: mc.Fire, Node: "parity/3", T: testTimer{}},
+		{Kind: mc.Deliver, Env: mc.Envelope{From: "data/0", To: "reconfig", Msg: msg.ConfigOK{}}},
+		{Kind: mc.StreamIn, Env: mc.Envelope{From: "parity/3", To: "data/0", Msg: ok}},
+		{Kind: mc.StreamIn, Env: mc.Envelope{From: "data/0", To: "parity/3", Msg: msg.Commit{}}},
+	}
+	got := Candidates(trace)
+	want := []Filter{
+		{"data/0", "parity/3", runtime.StreamKind},
+		{"parity/3", "data/0", runtime.StreamKind},
+		{"data/0", "reconfig", "ConfigOK"},
+		{"parity/3", "parity/3", runtime.TimerPrefix + "testTimer"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("candidates %v, want %v", got, want)
+	}
+	for i, f := range want {
+		for j, e := range trace {
+			refused := (i == 0 && (j == 0 || j == 5)) || (i == 1 && j == 4) || (i == 2 && j == 3) || (i == 3 && j == 2)
+			if f.allows(e) == refused {
+				t.Errorf("%s allows %s: %v", f, e, !refused)
+			}
+		}
+	}
+}
