@@ -82,9 +82,11 @@ type lmc struct {
 	pruned  []*lmcLocal
 	version int // grows with every edge recorded and local state added
 	ticks   int
-	over    bool  // MaxTime is up (late)
-	deepest int32 // greatest causal depth
-	waiting int   // deferred messages
+	over    bool   // MaxTime is up (late)
+	deepest int32  // greatest causal depth
+	waiting int    // deferred messages
+	mark    uint32 // lmcSearch.possible's runs
+	epoch   uint32 // lmcSearch runs
 	out     *Result
 }
 
@@ -122,7 +124,13 @@ type lmcLocal struct {
 	foot       *lmcFoot // what its last check read, while pruned
 	stamp      int      // lmc.version when it last gained an incoming edge
 	ins, outs  []*lmcEdge
-	virtual    bool // the state after a handler panic (lmc.panicked)
+	virtual    bool   // the state after a handler panic (lmc.panicked)
+	mark       uint32 // lmcSearch.possible reached it (lmc.mark)
+	// an lmcSearch's (lmc.epoch): a target (tMark), reached by a crash
+	// (cMark), its incoming edges followed (onMark), its allowed edges
+	// out (aOuts, as of aMark)
+	tMark, cMark, onMark, aMark uint32
+	aOuts                       []*lmcEdge
 }
 
 // lmcEdge is a step between local states: event ev taken in from, the
@@ -132,6 +140,7 @@ type lmcEdge struct {
 	ev       Event
 	m        *lmcMsg
 	sends    []*lmcMsg
+	mark     uint32 // allowed in the lmcSearch of this lmc.epoch
 }
 
 // lmcDeferred is a message a local state takes once the bound allows.
@@ -152,6 +161,12 @@ type lmcMsg struct {
 	stamp     int   // lmc.version when it last gained a producer
 	id        int32 // index in lmc.msgs
 	ordered   bool  // on a stream
+	// lmcSearch.possible's: sent (mark), and the edges waiting for it
+	mark, waitMark uint32
+	waits          []*lmcEdge
+	// an lmcSearch's (lmc.epoch): allowed edges that take it
+	uMark uint32
+	uses  int32
 }
 
 // lmcHook, if set, sees each run at its end (tests).

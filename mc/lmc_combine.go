@@ -165,7 +165,7 @@ func (e *lmc) resolve(c *lmcCandidate) {
 		why, fails = w, !ok
 		return fails || c.lp.pr.Global
 	}
-	q := e.search(target, nil, goal)
+	q := e.search(target, nil, goal, e.o.MaxSearch)
 	switch {
 	case q.final != nil && e.o.valid != nil:
 		e.o.valid(q.final)
@@ -188,7 +188,7 @@ func (e *lmc) reaches(l *lmcLocal) bool {
 	}
 	target := make([][]*lmcLocal, e.n)
 	target[l.i] = []*lmcLocal{l}
-	q := e.search(target, nil, nil)
+	q := e.search(target, nil, nil, e.o.MaxSearch)
 	l.foot = &q.foot
 	return q.final != nil
 }
@@ -215,7 +215,7 @@ func (e *lmc) panicked(l *lmcLocal, ev Event, m *lmcMsg) {
 	p.ins = []*lmcEdge{ed}
 	target := make([][]*lmcLocal, e.n)
 	target[l.i] = []*lmcLocal{p}
-	if q := e.search(target, ed, nil); q.err != nil {
+	if q := e.search(target, ed, nil, e.o.MaxSearch); q.err != nil {
 		e.out = &Result{Outcome: Violation, Predicate: HandlerPanicPredicate, Explanation: q.err.Error(), Trace: q.trace, Final: q.final}
 		return
 	}

@@ -23,14 +23,13 @@ import "errors"
 // reordering, so the search misses none; visited states are not
 // searched twice.
 type lmcSearch struct {
-	e      *lmc
-	target []map[*lmcLocal]bool // per node: the states it may end in (nil: free)
-	crash  []map[*lmcLocal]bool // of those, the ones it ends in by crashing
-	allow  map[*lmcEdge]bool
-	outs   map[*lmcLocal][]*lmcEdge // allowed edges out of a state
-	uses   map[*lmcMsg]int          // allowed edges taking each message
-	extra  *lmcEdge                 // an edge not in the graph (a handler panic)
-	goal   func(*State) bool        // nil: reaching the targets is enough
+	e *lmc
+	// ep marks, on the graph's states, edges and messages, what this
+	// search computed (lmc.epoch): targets, allowed edges and their uses
+	ep     uint32
+	target [][]*lmcLocal     // per node: the states it may end in (nil: free)
+	extra  *lmcEdge          // an edge not in the graph (a handler panic)
+	goal   func(*State) bool // nil: reaching the targets is enough
 	seen   map[uint64]bool
 	left   int
 	foot   lmcFoot
@@ -42,7 +41,8 @@ type lmcSearch struct {
 	dups, fires  int
 	h            uint64
 	path         []lmcMove
-	trace        []Event // the execution found, replayed
+	todo         []*lmcLocal // possible's
+	trace        []Event     // the execution found, replayed
 	final        *State
 	err          error // the handler panic extra ends with
 	late, gaveUp bool  // stopped by MaxTime, by MaxSearch
@@ -81,11 +81,11 @@ type lmcMove struct {
 
 // search looks for an execution taking each node i with a target to one
 // of target[i] (the others free) where goal holds.
-func (e *lmc) search(target [][]*lmcLocal, extra *lmcEdge, goal func(*State) bool) *lmcSearch {
+func (e *lmc) search(target [][]*lmcLocal, extra *lmcEdge, goal func(*State) bool, budget int) *lmcSearch {
 	n := e.n
-	q := &lmcSearch{e: e, target: make([]map[*lmcLocal]bool, n), crash: make([]map[*lmcLocal]bool, n),
-		allow: map[*lmcEdge]bool{}, outs: map[*lmcLocal][]*lmcEdge{}, uses: map[*lmcMsg]int{}, extra: extra, goal: goal,
-		seen: map[uint64]bool{}, left: e.o.MaxSearch, foot: lmcFoot{at: e.version},
+	e.epoch++
+	q := &lmcSearch{e: e, ep: e.epoch, target: make([][]*lmcLocal, n), extra: extra, goal: goal,
+		seen: map[uint64]bool{}, left: budget, foot: lmcFoot{at: e.version},
 		cur: make([]*lmcLocal, n), count: make([]int32, len(e.msgs)), queues: make([][]*lmcMsg, n*n)}
 	e.stats.Checks++
 	q.edges(target)
@@ -111,10 +111,8 @@ func (e *lmc) search(target [][]*lmcLocal, extra *lmcEdge, goal func(*State) boo
 			}
 		}
 	}
-	if q.possible() {
-		q.dfs()
-	}
-	e.stats.Searched += e.o.MaxSearch - q.left
+	q.dfs()
+	e.stats.Searched += budget - q.left
 	switch {
 	case q.final != nil:
 		e.stats.Passed++
@@ -133,26 +131,29 @@ func (e *lmc) search(target [][]*lmcLocal, extra *lmcEdge, goal func(*State) boo
 func (q *lmcSearch) edges(target [][]*lmcLocal) {
 	var states []*lmcLocal
 	var msgs []*lmcMsg
-	on := map[*lmcLocal]bool{}
-	wanted := map[*lmcMsg]bool{}
+	ep := q.ep
 	allow := func(ed *lmcEdge) {
-		if q.allow[ed] {
+		if ed.mark == ep {
 			return
 		}
-		q.allow[ed] = true
-		q.outs[ed.from] = append(q.outs[ed.from], ed)
-		if ed.m != nil {
-			q.uses[ed.m]++
-			if !wanted[ed.m] {
-				wanted[ed.m] = true
-				msgs = append(msgs, ed.m)
-				q.foot.msgs = append(q.foot.msgs, ed.m)
+		ed.mark = ep
+		l := ed.from
+		if l.aMark != ep {
+			l.aMark, l.aOuts = ep, l.aOuts[:0]
+		}
+		l.aOuts = append(l.aOuts, ed)
+		if m := ed.m; m != nil {
+			if m.uMark != ep {
+				m.uMark, m.uses = ep, 0
+				msgs = append(msgs, m)
+				q.foot.msgs = append(q.foot.msgs, m)
 			}
+			m.uses++
 		}
 	}
 	reach := func(l *lmcLocal) {
-		if !on[l] {
-			on[l] = true
+		if l.onMark != ep {
+			l.onMark = ep
 			states = append(states, l)
 			q.foot.states = append(q.foot.states, l)
 		}
@@ -161,16 +162,15 @@ func (q *lmcSearch) edges(target [][]*lmcLocal) {
 		if ts == nil {
 			continue
 		}
-		q.target[i], q.crash[i] = map[*lmcLocal]bool{}, map[*lmcLocal]bool{}
 		for _, t := range ts {
 			if !t.crashed {
-				q.target[i][t] = true
+				q.addTarget(i, t, false)
 				reach(t)
 				continue
 			}
 			for _, ed := range t.ins {
 				if ed.ev.Kind == Crash {
-					q.target[i][ed.from], q.crash[i][ed.from] = true, true
+					q.addTarget(i, ed.from, true)
 					reach(ed.from)
 				}
 			}
@@ -198,70 +198,102 @@ func (q *lmcSearch) edges(target [][]*lmcLocal) {
 		}
 	}
 	if x := q.extra; x != nil {
-		q.outs[x.from] = append(q.outs[x.from], x)
+		allow(x)
 	}
 }
 
-// possible is a quick necessary condition for the search to succeed: in
-// the local view restricted to the allowed edges (every message sent
-// stays available, every node may be in all its states at once), each
-// target node reaches a target.
+// addTarget makes l a target of node i, reached by a crash from it if
+// crash.
+func (q *lmcSearch) addTarget(i int, l *lmcLocal, crash bool) {
+	if l.tMark != q.ep {
+		l.tMark = q.ep
+		q.target[i] = append(q.target[i], l)
+	}
+	if crash {
+		l.cMark = q.ep
+	}
+}
+
+// at reports whether l is a target of its node.
+func (q *lmcSearch) at(l *lmcLocal) bool { return l.tMark == q.ep }
+
+// out lists the allowed edges out of l.
+func (q *lmcSearch) out(l *lmcLocal) []*lmcEdge {
+	if l.aMark == q.ep {
+		return l.aOuts
+	}
+	return nil
+}
+
+// possible is a quick necessary condition for the search to succeed from
+// the current state: in the local view restricted to the allowed edges
+// (every message sent stays available, every node may be in all its
+// states at once), each target node reaches a target.
 func (q *lmcSearch) possible() bool {
-	has := map[*lmcLocal]bool{}
-	sent := map[*lmcMsg]bool{}
-	waits := map[*lmcMsg][]*lmcEdge{}
-	var todo []*lmcLocal
+	e := q.e
+	e.mark++
+	mk := e.mark
+	todo := q.todo[:0]
 	reach := func(l *lmcLocal) {
-		if !has[l] {
-			has[l] = true
+		if l.mark != mk {
+			l.mark = mk
 			todo = append(todo, l)
+		}
+	}
+	var send func(m *lmcMsg)
+	take := func(ed *lmcEdge) {
+		reach(ed.to)
+		for _, m := range ed.sends {
+			send(m)
+		}
+	}
+	send = func(m *lmcMsg) {
+		if m.mark == mk {
+			return
+		}
+		ws := m.waits
+		m.mark, m.waits = mk, nil
+		if m.waitMark == mk {
+			for _, w := range ws {
+				take(w)
+			}
 		}
 	}
 	for i := range q.cur {
 		reach(q.cur[i])
 	}
-	for _, env := range q.e.init.net {
-		if m := q.e.net[env.hash]; m != nil {
-			sent[m] = true
+	for id, c := range q.count {
+		if c > 0 {
+			send(e.msgs[id])
 		}
 	}
 	for _, qu := range q.queues {
 		for _, m := range qu {
-			sent[m] = true
-		}
-	}
-	var take func(ed *lmcEdge)
-	take = func(ed *lmcEdge) {
-		reach(ed.to)
-		for _, m := range ed.sends {
-			if !sent[m] {
-				sent[m] = true
-				ws := waits[m]
-				delete(waits, m)
-				for _, w := range ws {
-					take(w)
-				}
-			}
+			send(m)
 		}
 	}
 	for len(todo) > 0 {
 		l := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		for _, ed := range q.outs[l] {
-			if ed.m != nil && !sent[ed.m] {
-				waits[ed.m] = append(waits[ed.m], ed)
+		for _, ed := range q.out(l) {
+			if m := ed.m; m != nil && m.mark != mk {
+				if m.waitMark != mk {
+					m.waitMark, m.waits = mk, m.waits[:0]
+				}
+				m.waits = append(m.waits, ed)
 				continue
 			}
 			take(ed)
 		}
 	}
+	q.todo = todo
 	for _, t := range q.target {
 		if t == nil {
 			continue
 		}
 		ok := false
-		for l := range t {
-			ok = ok || has[l]
+		for _, l := range t {
+			ok = ok || l.mark == mk
 		}
 		if !ok {
 			return false
@@ -301,6 +333,9 @@ func (q *lmcSearch) dfs() bool {
 	}
 	if q.done() {
 		return true
+	}
+	if !q.possible() {
+		return false
 	}
 	for _, mv := range q.moves() {
 		q.do(&mv)
@@ -395,10 +430,10 @@ func (q *lmcSearch) done() bool {
 		if t == nil {
 			continue
 		}
-		if !t[q.cur[i]] {
+		if !q.at(q.cur[i]) {
 			return false
 		}
-		if q.crash[i][q.cur[i]] {
+		if q.cur[i].cMark == q.ep {
 			crashes = append(crashes, Event{Kind: Crash, Node: q.e.sys.addrs[i]})
 		}
 	}
@@ -490,42 +525,39 @@ func (q *lmcSearch) enabled(ed *lmcEdge) int {
 }
 
 // moves are the events to try now: those enabled of the nodes in the
-// smallest set, over the target nodes not at a target (every target
-// node when all are), that contains the node and every node one of its
-// members waits for. An execution to the targets takes one of these
-// first, up to reordering (see lmcSearch).
+// smallest set, over the target nodes not at a target, that contains the
+// node and every node one of its members waits for (when every target
+// node is at a target, the union of those sets). An execution to the
+// targets takes one of these first, up to reordering (see lmcSearch).
 func (q *lmcSearch) moves() []lmcMove {
-	var needy []int
-	for i, t := range q.target {
-		if t != nil && !t[q.cur[i]] {
-			needy = append(needy, i)
-		}
-	}
-	if len(needy) == 0 {
-		for i, t := range q.target {
-			if t != nil {
-				needy = append(needy, i)
-			}
-		}
-	}
 	var best []int
-	for _, i := range needy {
-		if set := q.closure(i); best == nil || len(set) < len(best) {
+	for i, t := range q.target {
+		if t == nil || q.at(q.cur[i]) {
+			continue
+		}
+		if set := q.closure(nil, i); best == nil || len(set) < len(best) {
 			best = set
 		}
 		if len(best) == 1 {
 			break
 		}
 	}
+	if best == nil {
+		for i, t := range q.target {
+			if t != nil && !containsInt(best, i) {
+				best = q.closure(best, i)
+			}
+		}
+	}
 	var out []lmcMove
 	set := q.e.o.Settings
 	for _, k := range best {
-		for _, ed := range q.outs[q.cur[k]] {
+		for _, ed := range q.out(q.cur[k]) {
 			if q.enabled(ed) != lmcEnabled {
 				continue
 			}
 			out = append(out, lmcMove{ed: ed})
-			if ed.ev.Kind == Deliver && (q.uses[ed.m] > 1 || ed.to == ed.from) &&
+			if ed.ev.Kind == Deliver && (ed.m.uses > 1 || ed.to == ed.from) &&
 				allows(set.MaxDuplicates, q.dups) && !q.e.sys.keep {
 				out = append(out, lmcMove{ed: ed, dup: true})
 			}
@@ -534,11 +566,12 @@ func (q *lmcSearch) moves() []lmcMove {
 	return out
 }
 
-// closure is node i and every node a member waits for, transitively.
-func (q *lmcSearch) closure(i int) []int {
-	set := []int{i}
+// closure adds to set node i and every node a member waits for,
+// transitively.
+func (q *lmcSearch) closure(set []int, i int) []int {
+	set = append(set, i)
 	for k := 0; k < len(set); k++ {
-		for _, ed := range q.outs[q.cur[set[k]]] {
+		for _, ed := range q.out(q.cur[set[k]]) {
 			if j := q.enabled(ed); j >= 0 && !containsInt(set, j) {
 				set = append(set, j)
 			}
@@ -555,3 +588,4 @@ func containsInt(xs []int, x int) bool {
 	}
 	return false
 }
+
