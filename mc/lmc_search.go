@@ -588,4 +588,3 @@ func containsInt(xs []int, x int) bool {
 	}
 	return false
 }
-
