@@ -38,7 +38,7 @@ func ParityConsistency(l erasure.Layout, code *erasure.Code) mc.Predicate {
 			c.Put(k, mc.Mix(k[0]^k[1]), struct{}{})
 		}
 		return true, "every quiescent stripe's parity encodes its data"
-	}).Projected(serverState)
+	}).Projected(parityReads(l))
 }
 
 // streamBusy is the set of stripes (< 64) that a PREPARE, PREPARE-OK,
@@ -75,7 +75,7 @@ func StripesRecoverable(l erasure.Layout) mc.Predicate {
 			return false, err.Error()
 		}
 		return true, "every stripe has at most f degraded blocks"
-	}).Projected(serverState)
+	}).Projected(slcReads(l))
 }
 
 // CommitInvariant is the invariant of thesis 3.4.1: a committed delta is
@@ -182,7 +182,7 @@ func CommitInvariant(l erasure.Layout) mc.Predicate {
 			}
 		}
 		return true, "every committed delta is at f+1 servers"
-	}).Projected(serverState)
+	}).Projected(commitReads(l))
 }
 
 // holdsDelta reports whether the parity server or witness at node index i
