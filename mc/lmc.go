@@ -43,7 +43,8 @@ type LMCOptions struct {
 // LMCStats counts what a run did.
 type LMCStats struct {
 	Local       []int    // local states per node (Addrs order)
-	Depth       []int    // longest local path per node
+	Depth       []int    // longest local path per node (the first path found to each state)
+	Confirmed   []int    // per node, the most events it takes in an execution a check found to one of its states
 	Transitions int      // handler runs on local states (including reused results)
 	Edges       int      // steps between local states recorded (no-ops left out)
 	Messages    int      // messages generated (the set I+)
@@ -181,6 +182,7 @@ func RunLMC(init *State, o LMCOptions) (*Result, *LMCStats) {
 		e.o.MaxSearch = 1 << 18
 	}
 	e.tmp = State{sys: e.sys, nodes: make([]*instance, e.n)}
+	e.stats.Confirmed = make([]int, e.n)
 	e.locals, e.byKey, e.inbox = make([][]*lmcLocal, e.n), make([]map[uint64]*lmcLocal, e.n), make([][]*lmcMsg, e.n)
 	for _, p := range o.Invariants {
 		e.addPred(p)

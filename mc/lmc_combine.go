@@ -190,6 +190,15 @@ func (e *lmc) reaches(l *lmcLocal) bool {
 	target[l.i] = []*lmcLocal{l}
 	q := e.search(target, nil, nil, e.o.MaxSearch)
 	l.foot = &q.foot
+	if q.final != nil {
+		n := 0
+		for _, mv := range q.path {
+			if mv.ed.from.i == l.i {
+				n++
+			}
+		}
+		e.stats.Confirmed[l.i] = max(e.stats.Confirmed[l.i], n)
+	}
 	return q.final != nil
 }
 
