@@ -42,7 +42,8 @@ type lmcSearch struct {
 	h            uint64
 	path         []lmcMove
 	todo         []*lmcLocal // possible's
-	trace        []Event     // the execution found, replayed
+	taken        []*lmcEdge
+	trace        []Event // the execution found, replayed
 	final        *State
 	err          error // the handler panic extra ends with
 	late, gaveUp bool  // stopped by MaxTime, by MaxSearch
@@ -233,48 +234,44 @@ func (q *lmcSearch) possible() bool {
 	e := q.e
 	e.mark++
 	mk := e.mark
-	todo := q.todo[:0]
-	reach := func(l *lmcLocal) {
+	states, edges := q.todo[:0], q.taken[:0]
+	for _, l := range q.cur {
 		if l.mark != mk {
 			l.mark = mk
-			todo = append(todo, l)
+			states = append(states, l)
 		}
-	}
-	var send func(m *lmcMsg)
-	take := func(ed *lmcEdge) {
-		reach(ed.to)
-		for _, m := range ed.sends {
-			send(m)
-		}
-	}
-	send = func(m *lmcMsg) {
-		if m.mark == mk {
-			return
-		}
-		ws := m.waits
-		m.mark, m.waits = mk, nil
-		if m.waitMark == mk {
-			for _, w := range ws {
-				take(w)
-			}
-		}
-	}
-	for i := range q.cur {
-		reach(q.cur[i])
 	}
 	for id, c := range q.count {
 		if c > 0 {
-			send(e.msgs[id])
+			e.msgs[id].mark = mk
 		}
 	}
 	for _, qu := range q.queues {
 		for _, m := range qu {
-			send(m)
+			m.mark = mk
 		}
 	}
-	for len(todo) > 0 {
-		l := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
+	for len(states) > 0 || len(edges) > 0 {
+		if n := len(edges); n > 0 {
+			ed := edges[n-1]
+			edges = edges[:n-1]
+			if l := ed.to; l.mark != mk {
+				l.mark = mk
+				states = append(states, l)
+			}
+			for _, m := range ed.sends {
+				if m.mark == mk {
+					continue
+				}
+				m.mark = mk
+				if m.waitMark == mk { // m.waits no longer grows: m is sent
+					edges = append(edges, m.waits...)
+				}
+			}
+			continue
+		}
+		l := states[len(states)-1]
+		states = states[:len(states)-1]
 		for _, ed := range q.out(l) {
 			if m := ed.m; m != nil && m.mark != mk {
 				if m.waitMark != mk {
@@ -283,10 +280,10 @@ func (q *lmcSearch) possible() bool {
 				m.waits = append(m.waits, ed)
 				continue
 			}
-			take(ed)
+			edges = append(edges, ed)
 		}
 	}
-	q.todo = todo
+	q.todo, q.taken = states, edges
 	for _, t := range q.target {
 		if t == nil {
 			continue
