@@ -56,6 +56,7 @@ type LMCStats struct {
 	Longest     int      // events of the longest execution a check found
 	Dropped     int      // candidates no check confirmed
 	Unchecked   int      // candidates still waiting when the run stopped
+	Unbuilt     int      // system states not yet built when the run stopped
 	Pruned      int      // local states no global execution reaches, not expanded
 	Abandoned   int      // checks that gave up at MaxSearch
 	Unprojected []string // invariants without a projection (read every node)
@@ -78,6 +79,9 @@ type lmc struct {
 	stats   LMCStats
 	start   time.Time
 	last    time.Time
+	bound   time.Time       // when the current bound's exploration began
+	yield   time.Time       // when drain stops (late), if set
+	builds  []*lmcBuild     // new classes whose combinations drain builds
 	pending []*lmcCandidate // candidates waiting for drain
 	failed  []*lmcCandidate // candidates no check confirmed yet
 	pruned  []*lmcLocal
@@ -228,6 +232,9 @@ func RunLMC(init *State, o LMCOptions) (*Result, *LMCStats) {
 		r.MaxDepth = max(r.MaxDepth, e.stats.Depth[i])
 	}
 	e.stats.Messages, e.stats.Unchecked = len(e.msgs), len(e.pending)
+	for _, b := range e.builds {
+		e.stats.Unbuilt += b.left()
+	}
 	e.stats.Dropped += len(e.failed)
 	return r, &e.stats
 }
@@ -250,6 +257,7 @@ func (sc *Scenario) RunLMC(common Options) (*Result, *LMCStats) {
 // pruned local state has become reachable, then checks the candidates.
 func (e *lmc) explore() Outcome {
 	for bound := int32(1); e.o.MaxDepth == 0 || int(bound) <= e.o.MaxDepth; bound++ {
+		e.bound = time.Now()
 		for {
 			before := e.stats.Transitions
 			for i := range e.locals {
@@ -272,7 +280,8 @@ func (e *lmc) explore() Outcome {
 				return Violation
 			}
 		}
-		if e.drain(); e.out != nil {
+		last := e.deepest < bound && e.waiting == 0 || int(bound) == e.o.MaxDepth
+		if e.drain(last); e.out != nil {
 			return Violation
 		}
 		if out, stop := e.limit(); stop {
@@ -321,13 +330,15 @@ func (e *lmc) limit() (Outcome, bool) {
 	return "", false
 }
 
-// late reports, checking the clock now and then, whether MaxTime is up.
+// late reports, checking the clock now and then, whether MaxTime is up
+// or drain's time (yield) is.
 func (e *lmc) late() bool {
 	if e.o.MaxTime <= 0 {
 		return false
 	}
 	if e.ticks++; e.ticks%1024 == 0 {
-		e.over = time.Since(e.start) > e.o.MaxTime
+		now := time.Now()
+		e.over = now.Sub(e.start) > e.o.MaxTime || !e.yield.IsZero() && now.After(e.yield)
 	}
 	return e.over
 }

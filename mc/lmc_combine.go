@@ -1,6 +1,9 @@
 package mc
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // lmcPred is one invariant of an LMC run: the nodes it reads and, per
 // node, the classes of local states with one projected value.
@@ -65,9 +68,9 @@ func (e *lmc) addPred(p Predicate) {
 	e.preds = append(e.preds, lp)
 }
 
-// added puts the newly reached local state l in its class. If the class
-// is new, it builds the system states it makes possible: one per
-// combination with the classes of the other nodes read.
+// added puts the newly reached local state l in its class. A new class
+// makes new system states possible: one per combination with the classes
+// the other nodes read have now; drain builds them.
 func (lp *lmcPred) added(e *lmc, l *lmcLocal) {
 	k := lp.at[l.i]
 	if k < 0 {
@@ -81,29 +84,57 @@ func (lp *lmcPred) added(e *lmc, l *lmcLocal) {
 	c := &lmcClass{members: []*lmcLocal{l}}
 	lp.byKey[k][key] = c
 	lp.classes[k] = append(lp.classes[k], c)
-	combo := make([]*lmcClass, len(lp.nodes))
-	combo[k] = c
-	lp.each(e, combo, 0, k)
+	b := &lmcBuild{lp: lp, k: k, c: c, n: make([]int, len(lp.nodes)), at: make([]int, len(lp.nodes))}
+	for pos := range b.n {
+		b.n[pos] = len(lp.classes[pos])
+	}
+	b.n[k] = 1
+	e.builds = append(e.builds, b)
 }
 
-// each fills combo's positions from pos on (but fixed) with every class
-// and builds each combination.
-func (lp *lmcPred) each(e *lmc, combo []*lmcClass, pos, fixed int) {
-	if e.out != nil || e.late() {
-		return
+// lmcBuild enumerates the combinations of a new class c (at position k)
+// with the first n[pos] classes of each other position, at[] being the
+// next one.
+type lmcBuild struct {
+	lp    *lmcPred
+	k     int
+	c     *lmcClass
+	n, at []int
+}
+
+// left counts the combinations not built yet.
+func (b *lmcBuild) left() int {
+	n, done := 1, 0
+	for pos := range b.n {
+		n *= b.n[pos]
+		done = done*b.n[pos] + b.at[pos]
 	}
-	if pos == len(combo) {
-		lp.build(e, slices.Clone(combo))
-		return
+	return n - done
+}
+
+// step builds the next combination; it reports false when none is left.
+func (b *lmcBuild) step(e *lmc) bool {
+	for _, n := range b.n {
+		if n == 0 {
+			return false
+		}
 	}
-	if pos == fixed {
-		lp.each(e, combo, pos+1, fixed)
-		return
+	if b.at[0] == b.n[0] {
+		return false
 	}
-	for _, c := range lp.classes[pos] {
-		combo[pos] = c
-		lp.each(e, combo, pos+1, fixed)
+	combo := make([]*lmcClass, len(b.n))
+	for pos := range combo {
+		combo[pos] = b.lp.classes[pos][b.at[pos]]
 	}
+	combo[b.k] = b.c
+	b.lp.build(e, combo)
+	for pos := len(b.at) - 1; pos >= 0; pos-- { // next, as an odometer
+		if b.at[pos]++; b.at[pos] < b.n[pos] || pos == 0 {
+			break
+		}
+		b.at[pos] = 0
+	}
+	return true
 }
 
 // build makes the system state of combo and, if the invariant fails
@@ -120,11 +151,26 @@ func (lp *lmcPred) build(e *lmc, combo []*lmcClass) {
 	e.pending = append(e.pending, &lmcCandidate{lp: lp, combo: combo})
 }
 
-// drain checks the waiting candidates, then again those that failed
-// before if the graph has grown since (explore calls it once a bound's
-// local states are all found, so exploring goes first).
-func (e *lmc) drain() {
-	for len(e.pending) > 0 && e.out == nil && !e.late() {
+// drain builds the system states new classes make possible and checks
+// the waiting candidates, then again those that failed before if the
+// graph has grown since (explore calls it once a bound's local states are
+// all found, so exploring goes first). Unless final, it stops after as
+// long as the bound's exploration took; what is left waits.
+func (e *lmc) drain(final bool) {
+	if !final && e.o.MaxTime > 0 {
+		e.yield = time.Now().Add(max(time.Since(e.bound), 100*time.Millisecond))
+		defer func() {
+			e.yield = time.Time{}
+			e.over = time.Since(e.start) > e.o.MaxTime
+		}()
+	}
+	stop := func() bool { return e.out != nil || e.late() }
+	for len(e.builds) > 0 && !stop() {
+		if !e.builds[0].step(e) {
+			e.builds = e.builds[1:]
+		}
+	}
+	for len(e.pending) > 0 && !stop() {
 		c := e.pending[0]
 		e.pending = e.pending[1:]
 		e.resolve(c)
@@ -132,7 +178,7 @@ func (e *lmc) drain() {
 	failed := e.failed
 	e.failed = nil
 	for k, c := range failed {
-		if e.out != nil || e.late() {
+		if stop() {
 			e.failed = append(e.failed, failed[k:]...)
 			return
 		}
