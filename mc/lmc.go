@@ -95,13 +95,6 @@ type lmc struct {
 	out     *Result
 }
 
-// Status of a local state.
-const (
-	lmcNew     = iota // not checked
-	lmcReached        // some global execution reaches it: expanded
-	lmcPruned         // none found (yet): not expanded
-)
-
 // lmcLocal is one local state: the node, its pending timers, how many
 // messages it took from and put on each incoming and outgoing stream, the
 // timer firings it used, whether it crashed, the first path found to it
@@ -125,7 +118,6 @@ type lmcLocal struct {
 	nextStream []int
 	tried      bool
 	deferred   []lmcDeferred
-	status     int8
 	foot       *lmcFoot // what its last check read, while pruned
 	stamp      int      // lmc.version when it last gained an incoming edge
 	ins, outs  []*lmcEdge
@@ -295,8 +287,8 @@ func (e *lmc) explore() Outcome {
 }
 
 // unprune checks again the pruned local states whose graph has grown
-// where their last check read it, adds those now reached, and reports whether
-// there were any.
+// where their last check read it, adds those now reached, and reports
+// whether there were any.
 func (e *lmc) unprune() bool {
 	found := false
 	keep := e.pruned[:0]
@@ -487,7 +479,6 @@ func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) {
 	e.link(ed)
 	e.byKey[l.i][nl.key] = nl
 	if !e.o.NoPrune && !e.reaches(nl) {
-		nl.status = lmcPruned
 		e.pruned = append(e.pruned, nl)
 		e.stats.Pruned++
 		return
@@ -524,7 +515,6 @@ func (e *lmc) handler(l *lmcLocal, from node.Addr, m node.Message, t node.Timer,
 }
 
 func (e *lmc) add(l *lmcLocal) {
-	l.status = lmcReached
 	e.locals[l.i] = append(e.locals[l.i], l)
 	e.byKey[l.i][l.key] = l
 	e.deepest = max(e.deepest, l.clock)
