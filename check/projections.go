@@ -49,32 +49,37 @@ func projection(reads func(node.Addr, node.Node) bool, key func(h *node.Hasher, 
 // configuration numbers.
 func parityReads(l erasure.Layout) mc.Projection {
 	return projection(isStore, func(h *node.Hasher, n node.Node) {
+		var block func(st int) []byte // the server's block of stripe st
+		var busy func(st int) bool
 		switch x := n.(type) {
 		case *data.Server:
-			h.Uint64(x.ConfigNum())
-			for st := 0; st < l.Stripes; st++ {
+			block = func(st int) []byte {
 				for pos := 0; pos < l.G; pos++ {
 					if l.DataMachine(st, pos) == x.Machine() {
-						h.OptBytes(x.Block(l.Block(st, pos)))
+						return x.Block(l.Block(st, pos))
 					}
 				}
-				h.Bool(x.PendingOn(st))
-				h.Bool(x.Degraded(st))
+				return nil
 			}
+			busy = x.PendingOn
 		case *parity.Server:
-			h.Uint64(x.ConfigNum())
-			for st := 0; st < l.Stripes; st++ {
-				h.OptBytes(x.Block(st))
-				h.Bool(x.HoldsOn(st))
-				h.Bool(x.Degraded(st))
-			}
+			block, busy = x.Block, x.HoldsOn
 		case *witness.Server:
-			h.Uint64(x.ConfigNum())
-			for st := 0; st < l.Stripes; st++ {
-				h.Bool(x.HoldsOn(st))
-			}
+			busy = x.HoldsOn
 		case *reconfig.Service:
 			h.Uint64(x.Config().Num)
+			return
+		default:
+			return
+		}
+		h.Uint64(n.(interface{ ConfigNum() uint64 }).ConfigNum())
+		d, degrades := n.(interface{ Degraded(st int) bool })
+		for st := 0; st < l.Stripes; st++ {
+			if block != nil {
+				h.OptBytes(block(st))
+			}
+			h.Bool(busy(st))
+			h.Bool(degrades && d.Degraded(st))
 		}
 	})
 }

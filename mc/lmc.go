@@ -64,35 +64,37 @@ type LMCStats struct {
 
 // lmc is one run.
 type lmc struct {
-	o       LMCOptions
-	init    *State
-	sys     *system
-	n       int
-	locals  [][]*lmcLocal
-	byKey   []map[uint64]*lmcLocal
-	inbox   [][]*lmcMsg // unordered messages by receiver
-	net     map[uint64]*lmcMsg
-	stream  map[streamPos][]*lmcMsg
-	msgs    []*lmcMsg // I+, by id
-	preds   []*lmcPred
-	tmp     State // runs handlers (tmp.nodes[i] is set first)
-	stats   LMCStats
-	start   time.Time
-	last    time.Time
-	bound   time.Time       // when the current bound's exploration began
-	yield   time.Time       // when drain stops (late), if set
-	builds  []*lmcBuild     // new classes whose combinations drain builds
-	pending []*lmcCandidate // candidates waiting for drain
-	failed  []*lmcCandidate // candidates no check confirmed yet
-	pruned  []*lmcLocal
-	version int // grows with every edge recorded and local state added
-	ticks   int
-	over    bool   // MaxTime is up (late)
-	deepest int32  // greatest causal depth
-	waiting int    // deferred messages
-	mark    uint32 // lmcSearch.possible's runs
-	epoch   uint32 // lmcSearch runs
-	out     *Result
+	o      LMCOptions
+	init   *State
+	sys    *system
+	n      int
+	locals [][]*lmcLocal
+	byKey  []map[uint64]*lmcLocal
+	inbox  [][]*lmcMsg // unordered messages by receiver
+	net    map[uint64]*lmcMsg
+	stream map[streamPos][]*lmcMsg
+	msgs   []*lmcMsg // I+, by id
+	preds  []*lmcPred
+	tmp    State // runs handlers (tmp.nodes[i] is set first)
+	stats  LMCStats
+	start  time.Time
+	last   time.Time
+	// work counts handler runs, system states built and global states
+	// the checks visited; drain stops at yield (0: never), and the
+	// current bound's exploration began at boundWork
+	work, yield, boundWork int
+	builds                 []*lmcBuild     // new classes whose combinations drain builds
+	pending                []*lmcCandidate // candidates waiting for drain
+	failed                 []*lmcCandidate // candidates no check confirmed yet
+	pruned                 []*lmcLocal
+	version                int // grows with every edge recorded and local state added
+	ticks                  int
+	over                   bool   // MaxTime is up (late)
+	deepest                int32  // greatest causal depth
+	waiting                int    // deferred messages
+	mark                   uint32 // lmcSearch.possible's runs
+	epoch                  uint32 // lmcSearch runs
+	out                    *Result
 }
 
 // lmcLocal is one local state: the node, its pending timers, how many
@@ -249,7 +251,7 @@ func (sc *Scenario) RunLMC(common Options) (*Result, *LMCStats) {
 // pruned local state has become reachable, then checks the candidates.
 func (e *lmc) explore() Outcome {
 	for bound := int32(1); e.o.MaxDepth == 0 || int(bound) <= e.o.MaxDepth; bound++ {
-		e.bound = time.Now()
+		e.boundWork = e.work
 		for {
 			before := e.stats.Transitions
 			for i := range e.locals {
@@ -322,18 +324,19 @@ func (e *lmc) limit() (Outcome, bool) {
 	return "", false
 }
 
-// late reports, checking the clock now and then, whether MaxTime is up
-// or drain's time (yield) is.
+// late reports, checking the clock now and then, whether MaxTime is up.
 func (e *lmc) late() bool {
 	if e.o.MaxTime <= 0 {
 		return false
 	}
 	if e.ticks++; e.ticks%1024 == 0 {
-		now := time.Now()
-		e.over = now.Sub(e.start) > e.o.MaxTime || !e.yield.IsZero() && now.After(e.yield)
+		e.over = time.Since(e.start) > e.o.MaxTime
 	}
 	return e.over
 }
+
+// yielded reports whether drain has done its share of work.
+func (e *lmc) yielded() bool { return e.yield > 0 && e.work >= e.yield }
 
 func (e *lmc) count() int {
 	n := 0
@@ -441,6 +444,7 @@ func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) {
 		nl.crashed, nl.timers = true, nil
 	}
 	e.stats.Transitions++
+	e.work++
 	if err != nil {
 		e.panicked(l, ev, m)
 		return

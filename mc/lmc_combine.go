@@ -1,9 +1,6 @@
 package mc
 
-import (
-	"slices"
-	"time"
-)
+import "slices"
 
 // lmcPred is one invariant of an LMC run: the nodes it reads and, per
 // node, the classes of local states with one projected value.
@@ -128,6 +125,7 @@ func (b *lmcBuild) step(e *lmc) bool {
 	}
 	combo[b.k] = b.c
 	b.lp.build(e, combo)
+	e.work++
 	for pos := len(b.at) - 1; pos >= 0; pos-- { // next, as an odometer
 		if b.at[pos]++; b.at[pos] < b.n[pos] || pos == 0 {
 			break
@@ -152,28 +150,26 @@ func (lp *lmcPred) build(e *lmc, combo []*lmcClass) {
 }
 
 // drain builds the system states new classes make possible and checks
-// the waiting candidates, then again those that failed before if the
-// graph has grown since (explore calls it once a bound's local states are
+// the waiting candidates (each as soon as it is built), then again those
+// that failed before if the graph has grown since (explore calls it once a bound's local states are
 // all found, so exploring goes first). Unless final, it stops after as
-// long as the bound's exploration took; what is left waits.
+// much work as the bound's exploration did (lmc.work); what is left
+// waits.
 func (e *lmc) drain(final bool) {
-	if !final && e.o.MaxTime > 0 {
-		e.yield = time.Now().Add(max(time.Since(e.bound), 100*time.Millisecond))
-		defer func() {
-			e.yield = time.Time{}
-			e.over = time.Since(e.start) > e.o.MaxTime
-		}()
+	if !final {
+		e.yield = e.work + max(e.work-e.boundWork, 10000)
+		defer func() { e.yield = 0 }()
 	}
-	stop := func() bool { return e.out != nil || e.late() }
-	for len(e.builds) > 0 && !stop() {
-		if !e.builds[0].step(e) {
+	stop := func() bool { return e.out != nil || e.late() || e.yielded() }
+	for (len(e.pending) > 0 || len(e.builds) > 0) && !stop() {
+		switch {
+		case len(e.pending) > 0: // what is built is checked first
+			c := e.pending[0]
+			e.pending = e.pending[1:]
+			e.resolve(c)
+		case !e.builds[0].step(e):
 			e.builds = e.builds[1:]
 		}
-	}
-	for len(e.pending) > 0 && !stop() {
-		c := e.pending[0]
-		e.pending = e.pending[1:]
-		e.resolve(c)
 	}
 	failed := e.failed
 	e.failed = nil

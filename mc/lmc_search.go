@@ -20,8 +20,9 @@ import "errors"
 // message from" that contains a target node not yet at its target (see
 // moves). Any execution reaching the targets, cut down to what the
 // targets' events causally need, starts with one of those events up to
-// reordering, so the search misses none; visited states are not
-// searched twice.
+// reordering, so the search misses none. Visited states are not searched
+// twice, and a state from which even the relaxed local view cannot reach
+// the targets (possible) is abandoned.
 type lmcSearch struct {
 	e *lmc
 	// ep marks, on the graph's states, edges and messages, what this
@@ -46,7 +47,7 @@ type lmcSearch struct {
 	trace        []Event // the execution found, replayed
 	final        *State
 	err          error // the handler panic extra ends with
-	late, gaveUp bool  // stopped by MaxTime, by MaxSearch
+	late, gaveUp bool  // stopped by MaxTime or drain's share, by MaxSearch
 }
 
 // lmcFoot is what a check read of the graph: the local states whose
@@ -324,7 +325,7 @@ func (q *lmcSearch) dfs() bool {
 		q.gaveUp = true
 		return false
 	}
-	if q.e.late() {
+	if q.e.work++; q.e.late() || q.e.yielded() {
 		q.late = true
 		return false
 	}
