@@ -58,7 +58,8 @@ type LMCStats struct {
 	Unchecked   int      // candidates still waiting when the run stopped
 	Unbuilt     int      // system states not yet built when the run stopped
 	Pruned      int      // local states no global execution reaches, not expanded
-	Abandoned   int      // checks that gave up at MaxSearch
+	Abandoned   int      // checks that gave up at MaxSearch (or, pruning, lmcReachSearch)
+	Unsure      int      // local states expanded because their pruning check gave up
 	Unprojected []string // invariants without a projection (read every node)
 }
 

@@ -223,15 +223,21 @@ func (e *lmc) resolve(c *lmcCandidate) {
 }
 
 // reaches reports whether some global execution takes l's node to l (the
-// others running what it needs): only such local states are expanded.
+// others running what it needs): only such local states are expanded. A
+// check that gives up (after lmcReachSearch global states) counts as
+// reaching it.
 func (e *lmc) reaches(l *lmcLocal) bool {
 	if l.parent == nil {
 		return true
 	}
 	target := make([][]*lmcLocal, e.n)
 	target[l.i] = []*lmcLocal{l}
-	q := e.search(target, nil, nil, e.o.MaxSearch)
+	q := e.search(target, nil, nil, min(e.o.MaxSearch, lmcReachSearch))
 	l.foot = &q.foot
+	if q.gaveUp {
+		e.stats.Unsure++
+		return true // kept: the graph may grow too much, but misses nothing
+	}
 	if q.final != nil {
 		n := 0
 		for _, mv := range q.path {
@@ -243,6 +249,9 @@ func (e *lmc) reaches(l *lmcLocal) bool {
 	}
 	return q.final != nil
 }
+
+// lmcReachSearch bounds the global states a pruning check visits.
+const lmcReachSearch = 1 << 14
 
 // compose is the system state of combo: each node read by lp in its
 // class's first local state, the others initial, nothing in flight.
