@@ -10,18 +10,22 @@ import (
 )
 
 // TestLMCProtocolMutants runs local model checking (20 s) on every protocol
-// mutant's scenario. A violation it reports must replay under global
-// semantics to the same invariant; which mutants it finds is logged (and
-// recorded in docs/model-checking.md with what is known of the misses).
+// mutant's scenario: it must find each with the mutant's invariant, and
+// its trace must replay under global semantics to the same invariant.
 // Run with: go test -tags mutants -run TestLMCProtocolMutants -v ./check/
 func TestLMCProtocolMutants(t *testing.T) {
 	for _, m := range mutantsOfKind(t, "protocol") {
-		t.Run(m.Name, func(t *testing.T) { lmcMutant(t, m.Name, m.sc, 20*time.Second) })
+		t.Run(m.Name, func(t *testing.T) {
+			if r := lmcMutant(t, m.Name, m.sc, 20*time.Second); r.Outcome != mc.Violation || r.Predicate != m.Finds {
+				t.Errorf("%s: lmc %s %q, want a violation of %q", m.Name, r.Outcome, r.Predicate, m.Finds)
+			}
+		})
 	}
 }
 
 // TestLMCRecoveryMutants runs LMC (60 s) on each recovery mutant's
-// scenario, with the same rule: what it reports replays.
+// scenario and logs what it finds (docs/model-checking.md records it);
+// what it reports must replay.
 // Run with: go test -tags mutants -run TestLMCRecoveryMutants -v ./check/
 func TestLMCRecoveryMutants(t *testing.T) {
 	for _, m := range mutantsOfKind(t, "recovery") {
@@ -29,23 +33,24 @@ func TestLMCRecoveryMutants(t *testing.T) {
 	}
 }
 
-// lmcMutant runs LMC on scenario asc with mutant name set, logs the
-// outcome and replays a violation.
-func lmcMutant(t *testing.T, name string, sc *mc.Scenario, limit time.Duration) {
+// lmcMutant runs LMC on scenario sc with mutant name set, logs and
+// returns the outcome, and replays a violation.
+func lmcMutant(t *testing.T, name string, sc *mc.Scenario, limit time.Duration) *mc.Result {
 	if err := SetMutant(name); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = SetMutant("") }()
 	r, st := sc.RunLMC(mc.Options{MaxTime: limit})
-	t.Logf("%s on %s: %s %q after %d local states, checks %d/%d, %d unchecked, %v", name, sc.Name, r.Outcome, r.Predicate,
-		r.States, st.Passed, st.Checks, st.Unchecked, r.Elapsed.Round(time.Millisecond))
+	t.Logf("%s on %s: %s %q after %d local states, %d built, %d candidates, checks %d/%d, %d unchecked, %d dropped, %v", name, sc.Name,
+		r.Outcome, r.Predicate, r.States, st.Built, st.Candidates, st.Passed, st.Checks, st.Unchecked, st.Dropped, r.Elapsed.Round(time.Millisecond))
 	if r.Outcome != mc.Violation {
-		return
+		return r
 	}
 	rp, err := mc.Replay(sc, mc.NewTraceFile(sc, r))
 	if err != nil || rp.Predicate != r.Predicate {
 		t.Errorf("LMC's trace of %q does not replay: %v, fails %q", r.Predicate, err, rp.Predicate)
 	}
+	return r
 }
 
 // scenarioMutant is a mutant of the shared table with its scenario.

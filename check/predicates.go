@@ -39,7 +39,7 @@ func ParityConsistency(l erasure.Layout, code *erasure.Code) mc.Predicate {
 			c.Put(k, mc.Mix(k[0]^k[1]), struct{}{})
 		}
 		return true, "every quiescent stripe's parity encodes its data"
-	}).Projected(serverState)
+	}).Projected(parityReads(l))
 }
 
 // streamBusy is the set of stripes (< 64) that a PREPARE, PREPARE-OK,
@@ -76,7 +76,7 @@ func StripesRecoverable(l erasure.Layout) mc.Predicate {
 			return false, err.Error()
 		}
 		return true, "every stripe has at most f degraded blocks"
-	}).Projected(serverState)
+	}).Projected(slcReads(l))
 }
 
 // Quiescent reports whether stripe st has no operation in progress: no
@@ -320,7 +320,7 @@ func CommitInvariant(l erasure.Layout) mc.Predicate {
 			}
 		}
 		return true, "every committed delta is at f+1 servers"
-	}).Projected(serverState)
+	}).Projected(commitReads(l))
 }
 
 // holdsDelta reports whether the parity server or witness at node index i

@@ -29,11 +29,11 @@ type LMCOptions struct {
 	MaxLocal      int // local states in all (0: no bound)
 	Progress      io.Writer
 	ProgressEvery time.Duration
-	// Reps bounds the local states kept per node and projected value to
-	// build system states from (0: 64).
-	Reps int
+	// MaxSearch bounds the global states one a-posteriori check visits
+	// (0: 1<<18); a check that reaches it gives up (LMCStats.Abandoned).
+	MaxSearch int
 	// NoPrune keeps local states no global execution reaches (see
-	// lmc.alone): the paper's LMC, whose local view over-approximates.
+	// lmc.reaches): the paper's LMC, whose local view over-approximates.
 	NoPrune bool
 	// valid, if set, gets every system state a check confirms, and the
 	// run goes on (tests).
@@ -43,49 +43,65 @@ type LMCOptions struct {
 // LMCStats counts what a run did.
 type LMCStats struct {
 	Local       []int    // local states per node (Addrs order)
-	Depth       []int    // longest local path per node
+	Depth       []int    // longest local path per node (the first path found to each state)
+	Confirmed   []int    // per node, the most events it takes in an execution a check found to one of its states
 	Transitions int      // handler runs on local states (including reused results)
+	Edges       int      // steps between local states recorded (no-ops left out)
 	Messages    int      // messages generated (the set I+)
 	Built       int      // system states built for invariants
 	Candidates  int      // of which some invariant failed
 	Checks      int      // a-posteriori checks run
 	Passed      int      // checks that found a global execution
+	Searched    int      // global states the checks visited
 	Longest     int      // events of the longest execution a check found
 	Dropped     int      // candidates no check confirmed
 	Unchecked   int      // candidates still waiting when the run stopped
+	Unbuilt     int      // system states not yet built when the run stopped
 	Pruned      int      // local states no global execution reaches, not expanded
+	Abandoned   int      // checks that gave up at MaxSearch (or, pruning, lmcReachSearch)
+	Unsure      int      // local states expanded because their pruning check gave up
 	Unprojected []string // invariants without a projection (read every node)
 }
 
 // lmc is one run.
 type lmc struct {
-	o       LMCOptions
-	init    *State
-	sys     *system
-	n       int
-	locals  [][]*lmcLocal
-	byKey   []map[uint64]*lmcLocal
-	inbox   [][]*lmcMsg // unordered messages by receiver
-	net     map[uint64]*lmcMsg
-	stream  map[streamPos][]*lmcMsg
-	preds   []*lmcPred
-	tmp     State // runs handlers (tmp.nodes[i] is set first)
-	stats   LMCStats
-	start   time.Time
-	last    time.Time
-	reps    int
-	pending []lmcCandidate // candidates waiting for drain
-	ticks   int
-	over    bool  // MaxTime is up (late)
-	deepest int32 // greatest causal depth
-	waiting int   // deferred messages
-	out     *Result
+	o      LMCOptions
+	init   *State
+	sys    *system
+	n      int
+	locals [][]*lmcLocal
+	byKey  []map[uint64]*lmcLocal
+	inbox  [][]*lmcMsg // unordered messages by receiver
+	net    map[uint64]*lmcMsg
+	stream map[streamPos][]*lmcMsg
+	msgs   []*lmcMsg // I+, by id
+	preds  []*lmcPred
+	tmp    State // runs handlers (tmp.nodes[i] is set first)
+	stats  LMCStats
+	start  time.Time
+	last   time.Time
+	// work counts handler runs, system states built and global states
+	// the checks visited; drain stops at yield (0: never), and the
+	// current bound's exploration began at boundWork
+	work, yield, boundWork int
+	builds                 []*lmcBuild     // new classes whose combinations drain builds
+	pending                []*lmcCandidate // candidates waiting for drain
+	failed                 []*lmcCandidate // candidates no check confirmed yet
+	pruned                 []*lmcLocal
+	version                int // grows with every edge recorded and local state added
+	ticks                  int
+	over                   bool   // MaxTime is up (late)
+	deepest                int32  // greatest causal depth
+	waiting                int    // deferred messages
+	mark                   uint32 // lmcSearch.possible's runs
+	epoch                  uint32 // lmcSearch runs
+	out                    *Result
 }
 
 // lmcLocal is one local state: the node, its pending timers, how many
 // messages it took from and put on each incoming and outgoing stream, the
-// timer firings it used, whether it crashed, and the first path found to
-// it (parent and event).
+// timer firings it used, whether it crashed, the first path found to it
+// (parent and event) and every recorded step into and out of it.
 type lmcLocal struct {
 	i          int32
 	in         *instance
@@ -105,11 +121,26 @@ type lmcLocal struct {
 	nextStream []int
 	tried      bool
 	deferred   []lmcDeferred
-	alone      int8 // 0: not checked; 1: reachable alone (lmc.alone); 2: not
-	retries    int8
-	alts       []lmcProducer // other steps to this state (replay's choices)
-	cache      [][]Event     // paths, as of cacheAlts other steps
-	cacheAlts  int
+	foot       *lmcFoot // what its last check read, while pruned
+	stamp      int      // lmc.version when it last gained an incoming edge
+	ins, outs  []*lmcEdge
+	virtual    bool   // the state after a handler panic (lmc.panicked)
+	mark       uint32 // lmcSearch.possible reached it (lmc.mark)
+	// an lmcSearch's (lmc.epoch): a target (tMark), reached by a crash
+	// (cMark), its incoming edges followed (onMark), its allowed edges
+	// out (aOuts, as of aMark)
+	tMark, cMark, onMark, aMark uint32
+	aOuts                       []*lmcEdge
+}
+
+// lmcEdge is a step between local states: event ev taken in from, the
+// message it took (nil: a timer or a crash) and what it sent.
+type lmcEdge struct {
+	from, to *lmcLocal
+	ev       Event
+	m        *lmcMsg
+	sends    []*lmcMsg
+	mark     uint32 // allowed in the lmcSearch of this lmc.epoch
 }
 
 // lmcDeferred is a message a local state takes once the bound allows.
@@ -121,23 +152,22 @@ type lmcDeferred struct {
 // streamPos names the pos-th message (from 0) on the stream from to to.
 type streamPos struct{ from, to, pos int32 }
 
-// lmcMsg is a message of I+ with the local transitions that sent it and
-// the smallest causal depth of those.
+// lmcMsg is a message of I+ with every step that sent it (none: it was in
+// flight initially) and the smallest causal depth of those.
 type lmcMsg struct {
 	env       Envelope
-	producers []lmcProducer
+	producers []*lmcEdge
 	clock     int32
+	stamp     int   // lmc.version when it last gained a producer
+	id        int32 // index in lmc.msgs
+	ordered   bool  // on a stream
+	// lmcSearch.possible's: sent (mark), and the edges waiting for it
+	mark, waitMark uint32
+	waits          []*lmcEdge
+	// an lmcSearch's (lmc.epoch): allowed edges that take it
+	uMark uint32
+	uses  int32
 }
-
-// lmcProducer: the event ev from local state at sends the message (at nil:
-// the message is in flight initially).
-type lmcProducer struct {
-	at    *lmcLocal
-	ev    Event
-	clock int32
-}
-
-const maxProducers = 8
 
 // lmcHook, if set, sees each run at its end (tests).
 var lmcHook func(*lmc)
@@ -145,18 +175,19 @@ var lmcHook func(*lmc)
 // RunLMC checks init's system by local model checking.
 func RunLMC(init *State, o LMCOptions) (*Result, *LMCStats) {
 	e := &lmc{o: o, init: init, sys: init.sys, n: len(init.nodes), net: map[uint64]*lmcMsg{},
-		stream: map[streamPos][]*lmcMsg{}, start: time.Now(), reps: o.Reps}
+		stream: map[streamPos][]*lmcMsg{}, start: time.Now()}
 	e.last = e.start
-	if e.reps == 0 {
-		e.reps = 64
+	if e.o.MaxSearch == 0 {
+		e.o.MaxSearch = 1 << 18
 	}
 	e.tmp = State{sys: e.sys, nodes: make([]*instance, e.n)}
+	e.stats.Confirmed = make([]int, e.n)
 	e.locals, e.byKey, e.inbox = make([][]*lmcLocal, e.n), make([]map[uint64]*lmcLocal, e.n), make([][]*lmcMsg, e.n)
 	for _, p := range o.Invariants {
 		e.addPred(p)
 	}
 	for _, env := range init.net {
-		e.addNet(env, lmcProducer{})
+		e.addNet(env, nil, 0)
 	}
 	sent := make([][]int32, e.n)
 	for i := range sent {
@@ -165,7 +196,7 @@ func RunLMC(init *State, o LMCOptions) (*Result, *LMCStats) {
 	for _, q := range init.streams {
 		for _, env := range q.msgs {
 			if env.from > 0 && env.to > 0 {
-				e.addStream(env, sent[env.from-1][env.to-1], lmcProducer{})
+				e.addStream(env, sent[env.from-1][env.to-1], nil, 0)
 				sent[env.from-1][env.to-1]++
 			}
 		}
@@ -195,10 +226,11 @@ func RunLMC(init *State, o LMCOptions) (*Result, *LMCStats) {
 		}
 		r.MaxDepth = max(r.MaxDepth, e.stats.Depth[i])
 	}
-	e.stats.Messages, e.stats.Unchecked = len(e.net), len(e.pending)
-	for _, ms := range e.stream {
-		e.stats.Messages += len(ms)
+	e.stats.Messages, e.stats.Unchecked = len(e.msgs), len(e.pending)
+	for _, b := range e.builds {
+		e.stats.Unbuilt += b.left()
 	}
+	e.stats.Dropped += len(e.failed)
 	return r, &e.stats
 }
 
@@ -216,9 +248,11 @@ func (sc *Scenario) RunLMC(common Options) (*Result, *LMCStats) {
 
 // explore deepens the bound on local paths one event at a time; within a
 // bound it delivers every message of I+ to every local state of its
-// receiver (and fires its timers) until nothing new appears.
+// receiver (and fires its timers) until nothing new appears and no
+// pruned local state has become reachable, then checks the candidates.
 func (e *lmc) explore() Outcome {
 	for bound := int32(1); e.o.MaxDepth == 0 || int(bound) <= e.o.MaxDepth; bound++ {
+		e.boundWork = e.work
 		for {
 			before := e.stats.Transitions
 			for i := range e.locals {
@@ -234,11 +268,15 @@ func (e *lmc) explore() Outcome {
 					}
 				}
 			}
-			if e.stats.Transitions == before {
+			if e.stats.Transitions == before && !e.unprune() {
 				break
 			}
+			if e.out != nil {
+				return Violation
+			}
 		}
-		if e.drain(); e.out != nil {
+		last := e.deepest < bound && e.waiting == 0 || int(bound) == e.o.MaxDepth
+		if e.drain(last); e.out != nil {
 			return Violation
 		}
 		if out, stop := e.limit(); stop {
@@ -249,6 +287,26 @@ func (e *lmc) explore() Outcome {
 		}
 	}
 	return Exhausted
+}
+
+// unprune checks again the pruned local states whose graph has grown
+// where their last check read it, adds those now reached, and reports
+// whether there were any.
+func (e *lmc) unprune() bool {
+	found := false
+	keep := e.pruned[:0]
+	for _, p := range e.pruned {
+		if (p.foot == nil || p.foot.stale()) && e.out == nil && !e.late() && e.reaches(p) {
+			e.stats.Pruned--
+			e.add(p)
+			found = true
+			continue
+		}
+		keep = append(keep, p)
+	}
+	clear(e.pruned[len(keep):])
+	e.pruned = keep
+	return found
 }
 
 func (e *lmc) limit() (Outcome, bool) {
@@ -277,6 +335,9 @@ func (e *lmc) late() bool {
 	}
 	return e.over
 }
+
+// yielded reports whether drain has done its share of work.
+func (e *lmc) yielded() bool { return e.yield > 0 && e.work >= e.yield }
 
 func (e *lmc) count() int {
 	n := 0
@@ -322,13 +383,13 @@ func (e *lmc) expand(l *lmcLocal, bound int32) {
 	if allows(set.MaxTimerFires, int(l.fires)) {
 		for j, t := range l.timers {
 			if timerReady(l.timers, j) && !slices.ContainsFunc(l.timers[:j], func(u pendingTimer) bool { return u.hash == t.hash }) {
-				e.step(l, Event{Kind: Fire, Node: e.sys.addrs[i], Timer: t.hash, T: t.T}, 0)
+				e.step(l, Event{Kind: Fire, Node: e.sys.addrs[i], Timer: t.hash, T: t.T}, nil, 0)
 			}
 		}
 	}
 	a := e.sys.addrs[i]
 	if set.MaxCrashes != 0 && (set.CrashTargets == nil && !slices.Contains(e.sys.clients, int(i)) || slices.Contains(set.CrashTargets, a)) {
-		e.step(l, Event{Kind: Crash, Node: a}, 0)
+		e.step(l, Event{Kind: Crash, Node: a}, nil, 0)
 	}
 }
 
@@ -340,7 +401,7 @@ func (e *lmc) take(l *lmcLocal, d lmcDeferred, bound int32) {
 		return
 	}
 	if d.ev == StreamIn || e.mayDeliver(l, d.m.env.hash) {
-		e.step(l, Event{Kind: d.ev, Env: d.m.env}, d.m.clock)
+		e.step(l, Event{Kind: d.ev, Env: d.m.env}, d.m, d.m.clock)
 	}
 }
 
@@ -359,9 +420,11 @@ func (e *lmc) mayDeliver(l *lmcLocal, h uint64) bool {
 	return c <= e.o.Settings.MaxDuplicates
 }
 
-// step takes event ev from l: a new local state unless one with its key
-// exists; what the handler sent joins I+ either way.
-func (e *lmc) step(l *lmcLocal, ev Event, clock int32) {
+// step takes event ev (taking message m, if any) from l: a new local
+// state unless one with its key exists, and an edge to it unless the
+// step changes and sends nothing; what the handler sent joins I+ either
+// way.
+func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) {
 	nl := &lmcLocal{i: l.i, in: l.in, timers: l.timers, recv: l.recv, sent: l.sent, fires: l.fires,
 		parent: l, ev: ev, depth: l.depth + 1, clock: max(l.clock, clock) + 1}
 	var ef *effect
@@ -382,24 +445,27 @@ func (e *lmc) step(l *lmcLocal, ev Event, clock int32) {
 		nl.crashed, nl.timers = true, nil
 	}
 	e.stats.Transitions++
+	e.work++
 	if err != nil {
-		e.panicked(l, ev, err)
+		e.panicked(l, ev, m)
 		return
 	}
+	ed := &lmcEdge{from: l, ev: ev, m: m}
 	if ef != nil {
 		nl.in = ef.inst
 		if len(ef.timers) > 0 {
 			nl.timers = append(slices.Clip(nl.timers), ef.timers...)
 		}
-		p := lmcProducer{at: l, ev: ev, clock: nl.clock}
 		for _, s := range ef.sends {
-			e.addNet(s, p)
+			if x := e.addNet(s, ed, nl.clock); x != nil {
+				ed.sends = append(ed.sends, x)
+			}
 		}
 		if len(ef.streams) > 0 {
 			nl.sent = slices.Clone(nl.sent)
 			for _, s := range ef.streams {
 				if s.to > 0 {
-					e.addStream(s, nl.sent[s.to-1], p)
+					ed.sends = append(ed.sends, e.addStream(s, nl.sent[s.to-1], ed, nl.clock))
 					nl.sent[s.to-1]++
 				}
 			}
@@ -407,24 +473,33 @@ func (e *lmc) step(l *lmcLocal, ev Event, clock int32) {
 	}
 	nl.key = e.hash(nl)
 	old, ok := e.byKey[l.i][nl.key]
-	switch {
-	case !ok:
-		e.byKey[l.i][nl.key] = nl
-		if !e.o.NoPrune && !e.alone(nl) {
-			e.stats.Pruned++
-			return
+	if ok {
+		if old != l || len(ed.sends) > 0 {
+			ed.to = old
+			e.link(ed)
 		}
-		e.add(nl)
-	case old.alone == 2 && old.retries < maxProducers:
-		// A pruned state reached on another path: check that one.
-		old.retries++
-		old.parent, old.ev, old.depth, old.clock, old.alone = l, ev, nl.depth, nl.clock, 0
-		if e.alone(old) {
-			e.stats.Pruned--
-			e.add(old)
-		}
-	case len(old.alts) < maxProducers:
-		old.alts = append(old.alts, lmcProducer{at: l, ev: ev})
+		return
+	}
+	ed.to = nl
+	e.link(ed)
+	e.byKey[l.i][nl.key] = nl
+	if !e.o.NoPrune && !e.reaches(nl) {
+		e.pruned = append(e.pruned, nl)
+		e.stats.Pruned++
+		return
+	}
+	e.add(nl)
+}
+
+// link records ed in the local-state graph.
+func (e *lmc) link(ed *lmcEdge) {
+	e.version++
+	e.stats.Edges++
+	ed.from.outs = append(ed.from.outs, ed)
+	ed.to.ins = append(ed.to.ins, ed)
+	ed.to.stamp = e.version
+	for _, m := range ed.sends {
+		m.stamp = e.version
 	}
 }
 
@@ -448,6 +523,7 @@ func (e *lmc) add(l *lmcLocal) {
 	e.locals[l.i] = append(e.locals[l.i], l)
 	e.byKey[l.i][l.key] = l
 	e.deepest = max(e.deepest, l.clock)
+	e.version++
 	for _, p := range e.preds {
 		if e.out != nil {
 			return
@@ -478,85 +554,42 @@ func (e *lmc) hash(l *lmcLocal) uint64 {
 	return h
 }
 
-func (e *lmc) addNet(env Envelope, p lmcProducer) {
+// addNet adds an unordered message sent by ed (nil: in flight initially)
+// to I+ and returns it (nil: to no node of the run, which drops it).
+func (e *lmc) addNet(env Envelope, ed *lmcEdge, clock int32) *lmcMsg {
 	if env.to <= 0 {
-		return // to no node of the run: the network drops it
+		return nil
 	}
 	m := e.net[env.hash]
 	if m == nil {
-		m = &lmcMsg{env: env, clock: p.clock}
+		m = &lmcMsg{env: env, clock: clock, id: int32(len(e.msgs))}
+		e.msgs = append(e.msgs, m)
 		e.net[env.hash] = m
 		e.inbox[env.to-1] = append(e.inbox[env.to-1], m)
 	}
-	m.produced(p)
+	m.produced(ed, clock)
+	return m
 }
 
-func (e *lmc) addStream(env Envelope, pos int32, p lmcProducer) {
+// addStream adds a stream message at place pos of its link, sent by ed,
+// to I+ and returns it.
+func (e *lmc) addStream(env Envelope, pos int32, ed *lmcEdge, clock int32) *lmcMsg {
 	k := streamPos{env.from - 1, env.to - 1, pos}
 	ms := e.stream[k]
 	i := slices.IndexFunc(ms, func(m *lmcMsg) bool { return m.env.hash == env.hash })
 	if i < 0 {
-		ms = append(ms, &lmcMsg{env: env, clock: p.clock})
+		m := &lmcMsg{env: env, clock: clock, id: int32(len(e.msgs)), ordered: true}
+		e.msgs = append(e.msgs, m)
+		ms = append(ms, m)
 		e.stream[k], i = ms, len(ms)-1
 	}
-	ms[i].produced(p)
+	ms[i].produced(ed, clock)
+	return ms[i]
 }
 
-func (m *lmcMsg) produced(p lmcProducer) {
-	m.clock = min(m.clock, p.clock)
-	if len(m.producers) < maxProducers {
-		m.producers = append(m.producers, p)
+func (m *lmcMsg) produced(ed *lmcEdge, clock int32) {
+	m.clock = min(m.clock, clock)
+	if ed != nil {
+		m.producers = append(m.producers, ed)
 	}
-}
-
-// paths lists up to max paths to l: its first, then through its other
-// incoming steps (at most lmcHops of those on one path: they may cycle).
-// The result is kept until l gains another incoming step.
-func (l *lmcLocal) paths(max int) [][]Event {
-	if l.cache == nil || len(l.cache) < max && l.cacheAlts != len(l.alts) {
-		l.cache, l.cacheAlts = l.pathsHops(max, lmcHops), len(l.alts)
-	}
-	return l.cache[:min(max, len(l.cache))]
-}
-
-const lmcHops = 4
-
-func (l *lmcLocal) pathsHops(max, hops int) [][]Event {
-	if max <= 0 {
-		return nil
-	}
-	if l.parent == nil {
-		return [][]Event{nil}
-	}
-	edges := []lmcProducer{{at: l.parent, ev: l.ev}}
-	if hops > 0 {
-		edges = append(edges, l.alts...)
-	}
-	var out [][]Event
-	for k, a := range edges {
-		if len(out) >= max {
-			break
-		}
-		h := hops
-		if k > 0 {
-			h--
-		}
-		for _, q := range a.at.pathsHops(max-len(out), h) {
-			if len(out) >= max {
-				return out
-			}
-			out = append(out, append(slices.Clip(q), a.ev))
-		}
-	}
-	return out
-}
-
-// path is the events of l's path from the initial local state.
-func (l *lmcLocal) path() []Event {
-	var out []Event
-	for p := l; p.parent != nil; p = p.parent {
-		out = append(out, p.ev)
-	}
-	slices.Reverse(out)
-	return out
 }

@@ -13,11 +13,33 @@ type lmcPred struct {
 	byKey   []map[uint64]*lmcClass
 }
 
-// lmcClass is the local states of one node with one projected value: up
-// to Reps of them, and the combinations with it whose check failed.
+// lmcClass is the reached local states of one node with one projected
+// value; stamp is lmc.version when it last gained one.
 type lmcClass struct {
-	reps   []*lmcLocal
-	failed [][]*lmcClass
+	members []*lmcLocal
+	stamp   int
+}
+
+// lmcCandidate is a combination of classes (one per node read) waiting
+// for, or having failed, its a-posteriori check; foot is what its last
+// check read.
+type lmcCandidate struct {
+	lp    *lmcPred
+	combo []*lmcClass
+	foot  *lmcFoot
+}
+
+// stale reports whether c's last check may have a different answer now.
+func (c *lmcCandidate) stale() bool {
+	if c.foot == nil || c.foot.stale() {
+		return true
+	}
+	for _, cl := range c.combo {
+		if cl.stamp > c.foot.at {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *lmc) addPred(p Predicate) {
@@ -43,161 +65,193 @@ func (e *lmc) addPred(p Predicate) {
 	e.preds = append(e.preds, lp)
 }
 
-// added builds the system states the new local state l makes possible:
-// if its projected value is new, l with every class of the other nodes
-// read; if not, and its class has room, the failed combinations again.
+// added puts the newly reached local state l in its class. A new class
+// makes new system states possible: one per combination with the classes
+// the other nodes read have now; drain builds them.
 func (lp *lmcPred) added(e *lmc, l *lmcLocal) {
 	k := lp.at[l.i]
 	if k < 0 {
 		return
 	}
 	key := lp.pr.key(l)
-	c := lp.byKey[k][key]
-	if c != nil && len(c.reps) >= e.reps || !e.alone(l) {
-		return
+	if c := lp.byKey[k][key]; c != nil {
+		c.members, c.stamp = append(c.members, l), e.version
+		return // failed combinations with c are checked again (drain)
 	}
-	if c != nil {
-		c.reps = append(c.reps, l)
-		for _, combo := range slices.Clone(c.failed) {
-			if e.out != nil || e.late() {
-				return
-			}
-			lp.check(e, combo, k, l, false)
-		}
-		return
-	}
-	c = &lmcClass{reps: []*lmcLocal{l}}
+	c := &lmcClass{members: []*lmcLocal{l}}
 	lp.byKey[k][key] = c
 	lp.classes[k] = append(lp.classes[k], c)
-	combo := make([]*lmcClass, len(lp.nodes))
-	combo[k] = c
-	lp.each(e, combo, 0, k)
+	b := &lmcBuild{lp: lp, k: k, c: c, n: make([]int, len(lp.nodes)), at: make([]int, len(lp.nodes))}
+	for pos := range b.n {
+		b.n[pos] = len(lp.classes[pos])
+	}
+	b.n[k] = 1
+	e.builds = append(e.builds, b)
 }
 
-// each fills combo's positions from pos on (but fixed) with every class
-// and checks each combination.
-func (lp *lmcPred) each(e *lmc, combo []*lmcClass, pos, fixed int) {
-	if e.out != nil || e.late() {
-		return
-	}
-	if pos == len(combo) {
-		lp.check(e, slices.Clone(combo), fixed, combo[fixed].reps[0], true)
-		return
-	}
-	if pos == fixed {
-		lp.each(e, combo, pos+1, fixed)
-		return
-	}
-	for _, c := range lp.classes[pos] {
-		combo[pos] = c
-		lp.each(e, combo, pos+1, fixed)
-	}
-}
-
-// check builds the system state of combo (with l at position k), and if
-// the invariant fails there (or it reads more than nodes) queues the
-// candidate for the a-posteriori check; fresh says combo was not
-// checked before.
-func (lp *lmcPred) check(e *lmc, combo []*lmcClass, k int, l *lmcLocal, fresh bool) {
-	if fresh {
-		e.stats.Built++
-		if !lp.pr.Global && e.o.valid == nil {
-			s := e.compose(lp, combo)
-			if ok, _ := lp.p.Check(s); ok {
-				return
-			}
-		}
-		e.stats.Candidates++
-	}
-	e.pending = append(e.pending, lmcCandidate{lp, combo, k, l, fresh})
-}
-
-// lmcCandidate is a combination waiting for its a-posteriori check.
-type lmcCandidate struct {
+// lmcBuild enumerates the combinations of a new class c (at position k)
+// with the first n[pos] classes of each other position, at[] being the
+// next one.
+type lmcBuild struct {
 	lp    *lmcPred
-	combo []*lmcClass
 	k     int
-	l     *lmcLocal
-	fresh bool
+	c     *lmcClass
+	n, at []int
 }
 
-// drain checks the waiting candidates (explore calls it once a bound's
-// local states are all found, so exploring goes first).
-func (e *lmc) drain() {
-	for len(e.pending) > 0 && e.out == nil && !e.late() {
-		c := e.pending[0]
-		e.pending = e.pending[1:]
-		c.lp.resolve(e, c.combo, c.k, c.l, c.fresh)
+// left counts the combinations not built yet.
+func (b *lmcBuild) left() int {
+	n, done := 1, 0
+	for pos := range b.n {
+		n *= b.n[pos]
+		done = done*b.n[pos] + b.at[pos]
 	}
+	return n - done
 }
 
-// resolve runs the a-posteriori check of a candidate: some combination
-// of its classes' local states, with l at k, reachable.
-func (lp *lmcPred) resolve(e *lmc, combo []*lmcClass, k int, l *lmcLocal, fresh bool) {
-	// Try the combinations of representatives with l at k, a few.
-	pick := make([]*lmcLocal, len(combo))
-	pick[k] = l
-	tries := 0
-	var try func(pos int) bool
-	try = func(pos int) bool {
-		if pos == len(combo) {
-			tries++
-			return e.confirm(lp, pick)
+// step builds the next combination; it reports false when none is left.
+func (b *lmcBuild) step(e *lmc) bool {
+	for _, n := range b.n {
+		if n == 0 {
+			return false
 		}
-		reps := combo[pos].reps
-		if pos == k { // l first, then the class's other states
-			reps = append([]*lmcLocal{l}, slices.DeleteFunc(slices.Clone(reps), func(r *lmcLocal) bool { return r == l })...)
-		}
-		for _, r := range reps {
-			if tries >= e.tries() || e.out != nil || e.late() {
-				return false
-			}
-			pick[pos] = r
-			if try(pos + 1) {
-				return true
-			}
-		}
+	}
+	if b.at[0] == b.n[0] {
 		return false
 	}
-	if try(0) {
-		if !fresh {
-			for _, c := range combo {
-				c.failed = slices.DeleteFunc(c.failed, func(f []*lmcClass) bool { return slices.Equal(f, combo) })
-			}
-		}
-		return
+	combo := make([]*lmcClass, len(b.n))
+	for pos := range combo {
+		combo[pos] = b.lp.classes[pos][b.at[pos]]
 	}
-	if fresh {
-		e.stats.Dropped++
-		for _, c := range combo {
-			c.failed = append(c.failed, combo)
+	combo[b.k] = b.c
+	b.lp.build(e, combo)
+	e.work++
+	for pos := len(b.at) - 1; pos >= 0; pos-- { // next, as an odometer
+		if b.at[pos]++; b.at[pos] < b.n[pos] || pos == 0 {
+			break
 		}
+		b.at[pos] = 0
+	}
+	return true
+}
+
+// build makes the system state of combo and, if the invariant fails
+// there (or it reads more than the nodes), queues the candidate for the
+// a-posteriori check.
+func (lp *lmcPred) build(e *lmc, combo []*lmcClass) {
+	e.stats.Built++
+	if !lp.pr.Global && e.o.valid == nil {
+		if ok, _ := lp.p.Check(e.compose(lp, combo)); ok {
+			return
+		}
+	}
+	e.stats.Candidates++
+	e.pending = append(e.pending, &lmcCandidate{lp: lp, combo: combo})
+}
+
+// drain builds the system states new classes make possible and checks
+// the waiting candidates (each as soon as it is built), then again those
+// that failed before if the graph has grown since (explore calls it once a bound's local states are
+// all found, so exploring goes first). Unless final, it stops after as
+// much work as the bound's exploration did (lmc.work); what is left
+// waits.
+func (e *lmc) drain(final bool) {
+	if !final {
+		e.yield = e.work + max(e.work-e.boundWork, 10000)
+		defer func() { e.yield = 0 }()
+	}
+	stop := func() bool { return e.out != nil || e.late() || e.yielded() }
+	for (len(e.pending) > 0 || len(e.builds) > 0) && !stop() {
+		switch {
+		case len(e.pending) > 0: // what is built is checked first
+			c := e.pending[0]
+			e.pending = e.pending[1:]
+			e.resolve(c)
+		case !e.builds[0].step(e):
+			e.builds = e.builds[1:]
+		}
+	}
+	failed := e.failed
+	e.failed = nil
+	for k, c := range failed {
+		if stop() {
+			e.failed = append(e.failed, failed[k:]...)
+			return
+		}
+		if !c.stale() {
+			e.failed = append(e.failed, c)
+			continue
+		}
+		e.resolve(c)
 	}
 }
 
-const lmcPathTries = 4
+// resolve runs candidate c's a-posteriori check: a global execution that
+// takes each node read to a local state of its class (the others doing
+// what the nodes read need) and ends where the invariant fails (any
+// state, when every confirmed state goes to LMCOptions.valid). Found, it
+// is the run's violation. A Global invariant is judged on the first such
+// execution found: the combination does not say which to look for.
+func (e *lmc) resolve(c *lmcCandidate) {
+	target := make([][]*lmcLocal, e.n)
+	for k, cl := range c.combo {
+		target[c.lp.nodes[k]] = cl.members
+	}
+	var why string
+	fails := false
+	goal := func(s *State) bool {
+		if e.o.valid != nil {
+			return true
+		}
+		ok, w := c.lp.p.Check(s)
+		why, fails = w, !ok
+		return fails || c.lp.pr.Global
+	}
+	q := e.search(target, nil, goal, e.o.MaxSearch)
+	switch {
+	case q.final != nil && e.o.valid != nil:
+		e.o.valid(q.final)
+	case q.final != nil && fails:
+		e.out = &Result{Outcome: Violation, Predicate: c.lp.p.Name, Explanation: why, Trace: q.trace, Final: q.final}
+	case q.final != nil:
+	case q.late:
+		e.pending = append(e.pending, c)
+	default:
+		c.foot = &q.foot
+		e.failed = append(e.failed, c)
+	}
+}
 
-// tries bounds the combinations of representatives one candidate's check
-// tries.
-func (e *lmc) tries() int { return 2 * e.reps }
-
-// alone reports whether some global execution takes l's node along l's
-// path (the others running what it needs): only such local states
-// represent their class. The answer is kept.
-func (e *lmc) alone(l *lmcLocal) bool {
+// reaches reports whether some global execution takes l's node to l (the
+// others running what it needs): only such local states are expanded. A
+// check that gives up (after lmcReachSearch global states) counts as
+// reaching it.
+func (e *lmc) reaches(l *lmcLocal) bool {
 	if l.parent == nil {
 		return true
 	}
-	if l.alone == 0 {
-		l.alone = 2
-		e.stats.Checks++
-		if _, final, _ := e.replay(map[int][]Event{int(l.i): l.path()}); final != nil {
-			l.alone = 1
-			e.stats.Passed++
-		}
+	target := make([][]*lmcLocal, e.n)
+	target[l.i] = []*lmcLocal{l}
+	q := e.search(target, nil, nil, min(e.o.MaxSearch, lmcReachSearch))
+	l.foot = &q.foot
+	if q.gaveUp {
+		e.stats.Unsure++
+		return true // kept: the graph may grow too much, but misses nothing
 	}
-	return l.alone == 1
+	if q.final != nil {
+		n := 0
+		for _, mv := range q.path {
+			if mv.ed.from.i == l.i {
+				n++
+			}
+		}
+		e.stats.Confirmed[l.i] = max(e.stats.Confirmed[l.i], n)
+	}
+	return q.final != nil
 }
+
+// lmcReachSearch bounds the global states a pruning check visits.
+const lmcReachSearch = 1 << 14
 
 // compose is the system state of combo: each node read by lp in its
 // class's first local state, the others initial, nothing in flight.
@@ -207,75 +261,22 @@ func (e *lmc) compose(lp *lmcPred, combo []*lmcClass) *State {
 	s.net, s.streams, s.timers, s.returns = nil, nil, make([][]pendingTimer, e.n), nil
 	for k, c := range combo {
 		i := lp.nodes[k]
-		s.nodes[i], s.crashed[i] = c.reps[0].in, c.reps[0].crashed
+		s.nodes[i], s.crashed[i] = c.members[0].in, c.members[0].crashed
 	}
 	return s
 }
 
-// confirm runs the a-posteriori check for the local states pick (one per
-// node lp reads): a global execution in which each runs exactly its
-// path. If there is one, the invariants are checked on the state it
-// reaches; a failure there is the run's violation. It reports whether
-// the execution exists.
-func (e *lmc) confirm(lp *lmcPred, pick []*lmcLocal) bool {
-	// Each local state on its first path, then on its other paths: up
-	// to lmcPathTries combinations.
-	paths := make([][][]Event, len(pick))
-	for k, l := range pick {
-		paths[k] = l.paths(lmcPathTries)
-	}
-	var trace []Event
-	var final *State
-	var err error
-	choice := make([]int, len(pick))
-	for n := 0; n < lmcPathTries && final == nil; n++ {
-		fixed := map[int][]Event{}
-		for k, l := range pick {
-			fixed[int(l.i)] = paths[k][choice[k]]
-		}
-		e.stats.Checks++
-		trace, final, err = e.replay(fixed)
-		k := 0 // next choice, as an odometer
-		for ; k < len(choice); k++ {
-			if choice[k]++; choice[k] < len(paths[k]) {
-				break
-			}
-			choice[k] = 0
-		}
-		if k == len(choice) {
-			break
-		}
-	}
-	if final == nil {
-		return false
-	}
-	e.stats.Passed++
-	if err != nil {
-		e.out = &Result{Outcome: Violation, Predicate: HandlerPanicPredicate, Explanation: err.Error(), Trace: trace, Final: final}
-		return true
-	}
-	if e.o.valid != nil {
-		e.o.valid(final)
-		return true
-	}
-	for _, p := range e.preds {
-		if ok, why := p.p.Check(final); !ok {
-			e.out = &Result{Outcome: Violation, Predicate: p.p.Name, Explanation: why, Trace: trace, Final: final}
-			return true
-		}
-	}
-	return true
-}
-
-// panicked: a handler panicked in local state l on ev. It is reported if
-// a global execution reaches it.
-func (e *lmc) panicked(l *lmcLocal, ev Event, _ error) {
+// panicked: a handler panicked in local state l on ev (taking m). It is
+// reported if a global execution reaches l with ev enabled.
+func (e *lmc) panicked(l *lmcLocal, ev Event, m *lmcMsg) {
 	e.stats.Candidates++
-	e.stats.Checks++
-	trace, final, err := e.replay(map[int][]Event{int(l.i): append(l.path(), ev)})
-	if final != nil && err != nil {
-		e.stats.Passed++
-		e.out = &Result{Outcome: Violation, Predicate: HandlerPanicPredicate, Explanation: err.Error(), Trace: trace, Final: final}
+	p := &lmcLocal{i: l.i, virtual: true}
+	ed := &lmcEdge{from: l, to: p, ev: ev, m: m}
+	p.ins = []*lmcEdge{ed}
+	target := make([][]*lmcLocal, e.n)
+	target[l.i] = []*lmcLocal{p}
+	if q := e.search(target, ed, nil, e.o.MaxSearch); q.err != nil {
+		e.out = &Result{Outcome: Violation, Predicate: HandlerPanicPredicate, Explanation: q.err.Error(), Trace: q.trace, Final: q.final}
 		return
 	}
 	e.stats.Dropped++

@@ -70,7 +70,7 @@ func (sc *Scenario) Run(st Strategy, common Options) *Result {
 	o := sc.Options(st)
 	o.MaxTime, o.MaxStates, o.Workers, o.Seed, o.Walks = common.MaxTime, common.MaxStates, common.Workers, common.Seed, common.Walks
 	o.Progress, o.ProgressEvery, o.Checks, o.NoMemo = common.Progress, common.ProgressEvery, common.Checks, common.NoMemo
-	o.SleepSets, o.Symmetry = common.SleepSets, common.Symmetry
+	o.SleepSets, o.Symmetry, o.NodeDepth = common.SleepSets, common.Symmetry, common.NodeDepth
 	if common.MaxDepth != 0 {
 		o.MaxDepth = common.MaxDepth
 	}

@@ -79,6 +79,9 @@ type Options struct {
 	// NoMemo runs every handler afresh instead of reusing the result of
 	// the same node state handling the same event (tests compare both).
 	NoMemo bool
+	// NodeDepth makes BFS count, on each path it explores, the events
+	// each node handles (Result.NodeDepth).
+	NodeDepth bool
 	// Progress, if set, gets a line "states=... depth=... states/s=..."
 	// every ProgressEvery (default 1s) and one at the end.
 	Progress      io.Writer
@@ -93,6 +96,9 @@ type Result struct {
 	// built, seen before or not; no-ops skipped are none).
 	Transitions int
 	MaxDepth    int // deepest level reached
+	// NodeDepth is the most events one node handled on one path BFS
+	// explored (with Options.NodeDepth).
+	NodeDepth   int
 	Elapsed     time.Duration
 	Predicate   string  // the failing invariant or the goal that holds
 	Explanation string  // its explanation
@@ -127,7 +133,7 @@ type tnode struct {
 }
 
 func newTnode(parent *tnode, s *State, e Event) *tnode {
-	t := &tnode{parent: parent, kind: e.Kind, depth: parent.depth + 1, hash: e.Env.hash}
+	t := &tnode{parent: parent, kind: e.Kind, depth: parent.depth + 1, hash: e.Env.hash, node: e.Env.to - 1}
 	switch e.Kind {
 	case Fire:
 		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
@@ -170,6 +176,26 @@ func (t *tnode) trace(init *State) []Event {
 		s = next
 	}
 	return out
+}
+
+// handler is the node that handles t's event, or -1.
+func (t *tnode) handler() int32 {
+	switch t.kind {
+	case Deliver, Duplicate, StreamIn, Fire, Crash, Restart:
+		return t.node
+	}
+	return -1
+}
+
+// nodeEvents is how many events t's handler handles on t's path.
+func (t *tnode) nodeEvents() int {
+	i, n := t.handler(), 0
+	for ; i >= 0 && t.parent != nil; t = t.parent {
+		if t.handler() == i {
+			n++
+		}
+	}
+	return n
 }
 
 func (t *tnode) matches(s *State, e Event) bool {
@@ -227,6 +253,7 @@ type searcher struct {
 	vis    *visited
 	start  time.Time
 	depth  atomic.Int64
+	ndepth atomic.Int64 // Options.NodeDepth
 	trans  atomic.Int64
 	sleep  *sleepStore // Options.SleepSets
 	stop   atomic.Bool
@@ -287,7 +314,7 @@ func Search(init *State, opt Options) *Result {
 	}
 	r.States = int(sr.vis.n.Load())
 	r.Transitions = int(sr.trans.Load())
-	r.MaxDepth = int(sr.depth.Load())
+	r.MaxDepth, r.NodeDepth = int(sr.depth.Load()), int(sr.ndepth.Load())
 	r.Elapsed = time.Since(sr.start)
 	for k := range sr.idem {
 		r.Idempotence = append(r.Idempotence, k)
@@ -313,10 +340,13 @@ func (sr *searcher) progress() {
 		n, sr.depth.Load(), el.Seconds(), float64(n)/max(el.Seconds(), 1e-9))
 }
 
-func (sr *searcher) noteDepth(d int) {
+func (sr *searcher) noteDepth(d int) { noteMax(&sr.depth, d) }
+
+// noteMax raises x to d.
+func noteMax(x *atomic.Int64, d int) {
 	for {
-		cur := sr.depth.Load()
-		if int64(d) <= cur || sr.depth.CompareAndSwap(cur, int64(d)) {
+		cur := x.Load()
+		if int64(d) <= cur || x.CompareAndSwap(cur, int64(d)) {
 			return
 		}
 	}
@@ -552,6 +582,9 @@ func (sr *searcher) bfs(init *State) Outcome {
 							}
 							ns = sc.freeze()
 							nt := newTnode(it.t, it.s, e)
+							if sr.opt.NodeDepth {
+								noteMax(&sr.ndepth, nt.nodeEvents())
+							}
 							if sr.examine(ns, nt) {
 								return
 							}

@@ -14,8 +14,8 @@ func printLMCStats(w io.Writer, sc *mc.Scenario, st *mc.LMCStats) {
 		return
 	}
 	addrs := sc.Init().Addrs()
-	fmt.Fprintf(w, "lmc: %d transitions, %d messages, %d system states built, %d candidates, checks %d run %d passed, %d candidates dropped, %d unchecked, %d local states pruned, longest execution checked %d events\n",
-		st.Transitions, st.Messages, st.Built, st.Candidates, st.Checks, st.Passed, st.Dropped, st.Unchecked, st.Pruned, st.Longest)
+	fmt.Fprintf(w, "lmc: %d transitions, %d edges, %d messages, %d system states built (%d not yet), %d candidates, checks %d run %d passed %d gave up (%d global states searched), %d candidates dropped, %d unchecked, %d local states pruned, %d kept unsure, longest execution checked %d events\n",
+		st.Transitions, st.Edges, st.Messages, st.Built, st.Unbuilt, st.Candidates, st.Checks, st.Passed, st.Abandoned, st.Searched, st.Dropped, st.Unchecked, st.Pruned, st.Unsure, st.Longest)
 	for i, a := range addrs {
 		fmt.Fprintf(w, "  %s: %d local states, longest path %d events\n", a, st.Local[i], st.Depth[i])
 	}
