@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -151,31 +152,51 @@ func (p *Proc) Exited() bool {
 	}
 }
 
-// FreePort finds a loopback port p such that p..p+span are free now.
+// FreePort finds a loopback port p such that p..p+span are free now. It
+// draws p below the kernel's ephemeral range, which outgoing connections
+// and the ":0" listeners of other tests running at the same time take
+// from: a port a killed server frees could otherwise be handed at once to
+// another test's cluster, which would then answer in its place.
 func FreePort(t testing.TB, span int) int {
 	t.Helper()
-	for try := 0; try < 50; try++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		ok := true
-		for i := 1; i <= span && ok; i++ {
-			l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+i))
-			if err != nil {
-				ok = false
-				continue
-			}
-			_ = l2.Close()
-		}
-		if ok {
+	lo, hi := 10000, ephemeralLow()-span-1
+	if hi <= lo {
+		t.Fatalf("no room for %d ports below the ephemeral range", span+1)
+	}
+	for try := 0; try < 200; try++ {
+		p := lo + rand.IntN(hi-lo)
+		if portsFree(p, span) {
 			return p
 		}
 	}
 	t.Fatal("no free port range")
 	return 0
+}
+
+// portsFree reports whether loopback ports p..p+span can be listened on.
+func portsFree(p, span int) bool {
+	for i := 0; i <= span; i++ {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+i))
+		if err != nil {
+			return false
+		}
+		_ = ln.Close()
+	}
+	return true
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default, 32768, where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var lo int
+	if _, err := fmt.Sscan(string(b), &lo); err != nil || lo <= 0 {
+		return 32768
+	}
+	return lo
 }
 
 // FreeAddrs returns n addresses on ip whose ports are free now.
