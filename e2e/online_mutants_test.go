@@ -41,12 +41,12 @@ type predicted struct {
 	Cut         string `json:"cut"`
 }
 
-// The online checking issue's end to end: amalgam-server dev runs a
-// protocol mutant whose bug needs a particular interleaving, clients load
-// it, amalgam-cli mc online predicts the violation of the commit
-// invariant ahead of the live cluster, from a cut it captured and saved,
-// and amalgam-cli mc online replay replays the saved trace from the saved
-// cut to the same violation.
+// Online checking end to end: amalgam-server dev runs a protocol mutant
+// whose bug needs a particular interleaving, clients load it, amalgam-cli
+// mc online predicts the violation of the commit invariant ahead of the
+// live cluster, from a cut it captured and saved, and amalgam-cli mc
+// online replay replays the saved trace from the saved cut to the same
+// violation. Then a second cluster shows that the server runs the bug.
 func TestOnlineMutantE2E(t *testing.T) {
 	for _, mutant := range []string{"commit-out-of-order", "txn-first-stripe"} {
 		t.Run(mutant, func(t *testing.T) { onlineMutant(t, mutant) })
