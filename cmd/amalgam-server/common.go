@@ -41,6 +41,7 @@ type commonFlags struct {
 	pprof                  bool
 	immediateCheck         bool
 	tlsCert, tlsKey, tlsCA string
+	mutant                 mutantFlag
 }
 
 func (c *commonFlags) register(cmd *cobra.Command) {
@@ -53,6 +54,7 @@ func (c *commonFlags) register(cmd *cobra.Command) {
 	f.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate for mutual TLS (with --tls-key and --tls-ca)")
 	f.StringVar(&c.tlsKey, "tls-key", "", "PEM private key for mutual TLS")
 	f.StringVar(&c.tlsCA, "tls-ca", "", "PEM CA bundle that peers' and clients' certificates must chain to")
+	c.mutant.register(cmd)
 }
 
 type serverEnv struct {
@@ -95,12 +97,16 @@ func (c *commonFlags) setup(cmd *cobra.Command, blockSize int) (*serverEnv, cont
 	if err != nil {
 		return nil, nil, err
 	}
+	c.mutant.announce(cmd.OutOrStdout(), env.log)
 	ctx, stop := untilSignal()
 	env.closers = append(env.closers, stop)
 	return env, ctx, nil
 }
 
 func (c *commonFlags) env(cmd *cobra.Command, blockSize int) (*serverEnv, error) {
+	if err := c.mutant.set(); err != nil {
+		return nil, err
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
