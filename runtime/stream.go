@@ -39,8 +39,9 @@ import (
 // stream over.
 
 type outEntry struct {
-	seq uint64
-	m   *wire.Message
+	seq  uint64
+	m    *wire.Message
+	size int // proto.Size(m)
 }
 
 // outStream is the sending side of from -> to.
@@ -230,29 +231,15 @@ func (o *outStream) session() (bool, error) {
 	cursor := o.acked + 1
 	o.mu.Unlock()
 	for {
-		o.mu.Lock()
-		var e *outEntry
-		if len(o.q) > 0 {
-			if cursor < o.q[0].seq {
-				cursor = o.q[0].seq
-			}
-			if i := cursor - o.q[0].seq; i < uint64(len(o.q)) {
-				e = &o.q[i]
-			}
-		}
-		var frame *wire.StreamFrame
-		if e != nil {
-			frame = &wire.StreamFrame{Seq: e.seq, Msg: e.m}
-		}
-		o.mu.Unlock()
-		if frame != nil {
+		if frame, size := o.frame(cursor); frame != nil {
 			if !h.steer.paused(o.l.addr, o.to).IsZero() {
 				return progressed, errPaused
 			}
 			if err := st.Send(frame); err != nil {
 				return progressed, err
 			}
-			cursor++
+			countStreamFrame(len(frame.Msgs), size)
+			cursor = frame.Seq + uint64(len(frame.Msgs))
 			continue
 		}
 		select {
@@ -265,6 +252,37 @@ func (o *outStream) session() (bool, error) {
 			return progressed, ctx.Err()
 		}
 	}
+}
+
+// frameBytes bounds the messages one frame carries, beyond the first
+// (which alone may be larger): a frame is delivered to the receiver's loop
+// once it has arrived whole.
+const frameBytes = 1 << 20
+
+// frame returns the queued messages from number cursor on, up to
+// frameBytes, as one frame, and their encoded size; nil if there are none.
+func (o *outStream) frame(cursor uint64) (*wire.StreamFrame, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.q) == 0 {
+		return nil, 0
+	}
+	cursor = max(cursor, o.q[0].seq)
+	i := cursor - o.q[0].seq
+	if i >= uint64(len(o.q)) {
+		return nil, 0
+	}
+	q := o.q[i:]
+	n, size := 1, q[0].size
+	for n < len(q) && size+q[n].size <= frameBytes {
+		size += q[n].size
+		n++
+	}
+	msgs := make([]*wire.Message, n)
+	for j := range msgs {
+		msgs[j] = q[j].m
+	}
+	return &wire.StreamFrame{Seq: cursor, Msgs: msgs}, size
 }
 
 // inStream is the receiving side of from -> to.
@@ -378,19 +396,22 @@ func (r inbound) ServeStream(st StreamPeer) error {
 			return err
 		default:
 		}
-		m, err := wire.MessageFromProto(f.GetMsg())
-		if err != nil {
-			return status.Errorf(codes.InvalidArgument, "%v", err)
+		ps := f.GetMsgs()
+		if m := f.GetMsg(); m != nil {
+			ps = append([]*wire.Message{m}, ps...)
 		}
-		if err := take(ctx, l, in, from, sid, f.GetSeq(), m); err != nil {
+		if len(ps) == 0 {
+			return status.Error(codes.InvalidArgument, "frame: no message")
+		}
+		if err := take(ctx, l, in, from, sid, f.GetSeq(), ps); err != nil {
 			return err
 		}
 	}
 }
 
-// take hands message seq of the stream to the loop unless it is a
-// duplicate.
-func take(ctx context.Context, l *loop, in *inStream, from node.Addr, sid, seq uint64, m node.Message) error {
+// take hands the messages of a frame, numbered from seq on, to the loop,
+// but for those it already took.
+func take(ctx context.Context, l *loop, in *inStream, from node.Addr, sid, seq uint64, ps []*wire.Message) error {
 	in.recvMu.Lock()
 	defer in.recvMu.Unlock()
 	in.mu.Lock()
@@ -403,20 +424,26 @@ func take(ctx context.Context, l *loop, in *inStream, from node.Addr, sid, seq u
 	}
 	enq := in.enq
 	in.mu.Unlock()
-	if seq <= enq {
-		return nil // a duplicate after a reconnect
-	}
-	if seq != enq+1 {
+	if seq > enq+1 {
 		return status.Errorf(codes.FailedPrecondition, "seq: got %d, want %d", seq, enq+1)
 	}
-	if err := l.post(ctx, event{from: from, m: m, sid: sid, seq: seq}); err != nil {
-		return err
+	if skip := enq + 1 - seq; skip < uint64(len(ps)) { // the rest are duplicates after a reconnect
+		for i, p := range ps[skip:] {
+			m, err := wire.MessageFromProto(p)
+			if err != nil {
+				return status.Errorf(codes.InvalidArgument, "msgs[%d]: %v", skip+uint64(i), err)
+			}
+			if err := l.post(ctx, event{from: from, m: m, sid: sid, seq: enq + 1}); err != nil {
+				return err
+			}
+			enq++
+			in.mu.Lock()
+			if in.sid == sid {
+				in.enq = enq
+			}
+			in.mu.Unlock()
+		}
 	}
-	in.mu.Lock()
-	if in.sid == sid {
-		in.enq = seq
-	}
-	in.mu.Unlock()
 	return nil
 }
 
@@ -465,7 +492,7 @@ func (l *loop) restoreStreams() error {
 				return err
 			}
 			seq := beUint64(rest)
-			o.q = append(o.q, outEntry{seq: seq, m: &m})
+			o.q = append(o.q, outEntry{seq: seq, m: &m, size: len(v)})
 			return nil
 		})
 		if err != nil {
