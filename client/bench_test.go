@@ -111,10 +111,12 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/ops, "cpu-us/op")
 	}
 	// Node traffic between machines (not the clients' calls): stream
-	// messages, the frames that carried them, unordered sends (one gRPC
+	// messages, the frames that carried them, stream acknowledgements,
+	// unordered sends (one gRPC
 	// call each), and their encoded bytes per byte written.
 	b.ReportMetric(float64(net1.StreamMsgs-net0.StreamMsgs)/ops, "msgs/op")
 	b.ReportMetric(float64(net1.StreamFrames-net0.StreamFrames)/ops, "frames/op")
+	b.ReportMetric(float64(net1.StreamAcks-net0.StreamAcks)/ops, "acks/op")
 	b.ReportMetric(float64(net1.Sends-net0.Sends)/ops, "sends/op")
 	b.ReportMetric(float64(net1.StreamBytes-net0.StreamBytes+net1.SendBytes-net0.SendBytes)/(ops*float64(size)), "net-B/B")
 	if mode == "durable" {

@@ -341,6 +341,7 @@ func (l *loop) persist(rd *ready) {
 		rd.lazy = false // nothing to wait for
 		return
 	}
+	l.forgetAcked(b)
 	if causes.on.Load() {
 		countCause(batchCause(l.addr, rd.handled, rd, rd.lazy))
 	}

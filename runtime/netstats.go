@@ -3,16 +3,19 @@ package runtime
 import "sync/atomic"
 
 // NetStats counts the node traffic every Host of the process sent to
-// other hosts: frames of ordered streams and the messages in them, and
-// transport Sends (one gRPC call each) of unordered messages. Bytes are
+// other hosts: frames of ordered streams and the messages in them, the
+// streams' acknowledgements, and transport Sends (one gRPC call each) of
+// unordered messages. Bytes are
 // the encoded messages, without gRPC's and HTTP/2's framing.
 type NetStats struct {
 	StreamFrames, StreamMsgs, StreamBytes uint64
+	StreamAcks                            uint64
 	Sends, SendMsgs, SendBytes            uint64
 }
 
 var netStats struct {
 	streamFrames, streamMsgs, streamBytes atomic.Uint64
+	streamAcks                            atomic.Uint64
 	sends, sendMsgs, sendBytes            atomic.Uint64
 }
 
@@ -21,7 +24,8 @@ func TransportStats() NetStats {
 	s := &netStats
 	return NetStats{
 		StreamFrames: s.streamFrames.Load(), StreamMsgs: s.streamMsgs.Load(), StreamBytes: s.streamBytes.Load(),
-		Sends: s.sends.Load(), SendMsgs: s.sendMsgs.Load(), SendBytes: s.sendBytes.Load(),
+		StreamAcks: s.streamAcks.Load(),
+		Sends:      s.sends.Load(), SendMsgs: s.sendMsgs.Load(), SendBytes: s.sendBytes.Load(),
 	}
 }
 
@@ -36,3 +40,5 @@ func countSend(msgs, bytes int) {
 	netStats.sendMsgs.Add(uint64(msgs))
 	netStats.sendBytes.Add(uint64(bytes))
 }
+
+func countStreamAck() { netStats.streamAcks.Add(1) }

@@ -60,6 +60,9 @@ type outStream struct {
 	acked  uint64
 	dead   bool // dropped: an incarnation at either end ended (incarnation.go)
 	notify chan struct{}
+	// forget is the range of acknowledged messages still in the store
+	// (lo..hi, none if hi is 0): the loop's next batch deletes them.
+	forget struct{ lo, hi uint64 }
 }
 
 // outStream returns the stream to to, creating it. Loop goroutine only (or
@@ -120,14 +123,28 @@ func (o *outStream) ackTo(a uint64) {
 		o.q = append(o.q[:0], o.q[i:]...)
 	}
 	o.acked = max(o.acked, a)
-	defer o.mu.Unlock()
-	if st := o.l.h.opts.Store; st != nil && i > 0 && !o.dead {
-		// Forgetting acknowledged messages need not be synced: if the
-		// delete is lost, they are resent and the receiver drops them.
-		// (Under mu: a dropped stream's keys may belong to its successor.)
-		_ = st.db.DeleteRange(outKey(o.l.addr, o.to, lo), outKey(o.l.addr, o.to, a+1), pebble.NoSync)
-		if causes.on.Load() {
-			countCause(role(o.l.addr) + " ack-delete")
+	if i > 0 && !o.dead && o.l.h.opts.Store != nil {
+		if o.forget.hi == 0 {
+			o.forget.lo = lo
+		}
+		o.forget.hi = a
+	}
+	o.mu.Unlock()
+}
+
+// forgetAcked deletes the acknowledged messages of the loop's streams
+// from the store in b, the batch the loop is about to commit. Loop
+// goroutine only. The deletes need no sync of their own, nor a batch of
+// their own: if they are lost, the messages are resent and the receiver
+// drops them by number.
+func (l *loop) forgetAcked(b *pebble.Batch) {
+	for _, o := range l.out {
+		o.mu.Lock()
+		f := o.forget
+		o.forget.hi = 0
+		o.mu.Unlock()
+		if f.hi > 0 { // o is in l.out: not dropped, its keys are its own
+			_ = b.DeleteRange(outKey(l.addr, o.to, f.lo), outKey(l.addr, o.to, f.hi+1), nil)
 		}
 	}
 }
@@ -376,6 +393,7 @@ func (r inbound) ServeStream(st StreamPeer) error {
 					ackErr <- err
 					return
 				}
+				countStreamAck()
 				sent = p
 			}
 			select {
