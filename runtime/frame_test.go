@@ -18,18 +18,18 @@ func commitProto(t *testing.T, n uint64) *wire.Message {
 }
 
 // TestStreamFramePacks: a frame carries every queued message from the
-// cursor on, up to frameBytes beyond the first.
+// cursor on, up to frameBytes in all (or one larger message alone).
 func TestStreamFramePacks(t *testing.T) {
 	o := &outStream{}
 	if f, _ := o.frame(1); f != nil {
 		t.Fatalf("empty queue: got a frame %v", f)
 	}
 	for seq := uint64(3); seq <= 7; seq++ {
-		o.q = append(o.q, outEntry{seq: seq, m: commitProto(t, seq), size: frameBytes / 2})
+		o.q = append(o.q, outEntry{seq: seq, m: commitProto(t, seq), size: frameBytes/2 - frameOverhead})
 	}
 	f, size := o.frame(1) // acknowledged up to 2 meanwhile: from 3 on
-	if f.GetSeq() != 3 || len(f.GetMsgs()) != 2 || size != frameBytes {
-		t.Fatalf("from 1: got seq %d, %d messages, %d bytes; want 3, 2, %d", f.GetSeq(), len(f.GetMsgs()), size, frameBytes)
+	if want := frameBytes - 2*frameOverhead; f.GetSeq() != 3 || len(f.GetMsgs()) != 2 || size != want {
+		t.Fatalf("from 1: got seq %d, %d messages, %d bytes; want 3, 2, %d", f.GetSeq(), len(f.GetMsgs()), size, want)
 	}
 	f, _ = o.frame(7)
 	if f.GetSeq() != 7 || len(f.GetMsgs()) != 1 || f.GetMsgs()[0] != o.q[4].m {

@@ -271,13 +271,18 @@ func (o *outStream) session() (bool, error) {
 	}
 }
 
-// frameBytes bounds the messages one frame carries, beyond the first
-// (which alone may be larger): a frame is delivered to the receiver's loop
-// once it has arrived whole.
-const frameBytes = 1 << 20
+// frameBytes bounds a frame of several messages (one message alone may be
+// larger, up to gRPC's limit): a frame is delivered to the receiver's loop
+// once it has arrived whole. frameOverhead bounds what a message adds to a
+// frame's encoding beyond its own (field tag and length).
+const (
+	frameBytes    = 1 << 20
+	frameOverhead = 16
+)
 
 // frame returns the queued messages from number cursor on, up to
-// frameBytes, as one frame, and their encoded size; nil if there are none.
+// frameBytes, as one frame, and the messages' encoded size; nil if there
+// are none.
 func (o *outStream) frame(cursor uint64) (*wire.StreamFrame, int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -290,14 +295,16 @@ func (o *outStream) frame(cursor uint64) (*wire.StreamFrame, int) {
 		return nil, 0
 	}
 	q := o.q[i:]
-	n, size := 1, q[0].size
-	for n < len(q) && size+q[n].size <= frameBytes {
-		size += q[n].size
+	n, bound := 1, q[0].size+frameOverhead
+	for n < len(q) && bound+q[n].size+frameOverhead <= frameBytes {
+		bound += q[n].size + frameOverhead
 		n++
 	}
 	msgs := make([]*wire.Message, n)
+	size := 0
 	for j := range msgs {
 		msgs[j] = q[j].m
+		size += q[j].size
 	}
 	return &wire.StreamFrame{Seq: cursor, Msgs: msgs}, size
 }
