@@ -452,7 +452,8 @@ func take(ctx context.Context, l *loop, in *inStream, from node.Addr, sid, seq u
 	if seq > enq+1 {
 		return status.Errorf(codes.FailedPrecondition, "seq: got %d, want %d", seq, enq+1)
 	}
-	if skip := enq + 1 - seq; skip < uint64(len(ps)) { // the rest are duplicates after a reconnect
+	// ps[:skip] were taken before: a frame resent after a reconnect.
+	if skip := enq + 1 - seq; skip < uint64(len(ps)) {
 		for i, p := range ps[skip:] {
 			m, err := wire.MessageFromProto(p)
 			if err != nil {
