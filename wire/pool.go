@@ -11,10 +11,11 @@ import (
 // gRPC takes the buffers it encodes messages into and assembles received
 // messages in from a pool, and its default pool zeroes each buffer's
 // whole capacity on every Get: a 128 KiB block costs a 256 KiB clear on
-// each side, a tenth of a durable 128 KiB write's CPU. Every buffer gRPC
-// takes from the pool it overwrites whole (the encoder appends the
-// message from length 0, the receiver copies or reads exactly the length
-// it asked for), so Amalgam's processes use a pool that does not zero.
+// each side, a tenth of a durable 128 KiB write's CPU. gRPC reads only
+// what it wrote into a buffer from the pool (the encoder appends the
+// message from length 0; readers and the write buffer keep count of the
+// bytes they put in), so Amalgam's processes use a pool that does not
+// zero.
 // The price: a gRPC bug that read a buffer past what it wrote would see
 // old bytes of this process rather than zeros.
 func init() { experimental.SetDefaultBufferPool(&dirtyPool{}) }
