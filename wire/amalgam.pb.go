@@ -4880,12 +4880,15 @@ func (x *StreamHello) GetToInc() uint64 {
 
 // StreamFrame is what a stream sender writes: first a hello, then
 // messages numbered 1, 2, 3, ... (resent from the last acknowledged one
-// after a reconnect; the receiver drops duplicates).
+// after a reconnect; the receiver drops duplicates). A frame carries one
+// message (msg, numbered seq) or several (msgs, numbered seq, seq+1, ...);
+// senders use msgs, receivers take either.
 type StreamFrame struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Hello         *StreamHello           `protobuf:"bytes,1,opt,name=hello,proto3" json:"hello,omitempty"`
 	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	Msg           *Message               `protobuf:"bytes,3,opt,name=msg,proto3" json:"msg,omitempty"`
+	Msgs          []*Message             `protobuf:"bytes,4,rep,name=msgs,proto3" json:"msgs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4937,6 +4940,13 @@ func (x *StreamFrame) GetSeq() uint64 {
 func (x *StreamFrame) GetMsg() *Message {
 	if x != nil {
 		return x.Msg
+	}
+	return nil
+}
+
+func (x *StreamFrame) GetMsgs() []*Message {
+	if x != nil {
+		return x.Msgs
 	}
 	return nil
 }
@@ -5355,11 +5365,12 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12\x1b\n" +
 	"\tstream_id\x18\x03 \x01(\x04R\bstreamId\x12\x19\n" +
 	"\bfrom_inc\x18\x04 \x01(\x04R\afromInc\x12\x15\n" +
-	"\x06to_inc\x18\x05 \x01(\x04R\x05toInc\"u\n" +
+	"\x06to_inc\x18\x05 \x01(\x04R\x05toInc\"\x9e\x01\n" +
 	"\vStreamFrame\x12-\n" +
 	"\x05hello\x18\x01 \x01(\v2\x17.amalgam.v1.StreamHelloR\x05hello\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12%\n" +
-	"\x03msg\x18\x03 \x01(\v2\x13.amalgam.v1.MessageR\x03msg\">\n" +
+	"\x03msg\x18\x03 \x01(\v2\x13.amalgam.v1.MessageR\x03msg\x12'\n" +
+	"\x04msgs\x18\x04 \x03(\v2\x13.amalgam.v1.MessageR\x04msgs\">\n" +
 	"\tStreamAck\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x14\n" +
 	"\x05acked\x18\x02 \x01(\x04R\x05acked*\x8c\x01\n" +
@@ -5555,19 +5566,20 @@ var file_amalgam_proto_depIdxs = []int32{
 	58, // 89: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
 	61, // 90: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
 	57, // 91: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
-	4,  // 92: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
-	6,  // 93: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
-	59, // 94: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
-	62, // 95: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
-	5,  // 96: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
-	10, // 97: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
-	60, // 98: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
-	63, // 99: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
-	96, // [96:100] is the sub-list for method output_type
-	92, // [92:96] is the sub-list for method input_type
-	92, // [92:92] is the sub-list for extension type_name
-	92, // [92:92] is the sub-list for extension extendee
-	0,  // [0:92] is the sub-list for field type_name
+	57, // 92: amalgam.v1.StreamFrame.msgs:type_name -> amalgam.v1.Message
+	4,  // 93: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
+	6,  // 94: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
+	59, // 95: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
+	62, // 96: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
+	5,  // 97: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
+	10, // 98: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
+	60, // 99: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
+	63, // 100: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
+	97, // [97:101] is the sub-list for method output_type
+	93, // [93:97] is the sub-list for method input_type
+	93, // [93:93] is the sub-list for extension type_name
+	93, // [93:93] is the sub-list for extension extendee
+	0,  // [0:93] is the sub-list for field type_name
 }
 
 func init() { file_amalgam_proto_init() }
