@@ -277,16 +277,24 @@ func buildVsBinaries(ctx context.Context, src, dir string, progress func(string)
 		{src, b.server, "./cmd/amalgam-server"},
 		{filepath.Join(src, "bench", "etcd"), b.etcd, "."},
 	} {
-		if progress != nil {
-			progress("building " + step.out)
-		}
-		c := exec.CommandContext(ctx, "go", "build", "-o", step.out, step.pkg)
-		c.Dir = step.dir
-		if out, err := c.CombinedOutput(); err != nil {
-			return b, fmt.Errorf("go build %s in %s: %v\n%s", step.pkg, step.dir, err, out)
+		if err := goBuild(ctx, step.dir, step.out, step.pkg, progress); err != nil {
+			return b, err
 		}
 	}
 	return b, nil
+}
+
+// goBuild runs go build -o out pkg in dir.
+func goBuild(ctx context.Context, dir, out, pkg string, progress func(string)) error {
+	if progress != nil {
+		progress("building " + out)
+	}
+	c := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	c.Dir = dir
+	if msg, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s in %s: %v\n%s", pkg, dir, err, msg)
+	}
+	return nil
 }
 
 // procCluster is a cluster of server processes.

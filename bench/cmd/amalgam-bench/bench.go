@@ -44,7 +44,8 @@ bandwidth limit (--bandwidth), which models the thesis's network-bound
 testbed.
 
 Experiments: all, ` + strings.Join(harness.ExperimentNames(), ", ") + `.
-amalgam-bench vs-etcd (a subcommand) compares durable Amalgam with etcd clusters.
+amalgam-bench vs-etcd (a subcommand) compares durable Amalgam with etcd clusters;
+amalgam-bench recovery measures throughput through a machine's failure and rebuild.
 --quick runs every experiment briefly (bench all --quick: under 2 minutes).
 Results: text tables (default), --output json, --csv FILE, --plot DIR (SVG).
 See docs/benchmarks.md.`,
@@ -146,7 +147,7 @@ See docs/benchmarks.md.`,
 	f.StringVar(&csvFile, "csv", "", "also write the points as CSV to this file")
 	f.StringVar(&plotDir, "plot", "", "also draw SVG plots into this directory")
 	f.BoolVar(&noProgress, "no-progress", false, "do not draw the progress bar (on stderr)")
-	cmd.AddCommand(newVsEtcdCmd())
+	cmd.AddCommand(newVsEtcdCmd(), newRecoveryCmd())
 	return cmd
 }
 
