@@ -25,17 +25,17 @@ type RecoveryOptions struct {
 	N, G, F   int // default 6, 3, 2
 	BlockSize int // default 4 KiB
 	// MiBPerMachine is what each machine holds, data and parity blocks
-	// (default 8); the number of stripes follows from it.
+	// (default 2); the number of stripes follows from it.
 	MiBPerMachine float64
 	Clients       int           // default 8
 	KillAfter     time.Duration // into the load (default 10s)
-	Duration      time.Duration // of the whole load (default 60s)
+	Duration      time.Duration // of the whole load (default 90s)
 	Bucket        time.Duration // default 250ms
 	SuspectAfter  time.Duration // the failure detector's (default 1500ms)
 	// RebuildRate is passed to every node's --rebuild-rate ("" leaves
 	// the server's default).
 	RebuildRate string
-	Victim      int // the machine killed (default 1)
+	Victim      int // the machine killed
 	Seed        uint64
 	Src         string // the source tree amalgam-server is built from
 	Progress    func(string)
@@ -58,20 +58,20 @@ func (o *RecoveryOptions) defaults() {
 		}
 	}
 	defD(&o.KillAfter, 10*time.Second)
-	defD(&o.Duration, 60*time.Second)
+	defD(&o.Duration, 90*time.Second)
 	defD(&o.Bucket, 250*time.Millisecond)
 	defD(&o.SuspectAfter, 1500*time.Millisecond)
 	if o.MiBPerMachine == 0 {
-		o.MiBPerMachine = 8
+		o.MiBPerMachine = 2
 	}
 	if o.Src == "" {
 		o.Src = "."
 	}
 }
 
-// Validate checks the options (after defaults).
+// Validate checks the options as given: unset (zero) fields are refused,
+// as a command line's zeros are; Recovery fills them with defaults first.
 func (o *RecoveryOptions) Validate() error {
-	o.defaults()
 	switch {
 	case o.G < 1 || o.F < 1 || o.G+o.F > o.N:
 		return fmt.Errorf("need --g >= 1, --f >= 1 and --g + --f <= --n, got n=%d g=%d f=%d", o.N, o.G, o.F)
@@ -81,8 +81,10 @@ func (o *RecoveryOptions) Validate() error {
 		return fmt.Errorf("--mib-per-machine must be positive, got %g", o.MiBPerMachine)
 	case o.Clients < 1:
 		return fmt.Errorf("--clients must be at least 1, got %d", o.Clients)
-	case o.KillAfter < 0 || o.Bucket < 0 || o.SuspectAfter < 0:
-		return fmt.Errorf("--kill-after, --bucket and --suspect-after must not be negative")
+	case o.KillAfter < 0 || o.SuspectAfter < 0:
+		return fmt.Errorf("--kill-after and --suspect-after must not be negative")
+	case o.Bucket <= 0:
+		return fmt.Errorf("--bucket must be positive, got %v", o.Bucket)
 	case o.KillAfter >= o.Duration:
 		return fmt.Errorf("--kill-after (%v) must be before the end of the load (--duration %v)", o.KillAfter, o.Duration)
 	case o.Victim < 0 || o.Victim >= o.N:
@@ -102,6 +104,7 @@ func (o *RecoveryOptions) layout() erasure.Layout {
 
 // Recovery runs the benchmark.
 func Recovery(o RecoveryOptions) (*RecoveryReport, error) {
+	o.defaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -126,7 +129,7 @@ func Recovery(o RecoveryOptions) (*RecoveryReport, error) {
 		return nil, err
 	}
 	l := o.layout()
-	rep := &RecoveryReport{Started: time.Now().UTC(), Cores: Cores(), LoadBefore: loadAvg(), System: Amalgam, Durability: "durable",
+	rep := &RecoveryReport{Host: newHost(), System: Amalgam, Durability: "durable",
 		N: l.N, G: l.G, F: l.F, Stripes: l.Stripes, Blocks: l.NumBlocks(), BlockSize: l.BlockSize,
 		HeldBytes: int64(l.Stripes*(l.G+l.F)/l.N) * int64(l.BlockSize), Clients: o.Clients, Victim: o.Victim,
 		RebuildRate: o.RebuildRate, SuspectAfter: o.SuspectAfter, Bucket: o.Bucket, Duration: o.Duration}

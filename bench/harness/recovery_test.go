@@ -140,6 +140,7 @@ func TestRecoveryHealthy(t *testing.T) {
 
 func TestRecoveryOptions(t *testing.T) {
 	o := RecoveryOptions{BlockSize: 4096, MiBPerMachine: 1}
+	o.defaults()
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,8 @@ func TestRecoveryOptions(t *testing.T) {
 	if l.N != 6 || l.G != 3 || l.F != 2 || l.Stripes != 308 {
 		t.Errorf("layout %+v, want n=6 g=3 f=2 and 308 stripes", l)
 	}
-	for _, bad := range []RecoveryOptions{{N: 4}, {KillAfter: time.Minute, Duration: time.Second}, {Victim: 6}, {Clients: -1}} {
+	for _, bad := range []RecoveryOptions{{N: 4}, {KillAfter: time.Minute, Duration: time.Second}, {Victim: 6}, {Clients: -1}, {Bucket: -1}} {
+		bad.defaults()
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}

@@ -156,18 +156,15 @@ func phases(ops []opRec, events []RecoveryEvent, total time.Duration, blockSize 
 
 // RecoveryReport is the result of amalgam-bench recovery.
 type RecoveryReport struct {
-	Started    time.Time `json:"started"`
-	Cores      int       `json:"cores"`
-	LoadBefore string    `json:"loadavg_before"`
-	LoadAfter  string    `json:"loadavg_after"`
-	System     string    `json:"system"`
-	Durability string    `json:"durability"`
-	N          int       `json:"n"`
-	G          int       `json:"g"`
-	F          int       `json:"f"`
-	Stripes    int       `json:"stripes"`
-	Blocks     uint64    `json:"blocks"`
-	BlockSize  int       `json:"block_size"`
+	Host
+	System     string `json:"system"`
+	Durability string `json:"durability"`
+	N          int    `json:"n"`
+	G          int    `json:"g"`
+	F          int    `json:"f"`
+	Stripes    int    `json:"stripes"`
+	Blocks     uint64 `json:"blocks"`
+	BlockSize  int    `json:"block_size"`
 	// HeldBytes is what one machine holds (data and parity blocks): what
 	// the replacement rebuilds.
 	HeldBytes    int64            `json:"held_bytes_per_machine"`

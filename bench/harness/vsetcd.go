@@ -120,18 +120,28 @@ type Spread struct {
 	Max    float64 `json:"max"`
 }
 
+// Host is when and on what a run of separate processes ran: the load
+// average before and after it.
+type Host struct {
+	Started    time.Time `json:"started"`
+	Cores      int       `json:"cores"`
+	LoadBefore string    `json:"loadavg_before"`
+	LoadAfter  string    `json:"loadavg_after"`
+}
+
+func newHost() Host {
+	return Host{Started: time.Now().UTC(), Cores: Cores(), LoadBefore: loadAvg()}
+}
+
 // VsReport is the result of vs-etcd.
 type VsReport struct {
-	Started    time.Time     `json:"started"`
-	Cores      int           `json:"cores"`
-	LoadBefore string        `json:"loadavg_before"`
-	LoadAfter  string        `json:"loadavg_after"`
-	Rounds     int           `json:"rounds"`
-	Warmup     time.Duration `json:"warmup_ns"`
-	Duration   time.Duration `json:"duration_ns"`
-	Systems    []string      `json:"systems"`
-	Points     []VsPoint     `json:"points"`
-	Summary    []VsSummary   `json:"summary"`
+	Host
+	Rounds   int           `json:"rounds"`
+	Warmup   time.Duration `json:"warmup_ns"`
+	Duration time.Duration `json:"duration_ns"`
+	Systems  []string      `json:"systems"`
+	Points   []VsPoint     `json:"points"`
+	Summary  []VsSummary   `json:"summary"`
 }
 
 func (o *VsEtcdOptions) defaults() {
@@ -203,7 +213,7 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 	if !bins.perf && o.Progress != nil {
 		o.Progress("perf stat cannot count sync system calls here: that column stays empty")
 	}
-	rep := &VsReport{Started: time.Now().UTC(), Cores: Cores(), LoadBefore: loadAvg(), Rounds: o.Rounds,
+	rep := &VsReport{Host: newHost(), Rounds: o.Rounds,
 		Warmup: o.Warmup, Duration: o.Duration, Systems: []string{Amalgam}}
 	for _, m := range o.Members {
 		rep.Systems = append(rep.Systems, fmt.Sprintf("etcd%d", m))

@@ -161,6 +161,28 @@ func ignoreCLIFlags(f *pflag.FlagSet) {
 	}
 }
 
+// progressTo reports a command's progress on stderr.
+func progressTo(name string) func(string) {
+	return func(s string) { fmt.Fprintf(os.Stderr, "%s: %s\n", name, s) }
+}
+
+// saveReport writes rep as JSON into jsonFile and its plots into plotDir
+// (created if need be), each if set.
+func saveReport(rep any, jsonFile, plotDir string, plot func(dir string) error) error {
+	if jsonFile != "" {
+		if err := createFile(jsonFile, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
+			return fmt.Errorf("--json %s: %w", jsonFile, err)
+		}
+	}
+	if plotDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(plotDir, 0o755); err != nil {
+		return err
+	}
+	return plot(plotDir)
+}
+
 // createFile writes a new file with write.
 func createFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)

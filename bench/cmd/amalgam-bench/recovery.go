@@ -2,8 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,7 +46,7 @@ The baselines (ShardedPaxos, RSPaxos) run in one process and in memory
 only, and replace no replica, so this command measures Amalgam alone.`,
 		Example: `  amalgam-cli bench recovery
   amalgam-cli bench recovery --block-size 65536 --mib-per-machine 16 --plot docs/bench/recovery
-  amalgam-cli bench recovery --rebuild-rate 2MB --duration 90s --output json`,
+  amalgam-cli bench recovery --rebuild-rate 2MB/s --duration 2m --output json`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -59,25 +58,21 @@ only, and replace no replica, so this command measures Amalgam alone.`,
 				return err
 			}
 			if !noProgress {
-				o.Progress = func(s string) { fmt.Fprintf(os.Stderr, "recovery: %s\n", s) }
+				o.Progress = progressTo("recovery")
 			}
 			rep, err := harness.Recovery(o)
 			if err != nil {
 				return err
 			}
-			if jsonFile != "" {
-				if err := createFile(jsonFile, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
-					return fmt.Errorf("--json %s: %w", jsonFile, err)
+			plot := func(dir string) error {
+				files, err := rep.Plot(dir)
+				if err == nil && o.Progress != nil {
+					o.Progress(fmt.Sprintf("plots: %s", strings.Join(files, ", ")))
 				}
+				return err
 			}
-			if plotDir != "" {
-				files, err := rep.Plot(plotDir)
-				if err != nil {
-					return err
-				}
-				if o.Progress != nil {
-					o.Progress(fmt.Sprintf("plots: %v", files))
-				}
+			if err := saveReport(rep, jsonFile, plotDir, plot); err != nil {
+				return err
 			}
 			if output == "json" {
 				return writeJSON(cmd.OutOrStdout(), rep)
@@ -92,10 +87,10 @@ only, and replace no replica, so this command measures Amalgam alone.`,
 	f.IntVar(&o.G, "g", 3, "data blocks per stripe")
 	f.IntVar(&o.F, "f", 2, "parity blocks per stripe")
 	f.IntVar(&o.BlockSize, "block-size", 4096, "bytes per block")
-	f.Float64Var(&o.MiBPerMachine, "mib-per-machine", 8, "MiB of blocks (data and parity) each machine holds; sets the number of stripes")
+	f.Float64Var(&o.MiBPerMachine, "mib-per-machine", 2, "MiB of blocks (data and parity) each machine holds; sets the number of stripes")
 	f.IntVar(&o.Clients, "clients", 8, "closed-loop clients writing whole random blocks")
 	f.DurationVar(&o.KillAfter, "kill-after", 10*time.Second, "when into the load to SIGKILL the victim")
-	f.DurationVar(&o.Duration, "duration", 60*time.Second, "length of the whole load")
+	f.DurationVar(&o.Duration, "duration", 90*time.Second, "length of the whole load")
 	f.DurationVar(&o.Bucket, "bucket", 250*time.Millisecond, "width of a time bucket")
 	f.DurationVar(&o.SuspectAfter, "suspect-after", 1500*time.Millisecond, "the failure detector's silence before it suspects a machine")
 	f.StringVar(&o.RebuildRate, "rebuild-rate", "", "passed to every node's --rebuild-rate (default: the server's)")
