@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// Plot draws throughput and p99 latency over time, the events marked,
+// Plot draws throughput and p99 latency per bucket over time, the events marked,
 // into dir/recovery-<block size>.svg and dir/recovery-<block size>-p99.svg.
 func (r *RecoveryReport) Plot(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -22,11 +22,12 @@ func (r *RecoveryReport) Plot(dir string) ([]string, error) {
 	for _, f := range []struct {
 		file, label string
 		y           func(RecoveryBucket) float64
+		skipEmpty   bool
 	}{
-		{base + ".svg", "client writes (MB/s)", func(b RecoveryBucket) float64 { return b.MBPerSec }},
-		{base + "-p99.svg", "p99 latency (ms)", func(b RecoveryBucket) float64 { return b.P99ms }},
+		{base + ".svg", "client writes (MB/s)", func(b RecoveryBucket) float64 { return b.MBPerSec }, false},
+		{base + "-p99.svg", "p99 latency of the writes completed (ms)", func(b RecoveryBucket) float64 { return b.P99ms }, true},
 	} {
-		p, err := r.timePlot(f.label, f.y)
+		p, err := r.timePlot(f.label, f.y, f.skipEmpty)
 		if err != nil {
 			return files, err
 		}
@@ -41,28 +42,42 @@ func (r *RecoveryReport) Plot(dir string) ([]string, error) {
 
 // timePlot is one metric per bucket over time with a labelled vertical
 // line at each event.
-func (r *RecoveryReport) timePlot(ylabel string, y func(RecoveryBucket) float64) (*plot.Plot, error) {
+func (r *RecoveryReport) timePlot(ylabel string, y func(RecoveryBucket) float64, skipEmpty bool) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s (%s, n=%d g=%d f=%d, %s blocks, %.0f MiB per machine, %d clients): machine %d killed",
 		r.System, r.Durability, r.N, r.G, r.F, sizeLabel(r.BlockSize), float64(r.HeldBytes)/(1<<20), r.Clients, r.Victim)
 	p.Title.TextStyle.Font.Size = vg.Points(10)
 	p.X.Label.Text = fmt.Sprintf("time since the load started (s; %v buckets)", r.Bucket)
 	p.Y.Label.Text = ylabel
-	var xys plotter.XYs
+	// A bucket where nothing completed has no latency: the p99 line
+	// breaks there instead of dropping to 0.
+	var segs []plotter.XYs
+	var seg plotter.XYs
 	top := 0.0
 	for _, b := range r.Buckets {
-		xys = append(xys, plotter.XY{X: b.StartS + r.Bucket.Seconds()/2, Y: y(b)})
+		if skipEmpty && b.Ops == 0 {
+			if len(seg) > 0 {
+				segs, seg = append(segs, seg), nil
+			}
+			continue
+		}
+		seg = append(seg, plotter.XY{X: b.StartS + r.Bucket.Seconds()/2, Y: y(b)})
 		top = max(top, y(b))
 	}
-	if len(xys) == 0 {
+	if len(seg) > 0 {
+		segs = append(segs, seg)
+	}
+	if len(segs) == 0 {
 		return nil, fmt.Errorf("no buckets to plot")
 	}
-	line, err := plotter.NewLine(xys)
-	if err != nil {
-		return nil, err
+	for _, xys := range segs {
+		line, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, err
+		}
+		line.Width = vg.Points(1.2)
+		p.Add(line)
 	}
-	line.Width = vg.Points(1.2)
-	p.Add(line)
 	top = max(top*1.15, 1)
 	var labels plotter.XYLabels
 	for i, e := range r.Events {
@@ -88,6 +103,7 @@ func (r *RecoveryReport) timePlot(ylabel string, y func(RecoveryBucket) float64)
 		}
 		p.Add(l)
 	}
-	p.X.Min, p.Y.Min, p.Y.Max = 0, 0, top
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, r.Duration.Seconds(), 0, top
+	p.Y.Tick.Marker = plainTicks{plot.DefaultTicks{}}
 	return p, nil
 }
