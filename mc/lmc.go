@@ -464,7 +464,7 @@ func (e *lmc) mayDeliver(l *lmcLocal, h uint64) bool {
 // way.
 func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) {
 	nl := &lmcLocal{i: l.i, in: l.in, timers: l.timers, recv: l.recv, sent: l.sent, fires: l.fires,
-		parent: l, ev: ev, depth: l.depth + 1, clock: max(l.clock, clock) + 1}
+		gen: l.gen, peerGen: l.peerGen, reset: l.reset, parent: l, ev: ev, depth: l.depth + 1, clock: max(l.clock, clock) + 1}
 	var ef *effect
 	var err error
 	switch ev.Kind {

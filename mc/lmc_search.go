@@ -30,6 +30,7 @@ type lmcSearch struct {
 	ep     uint32
 	target [][]*lmcLocal     // per node: the states it may end in (nil: free)
 	extra  *lmcEdge          // an edge not in the graph (a handler panic)
+	starts []int32           // per node, the greatest incarnation an allowed edge starts (nil: none)
 	goal   func(*State) bool // nil: reaching the targets is enough
 	seen   map[uint64]bool
 	left   int
@@ -152,6 +153,12 @@ func (q *lmcSearch) edges(target [][]*lmcLocal) {
 			l.aMark, l.aOuts = ep, l.aOuts[:0]
 		}
 		l.aOuts = append(l.aOuts, ed)
+		if ed.start {
+			if q.starts == nil {
+				q.starts = make([]int32, q.e.n)
+			}
+			q.starts[l.i] = max(q.starts[l.i], ed.to.gen)
+		}
 		if m := ed.m; m != nil {
 			if m.uMark != ep {
 				m.uMark, m.uses = ep, 0
@@ -589,7 +596,16 @@ func (q *lmcSearch) enabled(ed *lmcEdge) int {
 // targets takes one of these first, up to reordering (see lmcSearch).
 func (q *lmcSearch) moves() []lmcMove {
 	var best []int
+	all := q.starting()
+	if all {
+		for i := range q.e.n {
+			best = append(best, i)
+		}
+	}
 	for i, t := range q.target {
+		if all {
+			break
+		}
 		if t == nil || q.at(q.cur[i]) {
 			continue
 		}
@@ -622,6 +638,19 @@ func (q *lmcSearch) moves() []lmcMove {
 		}
 	}
 	return out
+}
+
+// starting reports whether a node may still take an allowed edge that
+// starts an incarnation. Such an edge ends streams, so it does not
+// commute with its peers' stream events: the search then tries every
+// node's events.
+func (q *lmcSearch) starting() bool {
+	for i, g := range q.starts {
+		if q.cur[i].gen < g {
+			return true
+		}
+	}
+	return false
 }
 
 // closure adds to set node i and every node a member waits for,
