@@ -42,6 +42,7 @@ type LMCOptions struct {
 
 // LMCStats counts what a run did.
 type LMCStats struct {
+	Bound       int      // the causal-depth bound explored last (every local state of causal depth below it was expanded)
 	Local       []int    // local states per node (Addrs order)
 	Depth       []int    // longest local path per node (the first path found to each state)
 	Confirmed   []int    // per node, the most events it takes in an execution a check found to one of its states
@@ -267,7 +268,7 @@ func (sc *Scenario) RunLMC(common Options) (*Result, *LMCStats) {
 // pruned local state has become reachable, then checks the candidates.
 func (e *lmc) explore() Outcome {
 	for bound := int32(1); e.o.MaxDepth == 0 || int(bound) <= e.o.MaxDepth; bound++ {
-		e.boundWork = e.work
+		e.boundWork, e.stats.Bound = e.work, int(bound)
 		last := false
 		for {
 			for {

@@ -207,7 +207,10 @@ func (e *lmc) resolve(c *lmcCandidate) {
 		why, fails = w, !ok
 		return fails || c.lp.pr.Global
 	}
-	q := e.search(target, nil, goal, e.o.MaxSearch)
+	q := &lmcSearch{}
+	if q.trace, q.final = e.mergeCombo(c, goal); q.final == nil {
+		q = e.search(target, nil, goal, e.o.MaxSearch)
+	}
 	switch {
 	case q.final != nil && e.o.valid != nil:
 		e.o.valid(q.final)

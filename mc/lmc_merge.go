@@ -184,3 +184,71 @@ func (e *lmc) schedule(seqs [][]lmcMove, total int) []lmcMove {
 	}
 	return path
 }
+
+// mergeCombo tries the causal merge for candidate c: executions known to
+// members of its classes, one per node read, run together so that each
+// of those nodes ends in its member; the execution found is replayed
+// with State.Apply and kept if goal holds there.
+func (e *lmc) mergeCombo(c *lmcCandidate, goal func(*State) bool) ([]Event, *State) {
+	ws := make([][]*lmcLocal, len(c.combo)) // per class: members with a witness
+	for k, cl := range c.combo {
+		for _, l := range cl.members {
+			if l.confirmed && !l.crashed && len(ws[k]) < 2 {
+				ws[k] = append(ws[k], l)
+			}
+		}
+		if len(ws[k]) == 0 {
+			return nil, nil
+		}
+	}
+	at := make([]int, len(ws))
+	for tries := 0; tries < lmcMergeTries; tries++ {
+		bases := make([][]lmcMove, len(ws))
+		for k, w := range ws {
+			bases[k] = w[at[k]].witnesses()[0]
+		}
+		if evs, s := e.mergeTo(bases, ws, at, goal); s != nil {
+			return evs, s
+		}
+		k := len(at) - 1 // next, as an odometer
+		for ; k >= 0; k-- {
+			if at[k]++; at[k] < len(ws[k]) {
+				break
+			}
+			at[k] = 0
+		}
+		if k < 0 {
+			break
+		}
+	}
+	return nil, nil
+}
+
+// mergeTo merges bases and, if every node read ends in its chosen member
+// (ws[k][at[k]]) and goal holds on the replayed execution, returns it.
+func (e *lmc) mergeTo(bases [][]lmcMove, ws [][]*lmcLocal, at []int, goal func(*State) bool) ([]Event, *State) {
+	seqs := make([][]lmcMove, e.n)
+	total := 0
+	for _, b := range bases {
+		if !e.fold(seqs, b, &total) {
+			return nil, nil
+		}
+	}
+	for k, w := range ws {
+		if l := w[at[k]]; !e.endsAt(seqs[l.i], l) {
+			return nil, nil
+		}
+	}
+	path := e.schedule(seqs, total)
+	if path == nil {
+		return nil, nil
+	}
+	evs := events(path, 0)
+	s, err, ok := e.replay(evs)
+	if !ok || err != nil || !goal(s) {
+		return nil, nil
+	}
+	e.stats.Merged++
+	e.stats.Longest = max(e.stats.Longest, len(evs))
+	return evs, s
+}

@@ -505,15 +505,7 @@ func (q *lmcSearch) done() bool {
 	if len(crashes) > 0 && !allows(q.e.o.Settings.MaxCrashes, len(crashes)-1) {
 		return false
 	}
-	evs := make([]Event, 0, len(q.path)+len(crashes))
-	for _, mv := range q.path {
-		ev := mv.ed.ev
-		if mv.dup {
-			ev.Kind = Duplicate
-		}
-		evs = append(evs, ev)
-	}
-	evs = append(evs, crashes...)
+	evs := append(events(q.path, len(crashes)), crashes...)
 	if q.goal == nil && q.extra == nil {
 		q.trace, q.final = evs, q.e.init
 		return true
@@ -524,6 +516,19 @@ func (q *lmcSearch) done() bool {
 	}
 	q.trace, q.final, q.err = evs, s, err
 	return true
+}
+
+// events are path's events, with room for more.
+func events(path []lmcMove, more int) []Event {
+	evs := make([]Event, 0, len(path)+more)
+	for _, mv := range path {
+		ev := mv.ed.ev
+		if mv.dup {
+			ev.Kind = Duplicate
+		}
+		evs = append(evs, ev)
+	}
+	return evs
 }
 
 // replay applies evs from the initial state; ok is false if one is not
