@@ -271,7 +271,7 @@ func (e *lmc) reaches(l *lmcLocal, quick bool) (yes, decided bool) {
 // lmcReachSearch bounds the global states a pruning check visits, and
 // lmcQuickSearch those of its first try (exploring goes first).
 const (
-	lmcReachSearch = 1 << 14
+	lmcReachSearch = 1 << 11
 	lmcQuickSearch = 1 << 8
 )
 

@@ -31,6 +31,7 @@ type lmcSearch struct {
 	target [][]*lmcLocal     // per node: the states it may end in (nil: free)
 	extra  *lmcEdge          // an edge not in the graph (a handler panic)
 	starts []int32           // per node, the greatest incarnation an allowed edge starts (nil: none)
+	peers  [][]int           // per node, the nodes its allowed edges stream with (with starts)
 	goal   func(*State) bool // nil: reaching the targets is enough
 	seen   map[uint64]bool
 	left   int
@@ -159,6 +160,7 @@ func (q *lmcSearch) edges(target [][]*lmcLocal) {
 			}
 			q.starts[l.i] = max(q.starts[l.i], ed.to.gen)
 		}
+		q.streamsWith(ed)
 		if m := ed.m; m != nil {
 			if m.uMark != ep {
 				m.uMark, m.uses = ep, 0
@@ -601,16 +603,7 @@ func (q *lmcSearch) enabled(ed *lmcEdge) int {
 // targets takes one of these first, up to reordering (see lmcSearch).
 func (q *lmcSearch) moves() []lmcMove {
 	var best []int
-	all := q.starting()
-	if all {
-		for i := range q.e.n {
-			best = append(best, i)
-		}
-	}
 	for i, t := range q.target {
-		if all {
-			break
-		}
 		if t == nil || q.at(q.cur[i]) {
 			continue
 		}
@@ -645,27 +638,51 @@ func (q *lmcSearch) moves() []lmcMove {
 	return out
 }
 
-// starting reports whether a node may still take an allowed edge that
-// starts an incarnation. Such an edge ends streams, so it does not
-// commute with its peers' stream events: the search then tries every
-// node's events.
-func (q *lmcSearch) starting() bool {
-	for i, g := range q.starts {
-		if q.cur[i].gen < g {
-			return true
+// streamsWith notes that allowed edge ed's node and the nodes it streams
+// with are stream peers (both ways).
+func (q *lmcSearch) streamsWith(ed *lmcEdge) {
+	if q.peers == nil {
+		q.peers = make([][]int, q.e.n)
+	}
+	i := int(ed.from.i)
+	add := func(m *lmcMsg, j int32) {
+		if m.ordered && !containsInt(q.peers[i], int(j)) {
+			q.peers[i] = append(q.peers[i], int(j))
+			q.peers[j] = append(q.peers[j], i)
 		}
 	}
-	return false
+	if ed.m != nil {
+		add(ed.m, ed.m.env.from-1)
+	}
+	for _, m := range ed.sends {
+		add(m, m.env.to-1)
+	}
 }
 
+// starting reports whether node i may still take an allowed edge that
+// starts an incarnation.
+func (q *lmcSearch) starting(i int) bool { return q.starts != nil && q.cur[i].gen < q.starts[i] }
+
 // closure adds to set node i and every node a member waits for,
-// transitively.
+// transitively. A start ends streams, so it does not commute with its
+// peers' stream events: with a node that may still start, the set also
+// takes the nodes it streams with, and with a node, its stream peers
+// that may still start.
 func (q *lmcSearch) closure(set []int, i int) []int {
 	set = append(set, i)
 	for k := 0; k < len(set); k++ {
-		for _, ed := range q.out(q.cur[set[k]]) {
+		a := set[k]
+		for _, ed := range q.out(q.cur[a]) {
 			if j := q.enabled(ed); j >= 0 && !containsInt(set, j) {
 				set = append(set, j)
+			}
+		}
+		if q.starts == nil {
+			continue
+		}
+		for _, b := range q.peers[a] {
+			if (q.starting(a) || q.starting(b)) && !containsInt(set, b) {
+				set = append(set, b)
 			}
 		}
 	}
