@@ -42,7 +42,7 @@ type LMCOptions struct {
 
 // LMCStats counts what a run did.
 type LMCStats struct {
-	Bound       int      // the causal-depth bound explored last (every local state of causal depth below it was expanded)
+	Bound       int      // the causal-depth bound explored last
 	Local       []int    // local states per node (Addrs order)
 	Depth       []int    // longest local path per node (the first path found to each state)
 	Confirmed   []int    // per node, the most events it takes in an execution a check found to one of its states
