@@ -11,12 +11,17 @@ import (
 func (b *builder) startsAt(i int, m node.Message) bool { return b.n.startsAt(i, m) }
 
 func (s *State) startsAt(i int, m node.Message) bool {
+	return i >= 0 && starts(s.sys.addrs[i], s.nodes[i].nd, m)
+}
+
+// starts reports whether m starts a new incarnation of nd, at a.
+func starts(a node.Addr, nd node.Node, m node.Message) bool {
 	st, ok := m.(node.Starter)
-	if !ok || i < 0 {
+	if !ok {
 		return false
 	}
-	inc, ok := st.StartsIncarnation(s.sys.addrs[i])
-	cur, known := s.nodes[i].nd.(node.Incarnated)
+	inc, ok := st.StartsIncarnation(a)
+	cur, known := nd.(node.Incarnated)
 	return ok && known && cur.Incarnation() < inc
 }
 

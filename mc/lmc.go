@@ -42,6 +42,7 @@ type LMCOptions struct {
 
 // LMCStats counts what a run did.
 type LMCStats struct {
+	Bound       int      // the causal-depth bound explored last
 	Local       []int    // local states per node (Addrs order)
 	Depth       []int    // longest local path per node (the first path found to each state)
 	Confirmed   []int    // per node, the most events it takes in an execution a check found to one of its states
@@ -52,6 +53,8 @@ type LMCStats struct {
 	Candidates  int      // of which some invariant failed
 	Checks      int      // a-posteriori checks run
 	Passed      int      // checks that found a global execution
+	Merged      int      // local states confirmed by causal merge, without a check
+	Starts      int      // steps that start an incarnation
 	Searched    int      // global states the checks visited
 	Longest     int      // events of the longest execution a check found
 	Dropped     int      // candidates no check confirmed
@@ -74,7 +77,8 @@ type lmc struct {
 	inbox  [][]*lmcMsg // unordered messages by receiver
 	net    map[uint64]*lmcMsg
 	stream map[streamPos][]*lmcMsg
-	msgs   []*lmcMsg // I+, by id
+	links  [][]*lmcMsg // every stream message, by link (from*n+to)
+	msgs   []*lmcMsg   // I+, by id
 	preds  []*lmcPred
 	tmp    State // runs handlers (tmp.nodes[i] is set first)
 	stats  LMCStats
@@ -109,23 +113,32 @@ type lmcLocal struct {
 	recv, sent []int32 // per peer node index
 	fires      int32
 	crashed    bool
-	key        uint64
-	parent     *lmcLocal
-	ev         Event
-	depth      int32 // events on the path
-	clock      int32 // causal depth (LMCOptions.MaxDepth)
+	// incarnations it started; per peer, the incarnation of the last
+	// stream message taken from it and whether it started one since
+	gen     int32
+	peerGen []int32 // nil: all 0
+	reset   []bool  // nil: none
+	key     uint64
+	parent  *lmcLocal
+	ev      Event
+	depth   int32 // events on the path
+	clock   int32 // causal depth (LMCOptions.MaxDepth)
 	// what expand has tried: messages of the inbox, stream messages at
 	// recv per sender, timers and crash; messages too deep for the bound
 	// wait in deferred
 	nextNet    int
 	nextStream []int
+	nextSkip   []int // per sender, in lmc.links
 	tried      bool
 	deferred   []lmcDeferred
 	foot       *lmcFoot // what its last check read, while pruned
 	stamp      int      // lmc.version when it last gained an incoming edge
 	ins, outs  []*lmcEdge
-	virtual    bool   // the state after a handler panic (lmc.panicked)
-	mark       uint32 // lmcSearch.possible reached it (lmc.mark)
+	virtual    bool // the state after a handler panic (lmc.panicked)
+	// executions found to it (lmc.confirm), and whether there is one
+	wits      [][]lmcMove
+	confirmed bool
+	mark      uint32 // lmcSearch.possible reached it (lmc.mark)
 	// an lmcSearch's (lmc.epoch): a target (tMark), reached by a crash
 	// (cMark), its incoming edges followed (onMark), its allowed edges
 	// out (aOuts, as of aMark)
@@ -141,6 +154,7 @@ type lmcEdge struct {
 	m        *lmcMsg
 	sends    []*lmcMsg
 	mark     uint32 // allowed in the lmcSearch of this lmc.epoch
+	start    bool   // m starts a new incarnation of the node
 }
 
 // lmcDeferred is a message a local state takes once the bound allows.
@@ -161,6 +175,7 @@ type lmcMsg struct {
 	stamp     int   // lmc.version when it last gained a producer
 	id        int32 // index in lmc.msgs
 	ordered   bool  // on a stream
+	pos, gen  int32 // a stream message's place and its sender's incarnation (lmcLocal.gen)
 	// lmcSearch.possible's: sent (mark), and the edges waiting for it
 	mark, waitMark uint32
 	waits          []*lmcEdge
@@ -176,6 +191,7 @@ var lmcHook func(*lmc)
 func RunLMC(init *State, o LMCOptions) (*Result, *LMCStats) {
 	e := &lmc{o: o, init: init, sys: init.sys, n: len(init.nodes), net: map[uint64]*lmcMsg{},
 		stream: map[streamPos][]*lmcMsg{}, start: time.Now()}
+	e.links = make([][]*lmcMsg, e.n*e.n)
 	e.last = e.start
 	if e.o.MaxSearch == 0 {
 		e.o.MaxSearch = 1 << 18
@@ -196,7 +212,7 @@ func RunLMC(init *State, o LMCOptions) (*Result, *LMCStats) {
 	for _, q := range init.streams {
 		for _, env := range q.msgs {
 			if env.from > 0 && env.to > 0 {
-				e.addStream(env, sent[env.from-1][env.to-1], nil, 0)
+				e.addStream(env, sent[env.from-1][env.to-1], 0, nil, 0)
 				sent[env.from-1][env.to-1]++
 			}
 		}
@@ -252,30 +268,43 @@ func (sc *Scenario) RunLMC(common Options) (*Result, *LMCStats) {
 // pruned local state has become reachable, then checks the candidates.
 func (e *lmc) explore() Outcome {
 	for bound := int32(1); e.o.MaxDepth == 0 || int(bound) <= e.o.MaxDepth; bound++ {
-		e.boundWork = e.work
+		e.boundWork, e.stats.Bound = e.work, int(bound)
+		last := false
 		for {
-			before := e.stats.Transitions
-			for i := range e.locals {
-				for k := 0; k < len(e.locals[i]); k++ {
-					if l := e.locals[i][k]; l.clock < bound {
-						e.expand(l, bound)
-					}
-					if e.out != nil {
-						return Violation
-					}
-					if out, stop := e.limit(); stop {
-						return out
+			for {
+				before := e.stats.Transitions
+				for i := range e.locals {
+					for k := 0; k < len(e.locals[i]); k++ {
+						if l := e.locals[i][k]; l.clock < bound {
+							e.expand(l, bound)
+						}
+						if e.out != nil {
+							return Violation
+						}
+						if out, stop := e.limit(); stop {
+							return out
+						}
 					}
 				}
+				if e.stats.Transitions == before {
+					break
+				}
 			}
-			if e.stats.Transitions == before && !e.unprune() {
-				break
+			// the pruned states: a share of the work while deeper states
+			// wait, all of them before the run ends
+			last = e.deepest < bound && e.waiting == 0 || int(bound) == e.o.MaxDepth
+			if !last {
+				e.yield = e.work + max(e.work-e.boundWork, 10000)
 			}
+			found := e.unprune()
+			e.yield = 0
 			if e.out != nil {
 				return Violation
 			}
+			if !found {
+				break
+			}
 		}
-		last := e.deepest < bound && e.waiting == 0 || int(bound) == e.o.MaxDepth
 		if e.drain(last); e.out != nil {
 			return Violation
 		}
@@ -296,11 +325,13 @@ func (e *lmc) unprune() bool {
 	found := false
 	keep := e.pruned[:0]
 	for _, p := range e.pruned {
-		if (p.foot == nil || p.foot.stale()) && e.out == nil && !e.late() && e.reaches(p) {
-			e.stats.Pruned--
-			e.add(p)
-			found = true
-			continue
+		if (p.foot == nil || p.foot.stale()) && e.out == nil && !e.late() && !e.yielded() {
+			if yes, _ := e.reaches(p, false); yes {
+				e.stats.Pruned--
+				e.add(p)
+				found = true
+				continue
+			}
 		}
 		keep = append(keep, p)
 	}
@@ -367,12 +398,20 @@ func (e *lmc) expand(l *lmcLocal, bound int32) {
 		e.take(l, lmcDeferred{m, Deliver}, bound)
 	}
 	if l.nextStream == nil {
-		l.nextStream = make([]int, e.n)
+		l.nextStream, l.nextSkip = make([]int, e.n), make([]int, e.n)
 	}
 	for j := range e.n {
 		ms := e.stream[streamPos{int32(j), i, l.recv[j]}]
 		for ; l.nextStream[j] < len(ms); l.nextStream[j]++ {
-			e.take(l, lmcDeferred{ms[l.nextStream[j]], StreamIn}, bound)
+			if m := ms[l.nextStream[j]]; m.gen == l.peer(j) {
+				e.take(l, lmcDeferred{m, StreamIn}, bound)
+			}
+		}
+		ls := e.links[j*e.n+int(i)]
+		for ; l.nextSkip[j] < len(ls); l.nextSkip[j]++ {
+			if m := ls[l.nextSkip[j]]; l.skips(j, m) {
+				e.take(l, lmcDeferred{m, StreamIn}, bound)
+			}
 		}
 	}
 	if l.tried {
@@ -426,15 +465,27 @@ func (e *lmc) mayDeliver(l *lmcLocal, h uint64) bool {
 // way.
 func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) {
 	nl := &lmcLocal{i: l.i, in: l.in, timers: l.timers, recv: l.recv, sent: l.sent, fires: l.fires,
-		parent: l, ev: ev, depth: l.depth + 1, clock: max(l.clock, clock) + 1}
+		gen: l.gen, peerGen: l.peerGen, reset: l.reset, parent: l, ev: ev, depth: l.depth + 1, clock: max(l.clock, clock) + 1}
 	var ef *effect
 	var err error
 	switch ev.Kind {
 	case Deliver:
 		ef, err = e.handler(l, ev.Env.From, ev.Env.Msg, nil, ev.Env.hash)
 	case StreamIn:
+		j := ev.Env.from - 1
 		nl.recv = slices.Clone(l.recv)
-		nl.recv[ev.Env.from-1]++
+		nl.recv[j] = m.pos + 1
+		if m.gen != l.peer(int(j)) {
+			nl.peerGen = slices.Clone(l.peerGen)
+			if nl.peerGen == nil {
+				nl.peerGen = make([]int32, e.n)
+			}
+			nl.peerGen[j] = m.gen
+		}
+		if l.reset != nil && l.reset[j] {
+			nl.reset = slices.Clone(l.reset)
+			nl.reset[j] = false
+		}
 		ef, err = e.handler(l, ev.Env.From, ev.Env.Msg, nil, ev.Env.hash)
 	case Fire:
 		j := slices.IndexFunc(l.timers, func(t pendingTimer) bool { return t.hash == ev.Timer })
@@ -451,6 +502,16 @@ func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) {
 		return
 	}
 	ed := &lmcEdge{from: l, ev: ev, m: m}
+	if m != nil && starts(e.sys.addrs[l.i], l.in.nd, ev.Env.Msg) {
+		// a new incarnation: the old one's timers and streams end
+		// (State.startIncarnation)
+		ed.start, nl.timers, nl.gen = true, nil, l.gen+1
+		e.stats.Starts++
+		nl.reset = make([]bool, e.n)
+		for j := range nl.reset {
+			nl.reset[j] = true
+		}
+	}
 	if ef != nil {
 		nl.in = ef.inst
 		if len(ef.timers) > 0 {
@@ -465,7 +526,7 @@ func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) {
 			nl.sent = slices.Clone(nl.sent)
 			for _, s := range ef.streams {
 				if s.to > 0 {
-					ed.sends = append(ed.sends, e.addStream(s, nl.sent[s.to-1], ed, nl.clock))
+					ed.sends = append(ed.sends, e.addStream(s, nl.sent[s.to-1], nl.gen, ed, nl.clock))
 					nl.sent[s.to-1]++
 				}
 			}
@@ -477,16 +538,24 @@ func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) {
 		if old != l || len(ed.sends) > 0 {
 			ed.to = old
 			e.link(ed)
+			if old.confirmed && len(old.wits) < lmcWitnesses && old.parent != nil {
+				tries := 0
+				if p := e.mergeEdge(ed, &tries); p != nil {
+					e.confirm(old, p)
+				}
+			}
 		}
 		return
 	}
 	ed.to = nl
 	e.link(ed)
 	e.byKey[l.i][nl.key] = nl
-	if !e.o.NoPrune && !e.reaches(nl) {
-		e.pruned = append(e.pruned, nl)
-		e.stats.Pruned++
-		return
+	if !e.o.NoPrune {
+		if yes, _ := e.reaches(nl, true); !yes {
+			e.pruned = append(e.pruned, nl)
+			e.stats.Pruned++
+			return
+		}
 	}
 	e.add(nl)
 }
@@ -548,6 +617,16 @@ func (e *lmc) hash(l *lmcLocal) uint64 {
 	if l.crashed {
 		h = mix(h ^ kCrashed)
 	}
+	if l.gen > 0 || l.peerGen != nil {
+		h = mix(h ^ kReturn ^ uint64(l.gen)<<8)
+		for j := range e.n {
+			r := uint64(0)
+			if l.reset != nil && l.reset[j] {
+				r = 1
+			}
+			h = mix(h ^ kLink ^ uint64(j)<<32 ^ uint64(l.peer(j))<<1 ^ r)
+		}
+	}
 	if e.o.Settings.MaxTimerFires != Unlimited {
 		h = mix(h ^ uint64(l.fires))
 	}
@@ -571,17 +650,19 @@ func (e *lmc) addNet(env Envelope, ed *lmcEdge, clock int32) *lmcMsg {
 	return m
 }
 
-// addStream adds a stream message at place pos of its link, sent by ed,
-// to I+ and returns it.
-func (e *lmc) addStream(env Envelope, pos int32, ed *lmcEdge, clock int32) *lmcMsg {
+// addStream adds a stream message at place pos of its link, sent by ed
+// in its sender's incarnation gen, to I+ and returns it.
+func (e *lmc) addStream(env Envelope, pos, gen int32, ed *lmcEdge, clock int32) *lmcMsg {
 	k := streamPos{env.from - 1, env.to - 1, pos}
 	ms := e.stream[k]
-	i := slices.IndexFunc(ms, func(m *lmcMsg) bool { return m.env.hash == env.hash })
+	i := slices.IndexFunc(ms, func(m *lmcMsg) bool { return m.env.hash == env.hash && m.gen == gen })
 	if i < 0 {
-		m := &lmcMsg{env: env, clock: clock, id: int32(len(e.msgs)), ordered: true}
+		m := &lmcMsg{env: env, clock: clock, id: int32(len(e.msgs)), ordered: true, pos: pos, gen: gen}
 		e.msgs = append(e.msgs, m)
 		ms = append(ms, m)
 		e.stream[k], i = ms, len(ms)-1
+		l := int(k.from)*e.n + int(k.to)
+		e.links[l] = append(e.links[l], m)
 	}
 	ms[i].produced(ed, clock)
 	return ms[i]
@@ -592,4 +673,24 @@ func (m *lmcMsg) produced(ed *lmcEdge, clock int32) {
 	if ed != nil {
 		m.producers = append(m.producers, ed)
 	}
+}
+
+// peer is the incarnation of the last stream message l took from node j.
+func (l *lmcLocal) peer(j int) int32 {
+	if l.peerGen == nil {
+		return 0
+	}
+	return l.peerGen[j]
+}
+
+// skips reports whether l may take stream message m from node j out of
+// FIFO order: its stream from j restarted since it last took from j (it
+// or j started an incarnation), and m was sent no earlier than what it
+// took, so it may head the new stream.
+func (l *lmcLocal) skips(j int, m *lmcMsg) bool {
+	g, p := l.peer(j), l.recv[j]
+	if m.pos < p || m.gen < g || m.pos == p && m.gen == g {
+		return false
+	}
+	return m.gen > g || l.reset != nil && l.reset[j]
 }

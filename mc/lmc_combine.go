@@ -207,7 +207,10 @@ func (e *lmc) resolve(c *lmcCandidate) {
 		why, fails = w, !ok
 		return fails || c.lp.pr.Global
 	}
-	q := e.search(target, nil, goal, e.o.MaxSearch)
+	q := &lmcSearch{}
+	if q.trace, q.final = e.mergeCombo(c, goal); q.final == nil {
+		q = e.search(target, nil, goal, e.o.MaxSearch)
+	}
 	switch {
 	case q.final != nil && e.o.valid != nil:
 		e.o.valid(q.final)
@@ -222,36 +225,55 @@ func (e *lmc) resolve(c *lmcCandidate) {
 	}
 }
 
-// reaches reports whether some global execution takes l's node to l (the
-// others running what it needs): only such local states are expanded. A
-// check that gives up (after lmcReachSearch global states) counts as
-// reaching it.
-func (e *lmc) reaches(l *lmcLocal) bool {
+// reaches decides whether some global execution takes l's node to l (the
+// others running what it needs): only such local states are expanded.
+// The causal merge answers first; then a search, of at most
+// lmcQuickSearch global states if quick (more is left for unprune: not
+// decided), else of lmcReachSearch, whose giving up counts as reaching l
+// (Unsure). A search stopped by MaxTime or drain's share decides nothing.
+func (e *lmc) reaches(l *lmcLocal, quick bool) (yes, decided bool) {
+	l.foot = nil
 	if l.parent == nil {
-		return true
+		l.confirmed = true
+		return true, true
+	}
+	if p := e.mergeInto(l); p != nil {
+		e.stats.Merged++
+		e.confirm(l, p)
+		return true, true
 	}
 	target := make([][]*lmcLocal, e.n)
 	target[l.i] = []*lmcLocal{l}
-	q := e.search(target, nil, nil, min(e.o.MaxSearch, lmcReachSearch))
-	l.foot = &q.foot
-	if q.gaveUp {
-		e.stats.Unsure++
-		return true // kept: the graph may grow too much, but misses nothing
-	}
-	if q.final != nil {
-		n := 0
-		for _, mv := range q.path {
-			if mv.ed.from.i == l.i {
-				n++
-			}
+	budget := min(e.o.MaxSearch, lmcReachSearch)
+	if quick {
+		if lmcQuickSearch == 0 {
+			return false, false
 		}
-		e.stats.Confirmed[l.i] = max(e.stats.Confirmed[l.i], n)
+		budget = min(budget, lmcQuickSearch)
 	}
-	return q.final != nil
+	q := e.search(target, nil, nil, budget)
+	switch {
+	case q.final != nil:
+		if !l.crashed {
+			e.confirm(l, slices.Clone(q.path))
+		}
+		return true, true
+	case q.late || quick && q.gaveUp:
+		return false, false
+	case q.gaveUp:
+		e.stats.Unsure++
+		return true, true // kept: the graph may grow too much, but misses nothing
+	}
+	l.foot = &q.foot
+	return false, true
 }
 
-// lmcReachSearch bounds the global states a pruning check visits.
-const lmcReachSearch = 1 << 14
+// lmcReachSearch bounds the global states a pruning check visits, and
+// lmcQuickSearch those of its first try (exploring goes first).
+const (
+	lmcReachSearch = 1 << 11
+	lmcQuickSearch = 1 << 8
+)
 
 // compose is the system state of combo: each node read by lp in its
 // class's first local state, the others initial, nothing in flight.

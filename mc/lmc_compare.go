@@ -14,7 +14,7 @@ import (
 func (sc *Scenario) CompareLMC(limit time.Duration) string {
 	g := sc.Run(BFS, Options{Workers: 1, MaxTime: limit, NodeDepth: true})
 	l, st := sc.RunLMC(Options{MaxTime: limit})
-	return fmt.Sprintf("%s: bfs %s, %d states, depth %d, node depth %d; lmc %s in %v, %d local states, longest local path %d (per node %v), node depth %d (per node %v), longest checked execution %d",
-		sc.Name, g.Outcome, g.States, g.MaxDepth, g.NodeDepth, l.Outcome, l.Elapsed.Round(time.Second), l.States, l.MaxDepth, st.Depth,
+	return fmt.Sprintf("%s: bfs %s, %d states, depth %d, node depth %d; lmc %s in %v, causal bound %d, %d local states (%d unsure), longest local path %d (per node %v), node depth %d (per node %v), longest checked execution %d",
+		sc.Name, g.Outcome, g.States, g.MaxDepth, g.NodeDepth, l.Outcome, l.Elapsed.Round(time.Second), st.Bound, l.States, st.Unsure, l.MaxDepth, st.Depth,
 		slices.Max(st.Confirmed), st.Confirmed, st.Longest)
 }

@@ -30,6 +30,8 @@ type lmcSearch struct {
 	ep     uint32
 	target [][]*lmcLocal     // per node: the states it may end in (nil: free)
 	extra  *lmcEdge          // an edge not in the graph (a handler panic)
+	starts []int32           // per node, the greatest incarnation an allowed edge starts (nil: none)
+	peers  [][]int           // per node, the nodes its allowed edges stream with (with starts)
 	goal   func(*State) bool // nil: reaching the targets is enough
 	seen   map[uint64]bool
 	left   int
@@ -38,7 +40,8 @@ type lmcSearch struct {
 	// the current global state
 	cur          []*lmcLocal
 	count        []int32     // copies in flight of each unordered message, by id
-	queues       [][]*lmcMsg // per link (from*n+to): what was streamed on it
+	queues       [][]*lmcMsg // per link (from*n+to): what was streamed on it since it (re)started
+	heads        []int32     // per link: how many of those were taken
 	dups, fires  int
 	h            uint64
 	path         []lmcMove
@@ -77,20 +80,36 @@ func (f *lmcFoot) stale() bool {
 
 type lmcMove struct {
 	ed    *lmcEdge
-	dup   bool   // deliver and keep a copy in flight (Duplicate)
-	added uint64 // which sends added a copy (KeepDelivered adds none twice)
+	dup   bool       // deliver and keep a copy in flight (Duplicate)
+	added uint64     // which sends added a copy (KeepDelivered adds none twice)
+	saved []lmcSaved // the streams an incarnation start ended
 }
 
 // search looks for an execution taking each node i with a target to one
 // of target[i] (the others free) where goal holds.
 func (e *lmc) search(target [][]*lmcLocal, extra *lmcEdge, goal func(*State) bool, budget int) *lmcSearch {
-	n := e.n
-	e.epoch++
-	q := &lmcSearch{e: e, ep: e.epoch, target: make([][]*lmcLocal, n), extra: extra, goal: goal,
-		seen: map[uint64]bool{}, left: budget, foot: lmcFoot{at: e.version},
-		cur: make([]*lmcLocal, n), count: make([]int32, len(e.msgs)), queues: make([][]*lmcMsg, n*n)}
+	q := e.initial()
+	q.extra, q.goal, q.seen, q.left, q.foot = extra, goal, map[uint64]bool{}, budget, lmcFoot{at: e.version}
 	e.stats.Checks++
 	q.edges(target)
+	q.dfs()
+	e.stats.Searched += budget - q.left
+	switch {
+	case q.final != nil:
+		e.stats.Passed++
+		e.stats.Longest = max(e.stats.Longest, len(q.trace))
+	case q.gaveUp && budget > lmcQuickSearch:
+		e.stats.Abandoned++
+	}
+	return q
+}
+
+// initial is a search at the initial global state.
+func (e *lmc) initial() *lmcSearch {
+	n := e.n
+	e.epoch++
+	q := &lmcSearch{e: e, ep: e.epoch, target: make([][]*lmcLocal, n),
+		cur: make([]*lmcLocal, n), count: make([]int32, len(e.msgs)), queues: make([][]*lmcMsg, n*n), heads: make([]int32, n*n)}
 	for i := range q.cur {
 		q.cur[i] = e.locals[i][0]
 		q.h += q.nodePart(i)
@@ -112,15 +131,6 @@ func (e *lmc) search(target [][]*lmcLocal, extra *lmcEdge, goal func(*State) boo
 				}
 			}
 		}
-	}
-	q.dfs()
-	e.stats.Searched += budget - q.left
-	switch {
-	case q.final != nil:
-		e.stats.Passed++
-		e.stats.Longest = max(e.stats.Longest, len(q.trace))
-	case q.gaveUp:
-		e.stats.Abandoned++
 	}
 	return q
 }
@@ -144,6 +154,13 @@ func (q *lmcSearch) edges(target [][]*lmcLocal) {
 			l.aMark, l.aOuts = ep, l.aOuts[:0]
 		}
 		l.aOuts = append(l.aOuts, ed)
+		if ed.start {
+			if q.starts == nil {
+				q.starts = make([]int32, q.e.n)
+			}
+			q.starts[l.i] = max(q.starts[l.i], ed.to.gen)
+		}
+		q.streamsWith(ed)
 		if m := ed.m; m != nil {
 			if m.uMark != ep {
 				m.uMark, m.uses = ep, 0
@@ -247,8 +264,8 @@ func (q *lmcSearch) possible() bool {
 			e.msgs[id].mark = mk
 		}
 	}
-	for _, qu := range q.queues {
-		for _, m := range qu {
+	for k, qu := range q.queues {
+		for _, m := range qu[q.heads[k]:] {
 			m.mark = mk
 		}
 	}
@@ -302,13 +319,56 @@ func (q *lmcSearch) possible() bool {
 
 func (q *lmcSearch) nodePart(i int) uint64 { return mix(q.cur[i].key ^ kNode*uint64(i+1)) }
 
-func streamEntry(m *lmcMsg, pos int) uint64 { return mix(m.env.hash ^ kLink*uint64(pos+1)) }
+// streamEntry is a stream message's part of the hash (its id names its
+// link and place).
+func streamEntry(m *lmcMsg) uint64 { return mix(kLink ^ uint64(m.id+1)<<8) }
 
 // push puts stream message m at the end of its link's queue.
 func (q *lmcSearch) push(m *lmcMsg) {
 	k := int(m.env.from-1)*q.e.n + int(m.env.to-1)
-	q.h += streamEntry(m, len(q.queues[k]))
+	q.h += streamEntry(m)
 	q.queues[k] = append(q.queues[k], m)
+}
+
+// lmcSaved is a link's queue that an incarnation start ended.
+type lmcSaved struct {
+	k    int
+	q    []*lmcMsg
+	head int32
+}
+
+// end ends every stream to or from node i (State.endStreams) and returns
+// what they held.
+func (q *lmcSearch) end(i int) []lmcSaved {
+	var out []lmcSaved
+	n := q.e.n
+	for j := range n {
+		ks := []int{i*n + j, j*n + i}
+		if j == i {
+			ks = ks[:1]
+		}
+		for _, k := range ks {
+			if len(q.queues[k]) == 0 {
+				continue
+			}
+			out = append(out, lmcSaved{k, q.queues[k], q.heads[k]})
+			for _, m := range q.queues[k][q.heads[k]:] {
+				q.h -= streamEntry(m)
+			}
+			q.queues[k], q.heads[k] = nil, 0
+		}
+	}
+	return out
+}
+
+// unend puts back what end took.
+func (q *lmcSearch) unend(saved []lmcSaved) {
+	for _, sv := range saved {
+		q.queues[sv.k], q.heads[sv.k] = sv.q, sv.head
+		for _, m := range sv.q[sv.head:] {
+			q.h += streamEntry(m)
+		}
+	}
 }
 
 func (q *lmcSearch) key() uint64 {
@@ -364,9 +424,13 @@ func (q *lmcSearch) do(mv *lmcMove) {
 			q.h -= mix(ed.m.env.hash)
 		}
 	case StreamIn:
-		q.h -= streamEntry(ed.m, int(q.cur[i].recv[ed.m.env.from-1]))
+		q.heads[int(ed.m.env.from-1)*q.e.n+i]++
+		q.h -= streamEntry(ed.m)
 	case Fire:
 		q.fires++
+	}
+	if ed.start {
+		mv.saved = q.end(i)
 	}
 	q.h -= q.nodePart(i)
 	q.cur[i] = ed.to
@@ -393,7 +457,7 @@ func (q *lmcSearch) undo(mv *lmcMove) {
 		case m.ordered:
 			l := int(m.env.from-1)*q.e.n + int(m.env.to-1)
 			q.queues[l] = q.queues[l][:len(q.queues[l])-1]
-			q.h -= streamEntry(m, len(q.queues[l]))
+			q.h -= streamEntry(m)
 		case mv.added&(1<<min(k, 63)) != 0:
 			q.count[m.id]--
 			q.h -= mix(m.env.hash)
@@ -403,6 +467,10 @@ func (q *lmcSearch) undo(mv *lmcMove) {
 	q.h -= q.nodePart(i)
 	q.cur[i] = ed.from
 	q.h += q.nodePart(i)
+	if ed.start {
+		q.unend(mv.saved)
+		mv.saved = nil
+	}
 	switch ed.ev.Kind {
 	case Deliver:
 		if mv.dup {
@@ -412,7 +480,8 @@ func (q *lmcSearch) undo(mv *lmcMove) {
 			q.h += mix(ed.m.env.hash)
 		}
 	case StreamIn:
-		q.h += streamEntry(ed.m, int(q.cur[i].recv[ed.m.env.from-1]))
+		q.heads[int(ed.m.env.from-1)*q.e.n+i]--
+		q.h += streamEntry(ed.m)
 	case Fire:
 		q.fires--
 	}
@@ -438,15 +507,7 @@ func (q *lmcSearch) done() bool {
 	if len(crashes) > 0 && !allows(q.e.o.Settings.MaxCrashes, len(crashes)-1) {
 		return false
 	}
-	evs := make([]Event, 0, len(q.path)+len(crashes))
-	for _, mv := range q.path {
-		ev := mv.ed.ev
-		if mv.dup {
-			ev.Kind = Duplicate
-		}
-		evs = append(evs, ev)
-	}
-	evs = append(evs, crashes...)
+	evs := append(events(q.path, len(crashes)), crashes...)
 	if q.goal == nil && q.extra == nil {
 		q.trace, q.final = evs, q.e.init
 		return true
@@ -457,6 +518,19 @@ func (q *lmcSearch) done() bool {
 	}
 	q.trace, q.final, q.err = evs, s, err
 	return true
+}
+
+// events are path's events, with room for more.
+func events(path []lmcMove, more int) []Event {
+	evs := make([]Event, 0, len(path)+more)
+	for _, mv := range path {
+		ev := mv.ed.ev
+		if mv.dup {
+			ev.Kind = Duplicate
+		}
+		evs = append(evs, ev)
+	}
+	return evs
 }
 
 // replay applies evs from the initial state; ok is false if one is not
@@ -500,9 +574,9 @@ func (q *lmcSearch) enabled(ed *lmcEdge) int {
 		}
 	case StreamIn:
 		j := int(ev.Env.from) - 1
-		pos := int(q.cur[i].recv[j])
-		if qu := q.queues[j*q.e.n+i]; pos < len(qu) {
-			if qu[pos] == ed.m {
+		k := j*q.e.n + i
+		if qu := q.queues[k]; int(q.heads[k]) < len(qu) {
+			if qu[q.heads[k]] == ed.m {
 				return lmcEnabled
 			}
 			return lmcDead
@@ -564,14 +638,51 @@ func (q *lmcSearch) moves() []lmcMove {
 	return out
 }
 
+// streamsWith notes that allowed edge ed's node and the nodes it streams
+// with are stream peers (both ways).
+func (q *lmcSearch) streamsWith(ed *lmcEdge) {
+	if q.peers == nil {
+		q.peers = make([][]int, q.e.n)
+	}
+	i := int(ed.from.i)
+	add := func(m *lmcMsg, j int32) {
+		if m.ordered && !containsInt(q.peers[i], int(j)) {
+			q.peers[i] = append(q.peers[i], int(j))
+			q.peers[j] = append(q.peers[j], i)
+		}
+	}
+	if ed.m != nil {
+		add(ed.m, ed.m.env.from-1)
+	}
+	for _, m := range ed.sends {
+		add(m, m.env.to-1)
+	}
+}
+
+// starting reports whether node i may still take an allowed edge that
+// starts an incarnation.
+func (q *lmcSearch) starting(i int) bool { return q.starts != nil && q.cur[i].gen < q.starts[i] }
+
 // closure adds to set node i and every node a member waits for,
-// transitively.
+// transitively. A start ends streams, so it does not commute with its
+// peers' stream events: with a node that may still start, the set also
+// takes the nodes it streams with, and with a node, its stream peers
+// that may still start.
 func (q *lmcSearch) closure(set []int, i int) []int {
 	set = append(set, i)
 	for k := 0; k < len(set); k++ {
-		for _, ed := range q.out(q.cur[set[k]]) {
+		a := set[k]
+		for _, ed := range q.out(q.cur[a]) {
 			if j := q.enabled(ed); j >= 0 && !containsInt(set, j) {
 				set = append(set, j)
+			}
+		}
+		if q.starts == nil {
+			continue
+		}
+		for _, b := range q.peers[a] {
+			if (q.starting(a) || q.starting(b)) && !containsInt(set, b) {
+				set = append(set, b)
 			}
 		}
 	}
