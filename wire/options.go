@@ -65,7 +65,6 @@ func ServerOptions(blockSize int) []grpc.ServerOption {
 		grpc.StaticConnWindowSize(ConnWindow),
 		grpc.WriteBufferSize(WriteBufferSize),
 		grpc.ReadBufferSize(ReadBufferSize),
-		grpc.SharedWriteBuffer(true),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: ServerMinPingInterval, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: ServerKeepaliveTime, Timeout: ServerKeepaliveTimeout}),
 	}
@@ -81,7 +80,6 @@ func DialOptions(blockSize int) []grpc.DialOption {
 		grpc.WithStaticConnWindowSize(ConnWindow),
 		grpc.WithWriteBufferSize(WriteBufferSize),
 		grpc.WithReadBufferSize(ReadBufferSize),
-		grpc.WithSharedWriteBuffer(true),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: ClientKeepaliveTime, Timeout: ClientKeepaliveTimeout, PermitWithoutStream: true}),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: ReconnectBackoff, MinConnectTimeout: MinConnectTimeout}),
 	}
