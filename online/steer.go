@@ -68,15 +68,23 @@ func filterOf(e mc.Event) (Filter, bool) {
 }
 
 // Candidates are the filters that refuse an event of a predicted
-// violation's trace, from the event closest to the violation back to the
-// first, each once.
+// violation's trace, each once: those that refuse more of the trace's
+// events first (they cut the error path at more points, so they also
+// refuse its variants: later operations taking the same streams), and
+// among equals, from the event closest to the violation back to the
+// first.
 func Candidates(trace []mc.Event) []Filter {
 	var fs []Filter
+	n := map[Filter]int{}
 	for i := len(trace) - 1; i >= 0; i-- {
-		if f, ok := filterOf(trace[i]); ok && !slices.Contains(fs, f) {
-			fs = append(fs, f)
+		if f, ok := filterOf(trace[i]); ok {
+			if n[f] == 0 {
+				fs = append(fs, f)
+			}
+			n[f]++
 		}
 	}
+	slices.SortStableFunc(fs, func(a, b Filter) int { return n[b] - n[a] })
 	return fs
 }
 
@@ -116,8 +124,9 @@ type Steerer func(ctx context.Context, f Filter, d time.Duration) error
 // Installed is a filter installed by automatic steering.
 type Installed struct {
 	Filter    Filter
-	Cut       int  // the cut (1-based) whose prediction chose it
-	Reinstall bool // a filter of an earlier error path, reinstalled
+	Cut       int       // the cut (1-based) whose prediction chose it
+	Reinstall bool      // a filter of an earlier error path, reinstalled
+	At        time.Time // when it was installed
 }
 
 // steering is a run's automatic steering: the filters live on the cluster
@@ -132,11 +141,12 @@ type liveFilter struct {
 	until time.Time
 }
 
-// active is the filters live for at least the next pull: the search from
-// a cut takes them as installed, and an expiring one as gone, so that its
-// error path, if reachable again, is predicted again.
-func (s *steering) active(every time.Duration) []Filter {
-	now := time.Now().Add(every)
+// active is the filters live for at least horizon: the search from a cut
+// takes them as installed, and one expiring sooner as gone, so that its
+// error path, if still reachable, is predicted again and the filter
+// renewed before it lapses.
+func (s *steering) active(horizon time.Duration) []Filter {
+	now := time.Now().Add(horizon)
 	s.live = slices.DeleteFunc(s.live, func(l liveFilter) bool { return l.until.Before(now) })
 	var fs []Filter
 	for _, l := range s.live {
@@ -169,7 +179,7 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 		if !again {
 			s.paths = append(s.paths, f)
 		}
-		rep.Installed = append(rep.Installed, Installed{Filter: f, Cut: i, Reinstall: again})
+		rep.Installed = append(rep.Installed, Installed{Filter: f, Cut: i, Reinstall: again, At: time.Now()})
 		if log != nil {
 			what := "installed"
 			if again {
