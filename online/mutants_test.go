@@ -73,7 +73,7 @@ func predictsMutant(t *testing.T, mutant string) {
 
 var (
 	steerRuns    = flag.Int("steer-runs", 0, "TestSteeringTable: seeded runs per mutant and mode (0: skip)")
-	steerFor     = flag.Duration("steer-for", time.Second, "TestSteeringTable: how long a filter lasts")
+	steerFor     = flag.Duration("steer-for", 300*time.Millisecond, "TestSteeringTable: how long a filter lasts")
 	steerMutants = flag.String("steer-mutants", "backlog-out-of-order,backlog-txn-first-stripe", "TestSteeringTable: the mutants")
 	steerWindows = flag.Int("steer-windows", 4, "TestSteeringTable: stall windows per run")
 	steerWriters = flag.Int("steer-writers", 2, "TestSteeringTable: writers")
@@ -132,7 +132,7 @@ func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) ste
 		}
 		done := make(chan result, 1)
 		go func() {
-			rep, err := Run(ctx, Local(lc.Machines), o)
+			rep, err := Run(ctx, fastLocal(lc.Machines), o)
 			done <- result{rep, err}
 		}()
 		var ends []time.Time
@@ -176,6 +176,17 @@ func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) ste
 		out.ops = h.n.Load()
 	})
 	return out
+}
+
+// fastLocal is Local with the snapshot rate limit at 20 ms, so that
+// pulls every 100 ms are not refused when a node's previous snapshot came
+// late in its round.
+func fastLocal(machines []*runtime.Machine) Source {
+	return func(ctx context.Context) ([]*runtime.Snapshot, error) {
+		return all(len(machines), func(i int) (*runtime.Snapshot, error) {
+			return machines[i].Snapshot(ctx, runtime.SnapshotLimits{MinInterval: 20 * time.Millisecond})
+		})
+	}
 }
 
 // TestSteeringTable is the results table of execution steering

@@ -118,6 +118,33 @@ func (c *Cut) checkFilters(fs []Filter, o Options) (*mc.Result, error) {
 	return mc.Search(init, searchOptions(c, o, allowAll(fs))), nil
 }
 
+// checkLifted is the search after filter f lifts: from the state the cut
+// reaches when every delivery that live and f allow has happened (each
+// time the first enabled, in the search's order), with only live in
+// place. On the cluster f expires once the rest has settled; a filter
+// that only postpones the violation fails this search.
+func (c *Cut) checkLifted(live []Filter, f Filter, o Options) (*mc.Result, error) {
+	s, err := c.State()
+	if err != nil {
+		return nil, err
+	}
+	allow := allowAll(append(slices.Clip(live), f))
+	for range settleSteps {
+		evs := s.Events(mc.Settings{}) // deliveries only
+		i := slices.IndexFunc(evs, allow)
+		if i < 0 {
+			break
+		}
+		if s, err = s.Apply(evs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return mc.Search(s, searchOptions(c, o, allowAll(live))), nil
+}
+
+// settleSteps bounds the deliveries checkLifted makes before f lifts.
+const settleSteps = 10000
+
 // Steerer installs a filter on the live cluster for d.
 type Steerer func(ctx context.Context, f Filter, d time.Duration) error
 
@@ -171,6 +198,9 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 		}
 		if cr.Outcome == mc.Violation {
 			return false, nil
+		}
+		if lr, err := c.checkLifted(live, f, o); err != nil || lr.Outcome == mc.Violation {
+			return false, err
 		}
 		if err := o.Steer(ctx, f, o.SteerFor); err != nil {
 			return false, err
