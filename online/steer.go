@@ -182,10 +182,11 @@ func (s *steering) active(horizon time.Duration) []Filter {
 	return fs
 }
 
-// steer answers a prediction from cut c (number i): an earlier error
-// path's filter is tried first, then the candidates of the trace; the
-// first whose search from the cut (with the live filters) finds no
-// violation is installed.
+// steer answers a prediction from cut c (number i): the candidates of the
+// trace are tried (one that is an earlier error path's filter is a
+// reinstall), then the other earlier error paths' filters; the first
+// whose searches from the cut (with the live filters, and after it lifts)
+// find no violation is installed.
 func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Options, rep *Report, log io.Writer) error {
 	live := s.active(0)
 	try := func(f Filter, again bool) (bool, error) {
@@ -219,13 +220,17 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 		}
 		return true, nil
 	}
-	for _, f := range s.paths {
-		if ok, err := try(f, true); ok || err != nil {
+	cands := Candidates(r.Trace)
+	for _, f := range cands {
+		if ok, err := try(f, slices.Contains(s.paths, f)); ok || err != nil {
 			return err
 		}
 	}
-	for _, f := range Candidates(r.Trace) {
-		if ok, err := try(f, false); ok || err != nil {
+	for _, f := range s.paths {
+		if slices.Contains(cands, f) {
+			continue
+		}
+		if ok, err := try(f, true); ok || err != nil {
 			return err
 		}
 	}
