@@ -45,6 +45,8 @@ func LookupMutant(name string) (Mutant, error) {
 var mutants = []Mutant{
 	{"commit-f-1", "protocol", "commit after f-1 acknowledgements", "normal", mc.BFS, 1, Inv341},
 	{"commit-out-of-order", "protocol", "commit an op whose predecessor lacks a quorum", "two-stripes", mc.BFS, 1, Inv341},
+	{"backlog-out-of-order", "protocol", "with three ops pending, an op commits past earlier ones that lack a quorum", "backlog", mc.BFS, 1, Inv341},
+	{"backlog-txn-first-stripe", "protocol", "with three ops pending, a multi-stripe op commits on its first stripe's quorum", "backlog", mc.BFS, 1, Inv341},
 	{"txn-first-stripe", "protocol", "multi-stripe op commits on its first stripe's quorum", "txn", mc.BFS, 1, Inv341},
 	{"forget-result", "protocol", "client table forgets a committed result", "normal-lossy", mc.BFS, 1, InvAtMostOnce},
 	{"retry-reexecutes", "protocol", "retry of an in-progress request executes again", "normal-lossy", mc.BFS, 1, InvAtMostOnce},

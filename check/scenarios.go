@@ -224,6 +224,17 @@ var TwoStripes = register(&Scenario{
 	},
 })
 
+// Backlog has three clients on shard 0, one of them with a transaction
+// over both stripes: three operations pending at once, whose
+// acknowledgements come from two parity servers in any order.
+var Backlog = register(&Scenario{
+	Name: "backlog",
+	Doc: "g=2 f=1 w=0, 3 machines, 2 stripes; client 0: txn{write b0, add b3} (shard 0, stripes 0 and 1); client 1 adds to b3; " +
+		"client 2 writes b0; no failures",
+	Layout:  Txn.Layout,
+	Scripts: [][][]msg.Op{{{write(0, 3, 8), add(txnBlock, 5)}}, {{add(txnBlock, 7)}}, {{write(0, 4, 8)}}},
+})
+
 // txnBlock is shard 0's block in stripe 1 of the Txn layout.
 var txnBlock = func() uint64 {
 	l := erasure.Layout{N: 3, G: 2, F: 1, W: 0, Stripes: 2, BlockSize: 8}

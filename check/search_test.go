@@ -19,6 +19,7 @@ func TestExhaustive(t *testing.T) {
 	}{
 		{Normal, 69, false},
 		{Txn, 57, false},
+		{Backlog, 6435, false},
 		{Witnesses, 929, false},
 		{NormalLossy, 7575, false},
 		{SameShard, 6525, false},

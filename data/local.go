@@ -16,12 +16,27 @@ func CheckStep(before, after *Server) error {
 	for _, p := range before.pending {
 		was[p.opNum] = p.committed
 	}
+	// An uncommitted operation that left pending_ops committed in this
+	// step: it is dropped as soon as every parity server acknowledged it.
+	in := map[uint64]bool{}
+	for _, p := range after.pending {
+		in[p.opNum] = true
+	}
+	var gone uint64 // the last operation committed and dropped in this step
+	for _, p := range before.pending {
+		if !p.committed && !in[p.opNum] {
+			gone = p.opNum
+		}
+	}
 	f := after.cfg.Layout.F
 	var open uint64 // the first uncommitted op, 0: none yet
 	for _, p := range after.pending {
 		if !p.committed {
 			if open == 0 {
 				open = p.opNum
+			}
+			if p.opNum < gone {
+				return fmt.Errorf("%s commits op %d before op %d", msg.DataAddr(after.me), gone, p.opNum)
 			}
 			continue
 		}

@@ -202,8 +202,12 @@ func (s *Server) advance(ctx node.Context) {
 		if Mutant == "commit-f-1" {
 			q--
 		}
-		if !p.hasQuorum(q) {
-			if Mutant == "commit-out-of-order" {
+		quorum := p.hasQuorum(q)
+		if Mutant == "backlog-txn-first-stripe" && len(s.pending) >= 3 {
+			quorum = popcount(p.parts[0].acks) >= q
+		}
+		if !quorum {
+			if Mutant == "commit-out-of-order" || Mutant == "backlog-out-of-order" && len(s.pending) >= 3 {
 				continue
 			}
 			break

@@ -63,8 +63,9 @@ type Report struct {
 // Found is a predicted violation.
 type Found struct {
 	Predicate, Explanation string
-	Depth                  int    // events from the cut (0: the cut violates it)
-	Cut, Trace             string // saved files ("" if Options.Dir is empty)
+	Depth                  int       // events from the cut (0: the cut violates it)
+	Cut, Trace             string    // saved files ("" if Options.Dir is empty)
+	At                     time.Time // when the search found it
 }
 
 // Run pulls snapshots from src every o.Every, joins them into cuts and
@@ -101,7 +102,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 		case <-ctx.Done():
 			return rep, nil
 		}
-		f, r, err := search(c, o, len(rep.States), allowAll(st.active(o.Every)))
+		f, r, err := search(c, o, len(rep.States), allowAll(st.active(renewWithin*o.Every)))
 		if err != nil {
 			return rep, err
 		}
@@ -129,6 +130,11 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 		}
 	}
 }
+
+// renewWithin is how many pulls ahead a filter's expiry is seen: the
+// search from a cut leaves out the filters that expire within it, so a
+// filter whose error path is still reachable is renewed before it lapses.
+const renewWithin = 3
 
 // pull takes snapshots until ctx ends or a snapshot is of another
 // cluster. Counts are read once the puller has ended.
@@ -185,7 +191,7 @@ func search(c *Cut, o Options, i int, allow func(mc.Event) bool) (*Found, *mc.Re
 	if r.Outcome != mc.Violation {
 		return nil, r, nil
 	}
-	f := &Found{Predicate: r.Predicate, Explanation: r.Explanation, Depth: len(r.Trace)}
+	f := &Found{Predicate: r.Predicate, Explanation: r.Explanation, Depth: len(r.Trace), At: time.Now()}
 	if o.Dir != "" {
 		f.Cut = filepath.Join(o.Dir, fmt.Sprintf("cut-%d.gob", i+1))
 		f.Trace = filepath.Join(o.Dir, fmt.Sprintf("trace-%d.json", i+1))

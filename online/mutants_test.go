@@ -73,19 +73,30 @@ func predictsMutant(t *testing.T, mutant string) {
 
 var (
 	steerRuns    = flag.Int("steer-runs", 0, "TestSteeringTable: seeded runs per mutant and mode (0: skip)")
-	steerFor     = flag.Duration("steer-for", time.Second, "TestSteeringTable: how long a filter lasts")
-	steerMutants = flag.String("steer-mutants", "commit-f-1,txn-first-stripe", "TestSteeringTable: the mutants")
+	steerFor     = flag.Duration("steer-for", 300*time.Millisecond, "TestSteeringTable: how long a filter lasts")
+	steerMutants = flag.String("steer-mutants", "backlog-out-of-order,backlog-txn-first-stripe", "TestSteeringTable: the mutants")
+	steerWindows = flag.Int("steer-windows", 4, "TestSteeringTable: stall windows per run")
+	steerWriters = flag.Int("steer-writers", 2, "TestSteeringTable: writers")
+	steerAbandon = flag.Duration("steer-abandon", 300*time.Millisecond, "TestSteeringTable: a writer gives up an operation after this long")
 )
 
-// steerRun is one seeded run of a mutant cluster under load with online
-// checking: its outcome for the table.
+// steerWindow is one stall window of a run (stallSchedule) and what
+// happened in it.
+type steerWindow struct {
+	violated  bool // a data server step broke data.CheckStep and was applied
+	inGap     bool // such a step came before the stall began
+	postponed bool // the immediate check postponed a message
+	predicted bool // a search predicted a violation ahead (1 event or more)
+	atCut     bool // a cut showed a violation (0 events)
+	filters   int  // filters installed
+}
+
+// steerRun is one seeded run of a mutant cluster under load, with seeded
+// stalls and online checking.
 type steerRun struct {
-	predicted  bool // a violation predicted ahead (depth > 0) before any seen at a cut
-	manifested bool // a cut violated the invariant (depth 0): the bug happened on the live cluster
-	installed  int
-	refused    int64 // messages the immediate check postponed (without it: steps breaking data.CheckStep)
-	through    int64 // messages it let through after MaxHold
-	ops        int64
+	windows []steerWindow
+	bad     int64 // steps that broke data.CheckStep and were applied
+	ops     int64
 }
 
 func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) steerRun {
@@ -94,82 +105,136 @@ func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) ste
 		data.Mutant = mutant
 		defer func() { data.Mutant = "" }()
 		// Without the check, the same check in Monitor mode counts the
-		// steps that break data.CheckStep.
+		// steps that break data.CheckStep (as refused; all are applied).
 		ic := runtime.DataCommitCheck()
 		ic.Monitor = !check
-		lc, stop, h := seededLoad(t, seed, 3, immediateCheck(ic))
-		o := Options{Every: 150 * time.Millisecond, MaxStates: 3000, Cuts: 12, Consequence: true,
+		lc, stop, h := seededLoadAbandon(t, seed, *steerWriters, *steerAbandon, immediateCheck(ic))
+		counts := func() (bad, postponed int64) {
+			for _, m := range lc.Machines {
+				st := m.ImmediateStats()
+				postponed += st.Refused
+				bad += st.LetThrough
+			}
+			if !check {
+				bad, postponed = postponed, 0
+			}
+			return bad, postponed
+		}
+		o := Options{Every: 100 * time.Millisecond, MaxStates: 3000, Consequence: true,
 			Settings: mc.Settings{MaxTimerFires: 1}, SteerFor: *steerFor}
 		if steer {
 			o.Steer = LocalSteerer(lc.Machines)
 		}
-		rep, err := Run(context.Background(), Local(lc.Machines), o)
-		if err != nil {
-			t.Fatal(err)
+		ctx, cancel := context.WithCancel(context.Background())
+		type result struct {
+			rep *Report
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			rep, err := Run(ctx, fastLocal(lc.Machines), o)
+			done <- result{rep, err}
+		}()
+		var ends []time.Time
+		for _, w := range stallSchedule(seed, *steerWindows) {
+			b0, p0 := counts()
+			time.Sleep(w.gap)
+			bs, _ := counts()
+			stall(lc, w)
+			time.Sleep(w.d + stallSettle)
+			b1, p1 := counts()
+			ends = append(ends, time.Now())
+			out.windows = append(out.windows, steerWindow{violated: b1 > b0, inGap: bs > b0, postponed: p1 > p0})
+			out.bad += b1 - b0
+		}
+		cancel()
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
 		}
 		stop()
-		for _, f := range rep.Found {
-			if f.Depth == 0 {
-				out.manifested = true
-			} else if !out.manifested {
-				out.predicted = true
+		in := func(at time.Time) int {
+			for i, e := range ends {
+				if at.Before(e) {
+					return i
+				}
+			}
+			return -1
+		}
+		for _, f := range r.rep.Found {
+			if i := in(f.At); i >= 0 && f.Depth == 0 {
+				out.windows[i].atCut = true
+			} else if i >= 0 {
+				out.windows[i].predicted = true
 			}
 		}
-		out.installed = len(rep.Installed)
-		for _, m := range lc.Machines {
-			st := m.ImmediateStats()
-			out.refused += st.Refused
-			out.through += st.LetThrough
+		for _, f := range r.rep.Installed {
+			if i := in(f.At); i >= 0 {
+				out.windows[i].filters++
+			}
 		}
 		out.ops = h.n.Load()
 	})
 	return out
 }
 
+// fastLocal is Local with the snapshot rate limit at 20 ms, so that
+// pulls every 100 ms are not refused when a node's previous snapshot came
+// late in its round.
+func fastLocal(machines []*runtime.Machine) Source {
+	return func(ctx context.Context) ([]*runtime.Snapshot, error) {
+		return all(len(machines), func(i int) (*runtime.Snapshot, error) {
+			return machines[i].Snapshot(ctx, runtime.SnapshotLimits{MinInterval: 20 * time.Millisecond})
+		})
+	}
+}
+
 // TestSteeringTable is the results table of execution steering
 // (docs/model-checking.md, "Online checking"): per mutant, -steer-runs
 // seeded runs without steering, with steering filters, and with steering
-// filters and the immediate check. A run has the violation when a cut
-// shows it (depth 0) or a data server made a step that breaks
-// data.CheckStep (counted by the check in Monitor mode, or let through by
-// the check after MaxHold).
+// filters and the immediate check, each run -steer-windows seeded stall
+// windows (stallSchedule, the same in every mode). A window has the
+// violation when a data server made a step that breaks data.CheckStep
+// (counted by the check in Monitor mode, or let through by the check
+// after MaxHold).
 func TestSteeringTable(t *testing.T) {
 	if *steerRuns == 0 {
 		t.Skip("-steer-runs N runs the table")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-20s %-12s %4s %9s %8s %7s %7s %6s %7s %8s %8s %8s\n", "mutant", "mode", "runs", "predicted", "violated", "avoided", "caught", "missed",
-		"at-cut", "filters", "ops/run", "bad/kop")
+	fmt.Fprintf(&b, "%-24s %-11s %4s %7s %9s %8s %6s %7s %6s %6s %6s %7s %7s %7s\n", "mutant", "mode", "runs", "windows", "predicted",
+		"violated", "in-gap", "avoided", "caught", "missed", "at-cut", "filters", "ops/run", "bad/kop")
 	for _, mutant := range strings.Split(*steerMutants, ",") {
 		base := 0
 		for _, mode := range []struct {
 			name         string
 			steer, check bool
 		}{{"off", false, false}, {"steer", true, false}, {"steer+check", true, true}} {
-			var predicted, violated, atCut, avoided, caught, filters int
+			var windows, predicted, violated, inGap, atCut, avoided, caught, filters int
 			var ops, bad int64
 			for seed := range uint64(*steerRuns) {
 				r := runSteered(t, mutant, seed+1, mode.steer, mode.check)
-				ops += r.ops
-				filters += r.installed
-				badSteps := r.refused
-				if mode.check {
-					badSteps = r.through
-				}
-				bad += badSteps
-				if r.predicted {
-					predicted++
-				}
-				if r.manifested {
-					atCut++
-				}
-				switch {
-				case r.manifested || badSteps > 0:
-					violated++
-				case mode.check && r.refused > 0:
-					caught++
-				case r.predicted && r.installed > 0:
-					avoided++
+				ops, bad = ops+r.ops, bad+r.bad
+				for _, w := range r.windows {
+					windows++
+					filters += w.filters
+					if w.predicted {
+						predicted++
+					}
+					if w.atCut {
+						atCut++
+					}
+					if w.inGap {
+						inGap++
+					}
+					switch {
+					case w.violated:
+						violated++
+					case mode.check && w.postponed:
+						caught++
+					case w.predicted && w.filters > 0:
+						avoided++
+					}
 				}
 			}
 			missed := violated
@@ -177,10 +242,10 @@ func TestSteeringTable(t *testing.T) {
 				base = violated
 				avoided, caught, missed = 0, 0, 0
 			}
-			fmt.Fprintf(&b, "%-20s %-12s %4d %9d %8d %7d %7d %6d %7d %8d %8d %8.1f\n", mutant, mode.name, *steerRuns, predicted, violated, avoided, caught, missed,
-				atCut, filters, ops/int64(*steerRuns), 1000*float64(bad)/float64(max(ops, 1)))
+			fmt.Fprintf(&b, "%-24s %-11s %4d %7d %9d %8d %6d %7d %6d %6d %6d %7d %7d %7.1f\n", mutant, mode.name, *steerRuns, windows, predicted,
+				violated, inGap, avoided, caught, missed, atCut, filters, ops/int64(*steerRuns), 1000*float64(bad)/float64(max(ops, 1)))
 			if mode.steer && base > 0 {
-				fmt.Fprintf(&b, "%-20s %-12s runs with the violation: %d, %d without steering: %.0f%% avoided\n", "", "", violated, base,
+				fmt.Fprintf(&b, "%-24s %-11s windows with the violation: %d, %d without steering: %.0f%% fewer\n", "", "", violated, base,
 					100*float64(base-violated)/float64(base))
 			}
 		}

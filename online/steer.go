@@ -68,15 +68,23 @@ func filterOf(e mc.Event) (Filter, bool) {
 }
 
 // Candidates are the filters that refuse an event of a predicted
-// violation's trace, from the event closest to the violation back to the
-// first, each once.
+// violation's trace, each once: those that refuse more of the trace's
+// events first (they cut the error path at more points, so they also
+// refuse its variants: later operations taking the same streams), and
+// among equals, from the event closest to the violation back to the
+// first.
 func Candidates(trace []mc.Event) []Filter {
 	var fs []Filter
+	n := map[Filter]int{}
 	for i := len(trace) - 1; i >= 0; i-- {
-		if f, ok := filterOf(trace[i]); ok && !slices.Contains(fs, f) {
-			fs = append(fs, f)
+		if f, ok := filterOf(trace[i]); ok {
+			if n[f] == 0 {
+				fs = append(fs, f)
+			}
+			n[f]++
 		}
 	}
+	slices.SortStableFunc(fs, func(a, b Filter) int { return n[b] - n[a] })
 	return fs
 }
 
@@ -110,14 +118,42 @@ func (c *Cut) checkFilters(fs []Filter, o Options) (*mc.Result, error) {
 	return mc.Search(init, searchOptions(c, o, allowAll(fs))), nil
 }
 
+// checkLifted is the search after filter f lifts: from the state the cut
+// reaches when every delivery that live and f allow has happened (each
+// time the first enabled, in the search's order), with only live in
+// place. On the cluster f expires once the rest has settled; a filter
+// that only postpones the violation fails this search.
+func (c *Cut) checkLifted(live []Filter, f Filter, o Options) (*mc.Result, error) {
+	s, err := c.State()
+	if err != nil {
+		return nil, err
+	}
+	allow := allowAll(append(slices.Clip(live), f))
+	for range settleSteps {
+		evs := s.Events(mc.Settings{}) // deliveries only
+		i := slices.IndexFunc(evs, allow)
+		if i < 0 {
+			break
+		}
+		if s, err = s.Apply(evs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return mc.Search(s, searchOptions(c, o, allowAll(live))), nil
+}
+
+// settleSteps bounds the deliveries checkLifted makes before f lifts.
+const settleSteps = 10000
+
 // Steerer installs a filter on the live cluster for d.
 type Steerer func(ctx context.Context, f Filter, d time.Duration) error
 
 // Installed is a filter installed by automatic steering.
 type Installed struct {
 	Filter    Filter
-	Cut       int  // the cut (1-based) whose prediction chose it
-	Reinstall bool // a filter of an earlier error path, reinstalled
+	Cut       int       // the cut (1-based) whose prediction chose it
+	Reinstall bool      // a filter of an earlier error path, reinstalled
+	At        time.Time // when it was installed
 }
 
 // steering is a run's automatic steering: the filters live on the cluster
@@ -132,11 +168,12 @@ type liveFilter struct {
 	until time.Time
 }
 
-// active is the filters live for at least the next pull: the search from
-// a cut takes them as installed, and an expiring one as gone, so that its
-// error path, if reachable again, is predicted again.
-func (s *steering) active(every time.Duration) []Filter {
-	now := time.Now().Add(every)
+// active is the filters live for at least horizon: the search from a cut
+// takes them as installed, and one expiring sooner as gone, so that its
+// error path, if still reachable, is predicted again and the filter
+// renewed before it lapses.
+func (s *steering) active(horizon time.Duration) []Filter {
+	now := time.Now().Add(horizon)
 	s.live = slices.DeleteFunc(s.live, func(l liveFilter) bool { return l.until.Before(now) })
 	var fs []Filter
 	for _, l := range s.live {
@@ -145,10 +182,11 @@ func (s *steering) active(every time.Duration) []Filter {
 	return fs
 }
 
-// steer answers a prediction from cut c (number i): an earlier error
-// path's filter is tried first, then the candidates of the trace; the
-// first whose search from the cut (with the live filters) finds no
-// violation is installed.
+// steer answers a prediction from cut c (number i): the candidates of the
+// trace are tried (one that is an earlier error path's filter is a
+// reinstall), then the other earlier error paths' filters; the first
+// whose searches from the cut (with the live filters, and after it lifts)
+// find no violation is installed.
 func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Options, rep *Report, log io.Writer) error {
 	live := s.active(0)
 	try := func(f Filter, again bool) (bool, error) {
@@ -162,6 +200,9 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 		if cr.Outcome == mc.Violation {
 			return false, nil
 		}
+		if lr, err := c.checkLifted(live, f, o); err != nil || lr.Outcome == mc.Violation {
+			return false, err
+		}
 		if err := o.Steer(ctx, f, o.SteerFor); err != nil {
 			return false, err
 		}
@@ -169,7 +210,7 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 		if !again {
 			s.paths = append(s.paths, f)
 		}
-		rep.Installed = append(rep.Installed, Installed{Filter: f, Cut: i, Reinstall: again})
+		rep.Installed = append(rep.Installed, Installed{Filter: f, Cut: i, Reinstall: again, At: time.Now()})
 		if log != nil {
 			what := "installed"
 			if again {
@@ -179,13 +220,17 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 		}
 		return true, nil
 	}
-	for _, f := range s.paths {
-		if ok, err := try(f, true); ok || err != nil {
+	cands := Candidates(r.Trace)
+	for _, f := range cands {
+		if ok, err := try(f, slices.Contains(s.paths, f)); ok || err != nil {
 			return err
 		}
 	}
-	for _, f := range Candidates(r.Trace) {
-		if ok, err := try(f, false); ok || err != nil {
+	for _, f := range s.paths {
+		if slices.Contains(cands, f) {
+			continue
+		}
+		if ok, err := try(f, true); ok || err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/amalgam-store/amalgam/client"
+	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
@@ -21,15 +22,24 @@ import (
 
 // history is what seededLoad's clients did.
 type history struct {
-	mu  sync.Mutex
-	ops []porcupine.Operation
-	n   atomic.Int64
+	mu        sync.Mutex
+	ops       []porcupine.Operation
+	n         atomic.Int64
+	abandoned atomic.Int64
 }
 
 // seededLoad starts a local cluster and writers running seeded workloads
 // until stop is called; stop returns the history. setup, if set, gets the
 // cluster before the writers start.
 func seededLoad(t *testing.T, seed uint64, writers int, setup func(*runtime.Local)) (lc *runtime.Local, stop func() []porcupine.Operation, h *history) {
+	return seededLoadAbandon(t, seed, writers, 0, setup)
+}
+
+// seededLoadAbandon is seededLoad whose writers give up an operation
+// after abandon (0: never) and go on with the next: the abandoned one
+// stays pending at its data server, and is left out of the history.
+func seededLoadAbandon(t *testing.T, seed uint64, writers int, abandon time.Duration, setup func(*runtime.Local)) (lc *runtime.Local,
+	stop func() []porcupine.Operation, h *history) {
 	t.Helper()
 	lc, err := runtime.StartLocal(runtime.LocalOptions{Layout: testLayout, Durability: "memory", Addr: "127.0.0.1:0"})
 	if err != nil {
@@ -46,7 +56,16 @@ func seededLoad(t *testing.T, seed uint64, writers int, setup func(*runtime.Loca
 		for ctx.Err() == nil {
 			ops := workload.Generate(rnd.Uint64, testLayout, testLayout.NumBlocks(), 1, workload.DefaultMix)[0]
 			call := time.Since(start).Nanoseconds()
-			out, err := c.Txn(ctx, ops)
+			cctx, cancel := ctx, context.CancelFunc(func() {})
+			if abandon > 0 {
+				cctx, cancel = context.WithTimeout(ctx, abandon)
+			}
+			out, err := c.Txn(cctx, ops)
+			cancel()
+			if err != nil && abandon > 0 && ctx.Err() == nil && cctx.Err() != nil {
+				h.abandoned.Add(1)
+				continue
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					t.Logf("writer %d: %v", w, err)
@@ -74,15 +93,29 @@ func seededLoad(t *testing.T, seed uint64, writers int, setup func(*runtime.Loca
 }
 
 // Steering on the unmutated protocol: the immediate check on every
-// machine, automatic steering on, and checked filters that pause the
-// streams carrying messages in flight at each cut. Nothing is predicted,
-// the check refuses nothing, and the clients' history stays linearizable.
+// machine, automatic steering on through two seeded stalls (the fault of
+// TestSteeringTable), and checked filters that pause the streams carrying
+// messages in flight at each cut. Nothing is predicted, the check refuses
+// nothing, and the clients' history stays linearizable.
 func TestSteeringKeepsLinearizable(t *testing.T) {
 	lc, stop, _ := seededLoad(t, 1, 3, immediateCheck(runtime.DataCommitCheck()))
 	steer := LocalSteerer(lc.Machines)
-	o := Options{Every: 150 * time.Millisecond, MaxStates: 1500, Consequence: true, Cuts: 6, Steer: steer, SteerFor: 200 * time.Millisecond}
-	rep, err := Run(context.Background(), Local(lc.Machines), o)
-	if err != nil {
+	o := Options{Every: 150 * time.Millisecond, MaxStates: 1500, Consequence: true, Steer: steer, SteerFor: 200 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var rep *Report
+	go func() {
+		var err error
+		rep, err = Run(ctx, Local(lc.Machines), o)
+		done <- err
+	}()
+	for _, w := range stallSchedule(1, 2) {
+		time.Sleep(w.gap)
+		stall(lc, w)
+		time.Sleep(w.d + stallSettle)
+	}
+	cancel()
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Found) > 0 {
@@ -137,7 +170,49 @@ func TestSteeringKeepsLinearizable(t *testing.T) {
 	if res != porcupine.Ok {
 		t.Fatalf("history of %d operations with steering is not linearizable (%v)", len(hist), res)
 	}
-	t.Logf("%d cuts, %d pause filters installed, %d PREPARE-OKs checked, %d operations, linearizable", len(rep.States), installed, checked, len(hist))
+	t.Logf("%d cuts through 2 stalls, %d pause filters installed, %d PREPARE-OKs checked, %d operations, linearizable", len(rep.States), installed, checked, len(hist))
+}
+
+// stall pauses every stream from data server k to its backups for d
+// plus a seeded 0 to 200 ms per stream, so that they resume in an order
+// of their own: a late delivery, which the protocol tolerates, that keeps
+// operations on the stripes of k pending long enough for a cut to see
+// them. The machine of k installs the pauses, as a steering filter would.
+func stall(lc *runtime.Local, w stallWindow) {
+	l, rnd := testLayout, rand.New(rand.NewPCG(w.seed, 1))
+	for _, st := range l.StripesAs(w.k, erasure.RoleData) {
+		for i, m := range l.Backups(st) {
+			to := msg.ParityAddr(m)
+			if i >= l.F {
+				to = msg.WitnessAddr(m)
+			}
+			lc.Machines[w.k].Steer(msg.DataAddr(w.k), to, runtime.StreamKind, w.d+time.Duration(rnd.IntN(200))*time.Millisecond)
+		}
+	}
+}
+
+// stallWindow is one window of a run with stalls: it waits gap, stalls
+// data server k for d (stall), then waits stallSettle for the late
+// messages to land.
+type stallWindow struct {
+	gap, d time.Duration
+	k      int
+	seed   uint64
+}
+
+const stallSettle = 600 * time.Millisecond
+
+// stallSchedule is n seeded windows: gaps of 300 to 800 ms, stalls of 500
+// to 1200 ms of data/0 or data/1 (the data servers with blocks in both
+// stripes of the test layout).
+func stallSchedule(seed uint64, n int) []stallWindow {
+	rnd := rand.New(rand.NewPCG(seed, 7))
+	var ws []stallWindow
+	for range n {
+		ws = append(ws, stallWindow{gap: time.Duration(300+rnd.IntN(500)) * time.Millisecond,
+			k: rnd.IntN(2), d: time.Duration(500+rnd.IntN(700)) * time.Millisecond, seed: rnd.Uint64()})
+	}
+	return ws
 }
 
 // immediateCheck is a seededLoad setup that turns on ic on every machine.
