@@ -61,7 +61,7 @@ func (fs countingFS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
 type countingFile struct {
 	vfs.File
 	beforeSync func()
-	kind       string // for the sync causes: "wal", "table", "manifest", "dir" or "other"
+	kind       string // for the sync causes: "wal", "table", "manifest", "blocks", "dir" or "other"
 }
 
 // fileKind names what a store's file is, from its name.
@@ -76,6 +76,8 @@ func fileKind(name string) string {
 		return "table"
 	case strings.HasPrefix(base, "MANIFEST"):
 		return "manifest"
+	case strings.HasPrefix(base, "blocks-"):
+		return "blocks"
 	}
 	return "other"
 }

@@ -24,8 +24,11 @@ import (
 // only what was synced. Restarted, the cluster must hold every write
 // acknowledged before the power went (or a later write to the same
 // block), and every stripe's parity must be the encoding of its data.
+// Block checkpoints run every few KiB, so the power goes at every step of
+// them (blockfile_checkpoint.go) in some round.
 func TestPowerLoss(t *testing.T) {
 	const clients, rounds = 6, 3
+	defer setCheckpoints(ckConfig{bytes: 16 << 10, delay: 2 * time.Millisecond})()
 	l := testLayout
 	mem := vfs.NewStrictMem()
 	// Syncs take a while, as on a disk, so that a batch released before
@@ -88,11 +91,7 @@ func TestPowerLoss(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		frozen.Store(true)
-		mem.SetIgnoreSyncs(true)
-		lc.Close()
-		wg.Wait()
-		mem.ResetToSyncedState()
-		mem.SetIgnoreSyncs(false)
+		cutPower(mem, func() { lc.Close(); wg.Wait() })
 		if t.Failed() {
 			return
 		}
@@ -126,4 +125,21 @@ func checkRestored(t *testing.T, lc *Local, want map[uint64][]byte) {
 			t.Fatalf("block %d = %x, want %x", b, got, v)
 		}
 	}
+}
+
+// setCheckpoints makes stores opened from now on checkpoint as ck says;
+// the function it returns restores the default.
+func setCheckpoints(ck ckConfig) func() {
+	old := defaultCk
+	defaultCk = ck
+	return func() { defaultCk = old }
+}
+
+// cutPower loses the power of mem: nothing synced from now on counts while
+// stop runs, then mem keeps only what was synced.
+func cutPower(mem *vfs.MemFS, stop func()) {
+	mem.SetIgnoreSyncs(true)
+	stop()
+	mem.ResetToSyncedState()
+	mem.SetIgnoreSyncs(false)
 }

@@ -30,9 +30,14 @@ import (
 // commit). Every store counts its syncs and bytes written
 // (StoreDiskStats).
 type Store struct {
-	db   *pebble.DB
-	sync bool
-	lazy lazySyncs // lazy batches (lazysync.go)
+	db     *pebble.DB
+	sync   bool
+	lazy   lazySyncs   // lazy batches (lazysync.go)
+	blocks *blockFiles // blocks, out of pebble (blockfile.go)
+	ck     ckConfig    // checkpoints (blockfile_checkpoint.go)
+	ckKick chan struct{}
+	ckStop chan struct{}
+	ckDone chan struct{}
 }
 
 // memTableSize is a store's memtable. Most of what a batch writes (stream
@@ -55,6 +60,13 @@ func OpenStoreFS(fs vfs.FS, dir string, sync bool) (*Store, error) {
 // openStore is OpenStoreFS with the background syncer's delay (tests
 // make it long, so that only the batches' own syncs count).
 func openStore(fs vfs.FS, dir string, sync bool, delay time.Duration) (*Store, error) {
+	return openStoreCk(fs, dir, sync, delay, defaultCk)
+}
+
+// openStoreCk is openStore with the block checkpoints' configuration. The
+// block values a crash left in the log are copied into the block files
+// before it returns.
+func openStoreCk(fs vfs.FS, dir string, sync bool, delay time.Duration, ck ckConfig) (*Store, error) {
 	if err := makeDir(fs, dir); err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
@@ -62,9 +74,14 @@ func openStore(fs vfs.FS, dir string, sync bool, delay time.Duration) (*Store, e
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
-	s := &Store{db: db, sync: sync}
+	s := &Store{db: db, sync: sync, ck: ck, ckKick: make(chan struct{}, 1), ckStop: make(chan struct{}), ckDone: make(chan struct{})}
+	if err := s.openBlocks(fs, dir); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("opening store %s: %w", dir, err)
+	}
 	s.lazy.init(delay)
 	go s.syncLazily()
+	go s.checkpointLoop()
 	return s, nil
 }
 
@@ -92,11 +109,14 @@ func makeDir(fs vfs.FS, dir string) error {
 	}
 }
 
-// Close stops the background syncer and closes the database.
+// Close stops the background syncer and checkpoints, copies the logged
+// blocks into their files and closes the database.
 func (s *Store) Close() error {
 	close(s.lazy.stop)
 	<-s.lazy.done
-	return s.db.Close()
+	close(s.ckStop)
+	<-s.ckDone
+	return errors.Join(s.checkpoint(), s.blocks.close(), s.db.Close())
 }
 
 func (s *Store) writeOpts() *pebble.WriteOptions {
@@ -172,14 +192,25 @@ func (s *Store) scan(prefix []byte, fn func(k, v []byte) error) error {
 	return it.Close()
 }
 
-// nodeWriter writes a node's keys into a batch.
+// nodeWriter writes a node's keys into a batch; blocks go to the block
+// files through the log (blockfile.go).
 type nodeWriter struct {
+	s    *Store
 	b    *pebble.Batch
 	addr node.Addr
 }
 
-func (w nodeWriter) Put(k string, v []byte) { _ = w.b.Set(nodeKey(w.addr, k), v, nil) }
-func (w nodeWriter) Delete(k string)        { _ = w.b.Delete(nodeKey(w.addr, k), nil) }
+// writer returns the writer of node a's keys into b.
+func (s *Store) writer(b *pebble.Batch, a node.Addr) nodeWriter { return nodeWriter{s, b, a} }
+
+func (w nodeWriter) Put(k string, v []byte) {
+	if isBlock(k) {
+		w.s.putBlock(w.b, w.addr, k, v)
+		return
+	}
+	_ = w.b.Set(nodeKey(w.addr, k), v, nil)
+}
+func (w nodeWriter) Delete(k string) { _ = w.b.Delete(nodeKey(w.addr, k), nil) }
 
 // nodeReader reads a node's keys.
 type nodeReader struct {
@@ -196,12 +227,26 @@ func (r nodeReader) Get(k string) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	defer c.Close()
+	if isBlock(k) {
+		v, err := r.s.readBlock(v)
+		return v, err == nil, err
+	}
 	return bytes.Clone(v), true, nil
 }
 
 func (r nodeReader) Scan(prefix string, fn func(string, []byte) error) error {
 	base := len(nodeKey(r.addr, ""))
-	return r.s.scan(nodeKey(r.addr, prefix), func(k, v []byte) error { return fn(string(k[base:]), v) })
+	return r.s.scan(nodeKey(r.addr, prefix), func(k, v []byte) error {
+		nk := string(k[base:])
+		if isBlock(nk) {
+			b, err := r.s.readBlock(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", nk, err)
+			}
+			v = b
+		}
+		return fn(nk, v)
+	})
 }
 
 // hasNode reports whether anything is stored for the node.
