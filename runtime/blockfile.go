@@ -16,39 +16,30 @@ import (
 )
 
 // Block files. A node's blocks (its keys under blockPrefix, msg.PersistBlocks)
-// do not live in pebble: each block has a fixed slot in a file of the
-// store's directory, one file per block size (blocks-<size>.dat), and is
-// overwritten there in place. Pebble keeps, under the node's key, a 12-byte
-// reference to the slot (size, slot number), and the write-ahead log of
-// block values not yet in the file:
+// do not go through pebble: they live in fixed-size slots of a file in the
+// store's directory, one file per block size (blocks-<size>.dat), and
+// pebble keeps, under the node's key, a 12-byte reference to the slot
+// (size, slot number). Writing a block is copy-on-write:
 //
-//	w\x00<seq>   reference, then the block's new value
+//  1. the new value is written (pwrite) into a free slot, one no durable
+//     reference names;
+//  2. the batch sets the block's reference to that slot;
+//  3. before any pebble file is synced (the WAL above all, but also
+//     tables and the manifest), the block files written since their last
+//     sync are fsynced (countingFS's pre hook, syncBlocks).
 //
-// A batch that writes a block puts the reference and the w record into its
-// pebble batch, so the block is durable and atomic with the rest of the
-// batch at the batch's sync, as any other key. A checkpoint (checkpoint.go)
-// later copies the logged values into their slots, fsyncs the block files,
-// and only then deletes the w records it copied; reopening the store first
-// replays whatever w records are left. So an in-place write that a crash
-// tears is always written again from its log record, and a block read back
-// after a restart is the value of the last durable batch that wrote it:
-// never a mix of old and new.
-//
-// Slots are assigned once per (node, block, size) for the life of the
-// store's process and never reassigned meanwhile (a block deleted or wiped
-// keeps its slot until the store reopens), so a w record left in the log
-// always names a slot that still belongs to its block, or to no block.
-// Reopening frees every slot no reference names.
+// So a reference is durable only after the value it names is, and a batch
+// is atomic and durable at its WAL sync as before. The slot a block had
+// before is freed once the switch away from it is durable (reclaim,
+// blockfile_reclaim.go); until then nothing writes it. A torn write can
+// only damage a slot that no durable reference names: after a crash every
+// block reads back as the value of the last durable batch that wrote it,
+// never a mix. Reopening takes the slots the stored references name and
+// frees the rest; there is nothing to replay.
 const blockPrefix = "b/"
 
 // refLen is the length of a block reference: size, then slot.
 const refLen = 12
-
-var wPrefix = []byte("w\x00")
-
-func wKey(seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(append([]byte(nil), wPrefix...), seq)
-}
 
 // blockRef names a block's slot.
 type blockRef struct {
@@ -56,13 +47,13 @@ type blockRef struct {
 	slot uint64
 }
 
-func (r blockRef) encode(b []byte) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(r.size))
+func (r blockRef) encode() []byte {
+	b := binary.BigEndian.AppendUint32(make([]byte, 0, refLen), uint32(r.size))
 	return binary.BigEndian.AppendUint64(b, r.slot)
 }
 
 func decodeRef(v []byte) (blockRef, error) {
-	if len(v) < refLen {
+	if len(v) != refLen {
 		return blockRef{}, fmt.Errorf("bad block reference of %d bytes (a store written before block files?)", len(v))
 	}
 	r := blockRef{size: int(binary.BigEndian.Uint32(v)), slot: binary.BigEndian.Uint64(v[4:])}
@@ -72,27 +63,38 @@ func decodeRef(v []byte) (blockRef, error) {
 	return r, nil
 }
 
+// isBlock reports whether a node's key is a block's.
+func isBlock(k string) bool { return strings.HasPrefix(k, blockPrefix) }
+
 // blockFiles are a store's block files and slot assignments.
 type blockFiles struct {
 	fs  vfs.FS
 	dir string
 
-	mu    sync.Mutex
-	files map[int]*blockFile // by block size
+	mu     sync.Mutex
+	files  map[int]*blockFile // by block size
+	freing []freeing          // slots to free once the switch away is durable
 
-	seq     atomic.Uint64 // the last w record's sequence number
-	pending atomic.Int64  // bytes logged since the last checkpoint
-	ckMu    sync.Mutex    // one checkpoint at a time
+	written atomic.Uint64 // block writes so far
+	syncMu  sync.Mutex
+	synced  uint64 // block writes the last sync of the files covered
+}
+
+// freeing is a slot a block left; it is free once the block's stored
+// reference no longer names it.
+type freeing struct {
+	key []byte // the block's pebble key
+	ref blockRef
 }
 
 // blockFile holds the blocks of one size.
 type blockFile struct {
 	size  int
 	f     vfs.File
-	slots map[string]uint64 // "<addr>\x00<key>" -> slot
-	free  []uint64          // slots no block has (found at open)
-	next  uint64            // slots below it exist or are free
-	alloc int64             // bytes preallocated
+	slots map[string]uint64 // "<addr>\x00<key>" -> the block's newest slot
+	free  []uint64
+	next  uint64 // slots below it exist or are free
+	alloc int64  // bytes preallocated
 }
 
 // growBy is how much a block file grows at a time (at least one slot).
@@ -118,14 +120,15 @@ func openBlockFiles(fs vfs.FS, dir string) (*blockFiles, error) {
 			continue
 		}
 		if _, err := bf.file(size); err != nil {
-			return nil, err
+			return nil, errors.Join(err, bf.close())
 		}
 	}
 	return bf, nil
 }
 
 // file returns the file of blocks of the size, creating it (and syncing
-// the directory that names it) if needed.
+// the directory that names it) if needed. The caller holds bf.mu or is
+// alone.
 func (bf *blockFiles) file(size int) (*blockFile, error) {
 	if f := bf.files[size]; f != nil {
 		return f, nil
@@ -157,64 +160,77 @@ func (bf *blockFiles) file(size int) (*blockFile, error) {
 	return b, nil
 }
 
-// slot returns the slot of node a's block k of the size, assigning one if
-// it has none.
-func (bf *blockFiles) slot(a node.Addr, k string, size int) (blockRef, error) {
+// take gives node a's block k of the size a free slot, and queues the
+// slot it had for freeing.
+func (bf *blockFiles) take(a node.Addr, k string, size int) (*blockFile, blockRef, error) {
 	bf.mu.Lock()
 	defer bf.mu.Unlock()
 	f, err := bf.file(size)
 	if err != nil {
-		return blockRef{}, err
+		return nil, blockRef{}, err
+	}
+	var s uint64
+	if n := len(f.free); n > 0 {
+		s, f.free = f.free[n-1], f.free[:n-1]
+	} else {
+		s = f.next
+		f.next++
+		if end := int64(f.next) * int64(size); end > f.alloc {
+			grow := max(int64(growBy), int64(size))
+			_ = f.f.Preallocate(f.alloc, grow) // only a hint
+			f.alloc += grow
+		}
 	}
 	id := string(a) + "\x00" + k
-	s, ok := f.slots[id]
-	if !ok {
-		if n := len(f.free); n > 0 {
-			s, f.free = f.free[n-1], f.free[:n-1]
-		} else {
-			s = f.next
-			f.next++
-			if end := int64(f.next) * int64(size); end > f.alloc {
-				grow := max(int64(growBy), int64(size))
-				_ = f.f.Preallocate(f.alloc, grow) // only a hint
-				f.alloc += grow
-			}
-		}
-		f.slots[id] = s
+	if old, ok := f.slots[id]; ok {
+		bf.freing = append(bf.freing, freeing{nodeKey(a, k), blockRef{size, old}})
 	}
-	return blockRef{size, s}, nil
+	f.slots[id] = s
+	return f, blockRef{size, s}, nil
 }
 
-// put writes node a's block k into the batch: its reference under the
-// node's key and its value in the write-ahead log.
+// putBlock writes node a's block k into a free slot and its reference
+// into the batch.
 func (s *Store) putBlock(b *pebble.Batch, a node.Addr, k string, v []byte) {
-	ref, err := s.blocks.slot(a, k, len(v))
+	f, ref, err := s.blocks.take(a, k, len(v))
+	if err == nil {
+		_, err = f.f.WriteAt(v, int64(ref.slot)*int64(ref.size))
+	}
 	if err != nil {
-		panic(fmt.Sprintf("runtime: %s: block file: %v", a, err))
+		panic(fmt.Sprintf("runtime: %s: writing block %s: %v", a, k, err))
 	}
-	_ = b.Set(nodeKey(a, k), ref.encode(nil), nil)
-	wk := wKey(s.blocks.seq.Add(1))
-	op := b.SetDeferred(len(wk), refLen+len(v))
-	copy(op.Key, wk)
-	ref.encode(op.Value[:0])
-	copy(op.Value[refLen:], v)
-	_ = op.Finish()
-	if s.blocks.pending.Add(int64(len(v))) >= s.ck.bytes {
-		s.kickCheckpoint()
-	}
-	if causes.on.Load() {
-		countCause("block logged")
-	}
+	s.blocks.written.Add(1)
+	_ = b.Set(nodeKey(a, k), ref.encode(), nil)
 }
 
-// readBlock reads the block a reference names, after a checkpoint has
-// copied every logged value into the files.
+// syncBlocks fsyncs the block files if blocks were written since their
+// last sync. Every pebble file sync runs it first (countingFS.pre).
+func (bf *blockFiles) syncBlocks() error {
+	w := bf.written.Load()
+	bf.syncMu.Lock()
+	defer bf.syncMu.Unlock()
+	if w <= bf.synced {
+		return nil
+	}
+	bf.mu.Lock()
+	files := make([]vfs.File, 0, len(bf.files))
+	for _, f := range bf.files {
+		files = append(files, f.f)
+	}
+	bf.mu.Unlock()
+	for _, f := range files {
+		if err := f.SyncData(); err != nil {
+			return err
+		}
+	}
+	bf.synced = w
+	return nil
+}
+
+// readBlock reads the block a reference names.
 func (s *Store) readBlock(ref []byte) ([]byte, error) {
 	r, err := decodeRef(ref)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.checkpoint(); err != nil {
 		return nil, err
 	}
 	s.blocks.mu.Lock()
@@ -230,11 +246,8 @@ func (s *Store) readBlock(ref []byte) ([]byte, error) {
 	return v, nil
 }
 
-// isBlock reports whether a node's key is a block's.
-func isBlock(k string) bool { return strings.HasPrefix(k, blockPrefix) }
-
-// indexBlocks marks the slots the stored references name as taken, and
-// the other slots of each file as free. Run at open, after the replay.
+// indexBlocks takes the slots the stored references name and frees the
+// other slots of each file. Run at open.
 func (s *Store) indexBlocks() error {
 	bf := s.blocks
 	err := s.scan([]byte("n\x00"), func(k, v []byte) error {
@@ -263,7 +276,7 @@ func (s *Store) indexBlocks() error {
 		for _, sl := range f.slots {
 			taken[sl] = true
 		}
-		for sl := f.next; sl > 0; sl-- {
+		for sl := f.next; sl > 0; sl-- { // the lowest slot is taken first
 			if !taken[sl-1] {
 				f.free = append(f.free, sl-1)
 			}
@@ -278,29 +291,4 @@ func (bf *blockFiles) close() error {
 		errs = append(errs, f.f.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// openBlocks opens the store's block files, copies into them the block
-// values a crash left in the log, and indexes the slots.
-func (s *Store) openBlocks(fs vfs.FS, dir string) error {
-	bf, err := openBlockFiles(countingFS{FS: fs}, dir)
-	if err != nil {
-		return err
-	}
-	s.blocks = bf
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: wPrefix, UpperBound: prefixEnd(wPrefix)})
-	if err != nil {
-		return err
-	}
-	if it.Last() {
-		bf.seq.Store(binary.BigEndian.Uint64(it.Key()[len(wPrefix):]))
-	}
-	if err := errors.Join(it.Error(), it.Close()); err != nil {
-		return err
-	}
-	// The replay's deletes are synced before any slot is reused.
-	if err := errors.Join(s.checkpoint(), s.db.LogData(nil, pebble.Sync)); err != nil {
-		return err
-	}
-	return s.indexBlocks()
 }

@@ -24,11 +24,11 @@ import (
 // only what was synced. Restarted, the cluster must hold every write
 // acknowledged before the power went (or a later write to the same
 // block), and every stripe's parity must be the encoding of its data.
-// Block checkpoints run every few KiB, so the power goes at every step of
-// them (blockfile_checkpoint.go) in some round.
+// Block slots are reclaimed every millisecond, so that slots are reused
+// (blockfile_reclaim.go) before the power goes.
 func TestPowerLoss(t *testing.T) {
 	const clients, rounds = 6, 3
-	defer setCheckpoints(ckConfig{bytes: 16 << 10, delay: 2 * time.Millisecond})()
+	defer setReclaim(reclaimConfig{every: time.Millisecond})()
 	l := testLayout
 	mem := vfs.NewStrictMem()
 	// Syncs take a while, as on a disk, so that a batch released before
@@ -127,12 +127,12 @@ func checkRestored(t *testing.T, lc *Local, want map[uint64][]byte) {
 	}
 }
 
-// setCheckpoints makes stores opened from now on checkpoint as ck says;
-// the function it returns restores the default.
-func setCheckpoints(ck ckConfig) func() {
-	old := defaultCk
-	defaultCk = ck
-	return func() { defaultCk = old }
+// setReclaim makes stores opened from now on reclaim block slots as rc
+// says; the function it returns restores the default.
+func setReclaim(rc reclaimConfig) func() {
+	old := defaultReclaim
+	defaultReclaim = rc
+	return func() { defaultReclaim = old }
 }
 
 // cutPower loses the power of mem: nothing synced from now on counts while

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -32,12 +33,12 @@ import (
 type Store struct {
 	db     *pebble.DB
 	sync   bool
-	lazy   lazySyncs   // lazy batches (lazysync.go)
-	blocks *blockFiles // blocks, out of pebble (blockfile.go)
-	ck     ckConfig    // checkpoints (blockfile_checkpoint.go)
-	ckKick chan struct{}
-	ckStop chan struct{}
-	ckDone chan struct{}
+	lazy   lazySyncs     // lazy batches (lazysync.go)
+	blocks *blockFiles   // blocks, out of pebble (blockfile.go)
+	rc     reclaimConfig // freeing the slots blocks left (blockfile_reclaim.go)
+	rcMu   sync.Mutex    // one reclaim at a time
+	rcStop chan struct{}
+	rcDone chan struct{}
 }
 
 // memTableSize is a store's memtable. Most of what a batch writes (stream
@@ -60,28 +61,31 @@ func OpenStoreFS(fs vfs.FS, dir string, sync bool) (*Store, error) {
 // openStore is OpenStoreFS with the background syncer's delay (tests
 // make it long, so that only the batches' own syncs count).
 func openStore(fs vfs.FS, dir string, sync bool, delay time.Duration) (*Store, error) {
-	return openStoreCk(fs, dir, sync, delay, defaultCk)
+	return openStoreRc(fs, dir, sync, delay, defaultReclaim)
 }
 
-// openStoreCk is openStore with the block checkpoints' configuration. The
-// block values a crash left in the log are copied into the block files
-// before it returns.
-func openStoreCk(fs vfs.FS, dir string, sync bool, delay time.Duration, ck ckConfig) (*Store, error) {
+// openStoreRc is openStore with the block slots' reclaim configuration.
+func openStoreRc(fs vfs.FS, dir string, sync bool, delay time.Duration, rc reclaimConfig) (*Store, error) {
 	if err := makeDir(fs, dir); err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, FS: countingFS{FS: fs}, MemTableSize: memTableSize})
+	blocks, err := openBlockFiles(countingFS{FS: fs}, dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
-	s := &Store{db: db, sync: sync, ck: ck, ckKick: make(chan struct{}, 1), ckStop: make(chan struct{}), ckDone: make(chan struct{})}
-	if err := s.openBlocks(fs, dir); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("opening store %s: %w", dir, err)
+	// Every sync of a pebble file first syncs the blocks written before
+	// it, so no reference is durable before its block (blockfile.go).
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, FS: countingFS{FS: fs, pre: blocks.syncBlocks}, MemTableSize: memTableSize})
+	if err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", dir, errors.Join(err, blocks.close()))
+	}
+	s := &Store{db: db, sync: sync, blocks: blocks, rc: rc, rcStop: make(chan struct{}), rcDone: make(chan struct{})}
+	if err := s.indexBlocks(); err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", dir, errors.Join(err, db.Close(), blocks.close()))
 	}
 	s.lazy.init(delay)
 	go s.syncLazily()
-	go s.checkpointLoop()
+	go s.reclaimLoop()
 	return s, nil
 }
 
@@ -109,14 +113,15 @@ func makeDir(fs vfs.FS, dir string) error {
 	}
 }
 
-// Close stops the background syncer and checkpoints, copies the logged
-// blocks into their files and closes the database.
+// Close stops the background syncer and reclaims, and closes the database
+// and the block files.
 func (s *Store) Close() error {
 	close(s.lazy.stop)
 	<-s.lazy.done
-	close(s.ckStop)
-	<-s.ckDone
-	return errors.Join(s.checkpoint(), s.blocks.close(), s.db.Close())
+	close(s.rcStop)
+	<-s.rcDone
+	err := s.db.Close()
+	return errors.Join(err, s.blocks.close())
 }
 
 func (s *Store) writeOpts() *pebble.WriteOptions {
