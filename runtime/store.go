@@ -18,7 +18,9 @@ import (
 // machine hosts, the node's own state (node.Persistent) and the state of
 // its ordered streams:
 //
-//	n\x00<addr>\x00<key>           the node's key (see data/, parity/, witness/ persist.go)
+//	n\x00<addr>\x00<key>           the node's key (see data/, parity/, witness/ persist.go);
+//	                               for a block (b/...) a reference to its slot in a block file
+//	                               (blockfile.go)
 //	i\x00<addr>\x00<from>          incoming stream from <from>: stream id, last delivered seq
 //	m\x00<addr>\x00<to>            outgoing stream to <to>: stream id, next seq
 //	o\x00<addr>\x00<to>\x00<seq>   outgoing message not yet acknowledged (wire.Message)
