@@ -66,6 +66,19 @@ func decodeRef(v []byte) (blockRef, error) {
 // isBlock reports whether a node's key is a block's.
 func isBlock(k string) bool { return strings.HasPrefix(k, blockPrefix) }
 
+// minFileBlock is the smallest block kept in a block file; smaller blocks
+// stay in pebble as values. A block file costs an fsync before each WAL
+// sync that covers block writes; measured, that paid at 128 KiB (less
+// CPU and disk than the LSM's flushes and compactions) and not at 4 KiB
+// (the same bytes, 1.8x the syncs). Blocks of refLen bytes always go to a
+// file, so that a stored value of refLen bytes is always a reference.
+var minFileBlock = 64 << 10
+
+func inFile(size int) bool { return size >= minFileBlock || size == refLen }
+
+// isRef reports whether a block's stored value is a reference.
+func isRef(v []byte) bool { return len(v) == refLen }
+
 // blockFiles are a store's block files and slot assignments.
 type blockFiles struct {
 	fs  vfs.FS
@@ -253,7 +266,7 @@ func (s *Store) indexBlocks() error {
 	err := s.scan([]byte("n\x00"), func(k, v []byte) error {
 		rest := k[2:]
 		i := strings.IndexByte(string(rest), 0)
-		if i < 0 || !isBlock(string(rest[i+1:])) {
+		if i < 0 || !isBlock(string(rest[i+1:])) || !isRef(v) {
 			return nil
 		}
 		r, err := decodeRef(v)

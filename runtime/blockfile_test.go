@@ -66,6 +66,7 @@ func readBlocks(t *testing.T, st *Store, a node.Addr) map[string][]byte {
 // disk, the rest lost). Reopened, every block must hold the value of the
 // last synced batch that wrote it, before and after writing more blocks.
 func TestBlockFileCrash(t *testing.T) {
+	defer setMinFileBlock(0)()
 	const size = 4096
 	nodes := []node.Addr{"d1", "p1"}
 	for _, mode := range []string{"synced", "unsynced", "torn"} {
@@ -185,6 +186,7 @@ func tear(t *testing.T, st *Store, blocks []string) {
 // last acknowledged write (a synced batch whose commit returned before the
 // power went) or of a write after it.
 func TestBlockFilePowerLoss(t *testing.T) {
+	defer setMinFileBlock(0)()
 	const writers, blocks, size = 4, 16, 512
 	mem := vfs.NewStrictMem()
 	fs := countingFS{FS: mem, beforeSync: func() { time.Sleep(100 * time.Microsecond) }}
@@ -265,4 +267,50 @@ func TestBlockFilePowerLoss(t *testing.T) {
 			return
 		}
 	}
+}
+
+// TestBlockFileSizes: blocks below minFileBlock stay values in pebble,
+// larger ones (and blocks of a reference's length) go to block files, and
+// all read back, also after a reopen.
+func TestBlockFileSizes(t *testing.T) {
+	mem := vfs.NewStrictMem()
+	st, err := OpenStoreFS(mem, "/s", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for i, size := range []int{refLen, 4096, minFileBlock - 1, minFileBlock, 128 << 10} {
+		k := fmt.Sprintf("b/%016x", i)
+		want[k] = blockVal(size, k, 1)
+	}
+	if err := commitBlocks(t, st, "d1", want, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	check := func() {
+		for k, v := range want {
+			stored, c, err := st.db.Get(nodeKey("d1", k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref := len(stored) == refLen; ref != inFile(len(v)) {
+				t.Errorf("block of %d bytes stored as %d bytes in pebble", len(v), len(stored))
+			}
+			_ = c.Close()
+		}
+		got := readBlocks(t, st, "d1")
+		for k, v := range want {
+			if !bytes.Equal(got[k], v) {
+				t.Errorf("block %s of %d bytes read back as %d bytes, not as written", k, len(v), len(got[k]))
+			}
+		}
+	}
+	check()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = OpenStoreFS(mem, "/s", true); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	check()
 }

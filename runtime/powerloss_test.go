@@ -29,6 +29,7 @@ import (
 func TestPowerLoss(t *testing.T) {
 	const clients, rounds = 6, 3
 	defer setReclaim(reclaimConfig{every: time.Millisecond})()
+	defer setMinFileBlock(0)() // its 64-byte blocks in block files
 	l := testLayout
 	mem := vfs.NewStrictMem()
 	// Syncs take a while, as on a disk, so that a batch released before
@@ -142,4 +143,12 @@ func cutPower(mem *vfs.MemFS, stop func()) {
 	stop()
 	mem.ResetToSyncedState()
 	mem.SetIgnoreSyncs(false)
+}
+
+// setMinFileBlock keeps blocks of n bytes or more in block files; the
+// function it returns restores the default.
+func setMinFileBlock(n int) func() {
+	old := minFileBlock
+	minFileBlock = n
+	return func() { minFileBlock = old }
 }

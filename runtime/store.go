@@ -19,8 +19,8 @@ import (
 // its ordered streams:
 //
 //	n\x00<addr>\x00<key>           the node's key (see data/, parity/, witness/ persist.go);
-//	                               for a block (b/...) a reference to its slot in a block file
-//	                               (blockfile.go)
+//	                               for a block (b/...) of 64 KiB or more a reference to its
+//	                               slot in a block file (blockfile.go)
 //	i\x00<addr>\x00<from>          incoming stream from <from>: stream id, last delivered seq
 //	m\x00<addr>\x00<to>            outgoing stream to <to>: stream id, next seq
 //	o\x00<addr>\x00<to>\x00<seq>   outgoing message not yet acknowledged (wire.Message)
@@ -199,8 +199,8 @@ func (s *Store) scan(prefix []byte, fn func(k, v []byte) error) error {
 	return it.Close()
 }
 
-// nodeWriter writes a node's keys into a batch; blocks go to the block
-// files through the log (blockfile.go).
+// nodeWriter writes a node's keys into a batch; large blocks go to the
+// block files (blockfile.go).
 type nodeWriter struct {
 	s    *Store
 	b    *pebble.Batch
@@ -211,7 +211,7 @@ type nodeWriter struct {
 func (s *Store) writer(b *pebble.Batch, a node.Addr) nodeWriter { return nodeWriter{s, b, a} }
 
 func (w nodeWriter) Put(k string, v []byte) {
-	if isBlock(k) {
+	if isBlock(k) && inFile(len(v)) {
 		w.s.putBlock(w.b, w.addr, k, v)
 		return
 	}
@@ -234,7 +234,7 @@ func (r nodeReader) Get(k string) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	defer c.Close()
-	if isBlock(k) {
+	if isBlock(k) && isRef(v) {
 		v, err := r.s.readBlock(v)
 		return v, err == nil, err
 	}
@@ -245,7 +245,7 @@ func (r nodeReader) Scan(prefix string, fn func(string, []byte) error) error {
 	base := len(nodeKey(r.addr, ""))
 	return r.s.scan(nodeKey(r.addr, prefix), func(k, v []byte) error {
 		nk := string(k[base:])
-		if isBlock(nk) {
+		if isBlock(nk) && isRef(v) {
 			b, err := r.s.readBlock(v)
 			if err != nil {
 				return fmt.Errorf("%s: %w", nk, err)
