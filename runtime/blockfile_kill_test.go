@@ -34,9 +34,6 @@ const killClients = 4
 // write started after it) and that every stripe's parity is the encoding of
 // its data, then writes again; a last child only checks.
 func TestRestartAfterSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills a cluster process three times")
-	}
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "writes.log")
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
