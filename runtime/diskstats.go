@@ -24,17 +24,20 @@ func StoreDiskStats() DiskStats {
 }
 
 // countingFS is a vfs.FS whose files count syncs and bytes written.
-// beforeSync, if set, runs before every sync (tests slow syncs down).
+// beforeSync, if set, runs before every sync (tests slow syncs down); pre,
+// if set, runs before every Sync and SyncData and fails them if it fails
+// (a store syncs its block files there).
 type countingFS struct {
 	vfs.FS
 	beforeSync func()
+	pre        func() error
 }
 
 func (fs countingFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return f, err
 	}
-	return &countingFile{f, fs.beforeSync, fileKind(name)}, nil
+	return &countingFile{f, fs.beforeSync, fs.pre, fileKind(name)}, nil
 }
 
 func (fs countingFS) Create(name string) (vfs.File, error) {
@@ -61,7 +64,8 @@ func (fs countingFS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
 type countingFile struct {
 	vfs.File
 	beforeSync func()
-	kind       string // for the sync causes: "wal", "table", "manifest", "dir" or "other"
+	pre        func() error
+	kind       string // for the sync causes: "wal", "table", "manifest", "blocks", "dir" or "other"
 }
 
 // fileKind names what a store's file is, from its name.
@@ -76,6 +80,8 @@ func fileKind(name string) string {
 		return "table"
 	case strings.HasPrefix(base, "MANIFEST"):
 		return "manifest"
+	case strings.HasPrefix(base, "blocks-"):
+		return "blocks"
 	}
 	return "other"
 }
@@ -103,11 +109,21 @@ func (f *countingFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *countingFile) Sync() error {
+	if f.pre != nil {
+		if err := f.pre(); err != nil {
+			return err
+		}
+	}
 	f.synced()
 	return f.File.Sync()
 }
 
 func (f *countingFile) SyncData() error {
+	if f.pre != nil {
+		if err := f.pre(); err != nil {
+			return err
+		}
+	}
 	f.synced()
 	return f.File.SyncData()
 }

@@ -24,8 +24,12 @@ import (
 // only what was synced. Restarted, the cluster must hold every write
 // acknowledged before the power went (or a later write to the same
 // block), and every stripe's parity must be the encoding of its data.
+// Block slots are reclaimed every millisecond, so that slots are reused
+// (blockfile_reclaim.go) before the power goes.
 func TestPowerLoss(t *testing.T) {
 	const clients, rounds = 6, 3
+	defer setReclaim(reclaimConfig{every: time.Millisecond})()
+	defer setMinFileBlock(0)() // its 64-byte blocks in block files
 	l := testLayout
 	mem := vfs.NewStrictMem()
 	// Syncs take a while, as on a disk, so that a batch released before
@@ -88,11 +92,7 @@ func TestPowerLoss(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		frozen.Store(true)
-		mem.SetIgnoreSyncs(true)
-		lc.Close()
-		wg.Wait()
-		mem.ResetToSyncedState()
-		mem.SetIgnoreSyncs(false)
+		cutPower(mem, func() { lc.Close(); wg.Wait() })
 		if t.Failed() {
 			return
 		}
@@ -126,4 +126,29 @@ func checkRestored(t *testing.T, lc *Local, want map[uint64][]byte) {
 			t.Fatalf("block %d = %x, want %x", b, got, v)
 		}
 	}
+}
+
+// setReclaim makes stores opened from now on reclaim block slots as rc
+// says; the function it returns restores the default.
+func setReclaim(rc reclaimConfig) func() {
+	old := defaultReclaim
+	defaultReclaim = rc
+	return func() { defaultReclaim = old }
+}
+
+// cutPower loses the power of mem: nothing synced from now on counts while
+// stop runs, then mem keeps only what was synced.
+func cutPower(mem *vfs.MemFS, stop func()) {
+	mem.SetIgnoreSyncs(true)
+	stop()
+	mem.ResetToSyncedState()
+	mem.SetIgnoreSyncs(false)
+}
+
+// setMinFileBlock keeps blocks of n bytes or more in block files; the
+// function it returns restores the default.
+func setMinFileBlock(n int) func() {
+	old := minFileBlock
+	minFileBlock = n
+	return func() { minFileBlock = old }
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -17,7 +18,9 @@ import (
 // machine hosts, the node's own state (node.Persistent) and the state of
 // its ordered streams:
 //
-//	n\x00<addr>\x00<key>           the node's key (see data/, parity/, witness/ persist.go)
+//	n\x00<addr>\x00<key>           the node's key (see data/, parity/, witness/ persist.go);
+//	                               for a block (b/...) of 64 KiB or more a reference to its
+//	                               slot in a block file (blockfile.go)
 //	i\x00<addr>\x00<from>          incoming stream from <from>: stream id, last delivered seq
 //	m\x00<addr>\x00<to>            outgoing stream to <to>: stream id, next seq
 //	o\x00<addr>\x00<to>\x00<seq>   outgoing message not yet acknowledged (wire.Message)
@@ -30,9 +33,14 @@ import (
 // commit). Every store counts its syncs and bytes written
 // (StoreDiskStats).
 type Store struct {
-	db   *pebble.DB
-	sync bool
-	lazy lazySyncs // lazy batches (lazysync.go)
+	db     *pebble.DB
+	sync   bool
+	lazy   lazySyncs     // lazy batches (lazysync.go)
+	blocks *blockFiles   // blocks, out of pebble (blockfile.go)
+	rc     reclaimConfig // freeing the slots blocks left (blockfile_reclaim.go)
+	rcMu   sync.Mutex    // one reclaim at a time
+	rcStop chan struct{}
+	rcDone chan struct{}
 }
 
 // memTableSize is a store's memtable. Most of what a batch writes (stream
@@ -55,16 +63,31 @@ func OpenStoreFS(fs vfs.FS, dir string, sync bool) (*Store, error) {
 // openStore is OpenStoreFS with the background syncer's delay (tests
 // make it long, so that only the batches' own syncs count).
 func openStore(fs vfs.FS, dir string, sync bool, delay time.Duration) (*Store, error) {
+	return openStoreRc(fs, dir, sync, delay, defaultReclaim)
+}
+
+// openStoreRc is openStore with the block slots' reclaim configuration.
+func openStoreRc(fs vfs.FS, dir string, sync bool, delay time.Duration, rc reclaimConfig) (*Store, error) {
 	if err := makeDir(fs, dir); err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, FS: countingFS{FS: fs}, MemTableSize: memTableSize})
+	blocks, err := openBlockFiles(countingFS{FS: fs}, dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
-	s := &Store{db: db, sync: sync}
+	// Every sync of a pebble file first syncs the blocks written before
+	// it, so no reference is durable before its block (blockfile.go).
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, FS: countingFS{FS: fs, pre: blocks.syncBlocks}, MemTableSize: memTableSize})
+	if err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", dir, errors.Join(err, blocks.close()))
+	}
+	s := &Store{db: db, sync: sync, blocks: blocks, rc: rc, rcStop: make(chan struct{}), rcDone: make(chan struct{})}
+	if err := s.indexBlocks(); err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", dir, errors.Join(err, db.Close(), blocks.close()))
+	}
 	s.lazy.init(delay)
 	go s.syncLazily()
+	go s.reclaimLoop()
 	return s, nil
 }
 
@@ -92,11 +115,15 @@ func makeDir(fs vfs.FS, dir string) error {
 	}
 }
 
-// Close stops the background syncer and closes the database.
+// Close stops the background syncer and reclaims, and closes the database
+// and the block files.
 func (s *Store) Close() error {
 	close(s.lazy.stop)
 	<-s.lazy.done
-	return s.db.Close()
+	close(s.rcStop)
+	<-s.rcDone
+	err := s.db.Close()
+	return errors.Join(err, s.blocks.close())
 }
 
 func (s *Store) writeOpts() *pebble.WriteOptions {
@@ -172,14 +199,25 @@ func (s *Store) scan(prefix []byte, fn func(k, v []byte) error) error {
 	return it.Close()
 }
 
-// nodeWriter writes a node's keys into a batch.
+// nodeWriter writes a node's keys into a batch; large blocks go to the
+// block files (blockfile.go).
 type nodeWriter struct {
+	s    *Store
 	b    *pebble.Batch
 	addr node.Addr
 }
 
-func (w nodeWriter) Put(k string, v []byte) { _ = w.b.Set(nodeKey(w.addr, k), v, nil) }
-func (w nodeWriter) Delete(k string)        { _ = w.b.Delete(nodeKey(w.addr, k), nil) }
+// writer returns the writer of node a's keys into b.
+func (s *Store) writer(b *pebble.Batch, a node.Addr) nodeWriter { return nodeWriter{s, b, a} }
+
+func (w nodeWriter) Put(k string, v []byte) {
+	if isBlock(k) && inFile(len(v)) {
+		w.s.putBlock(w.b, w.addr, k, v)
+		return
+	}
+	_ = w.b.Set(nodeKey(w.addr, k), v, nil)
+}
+func (w nodeWriter) Delete(k string) { _ = w.b.Delete(nodeKey(w.addr, k), nil) }
 
 // nodeReader reads a node's keys.
 type nodeReader struct {
@@ -196,12 +234,26 @@ func (r nodeReader) Get(k string) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	defer c.Close()
+	if isBlock(k) && isRef(v) {
+		v, err := r.s.readBlock(v)
+		return v, err == nil, err
+	}
 	return bytes.Clone(v), true, nil
 }
 
 func (r nodeReader) Scan(prefix string, fn func(string, []byte) error) error {
 	base := len(nodeKey(r.addr, ""))
-	return r.s.scan(nodeKey(r.addr, prefix), func(k, v []byte) error { return fn(string(k[base:]), v) })
+	return r.s.scan(nodeKey(r.addr, prefix), func(k, v []byte) error {
+		nk := string(k[base:])
+		if isBlock(nk) && isRef(v) {
+			b, err := r.s.readBlock(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", nk, err)
+			}
+			v = b
+		}
+		return fn(nk, v)
+	})
 }
 
 // hasNode reports whether anything is stored for the node.

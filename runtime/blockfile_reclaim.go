@@ -1,0 +1,92 @@
+package runtime
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// Reclaiming the slots blocks left (blockfile.go). A slot a block left is
+// free once no durable reference names it. A reclaim, one at a time:
+//
+//  1. takes the queue of left slots;
+//  2. takes a pebble snapshot: every batch it shows is applied;
+//  3. syncs pebble's WAL (an empty synced record, shared with concurrent
+//     batches' syncs): every batch the snapshot shows is now durable;
+//  4. frees each slot whose block's reference in the snapshot names
+//     another slot or none; the others (their batch was not applied yet)
+//     go back to the queue.
+//
+// Slots are freed in memory only; reopening the store frees every slot no
+// stored reference names.
+type reclaimConfig struct {
+	every time.Duration // how often a reclaim runs while slots wait
+}
+
+// defaultReclaim: each reclaim costs a WAL sync and, with blocks written
+// since, an fsync of the block files; once a second keeps that small
+// (every 100 ms measured 0.1-0.3 more syncs per write), and a file holds
+// about a second of writes more in slots waiting.
+var defaultReclaim = reclaimConfig{every: time.Second}
+
+// reclaimLoop reclaims in the background until the store closes.
+func (s *Store) reclaimLoop() {
+	defer close(s.rcDone)
+	t := time.NewTicker(s.rc.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.rcStop:
+			return
+		}
+		if err := s.reclaim(); err != nil {
+			panic(fmt.Sprintf("runtime: reclaiming block slots: %v", err))
+		}
+	}
+}
+
+// reclaim frees the slots blocks left whose switch away is durable.
+func (s *Store) reclaim() error {
+	bf := s.blocks
+	s.rcMu.Lock()
+	defer s.rcMu.Unlock()
+	bf.mu.Lock()
+	q := bf.freing
+	bf.freing = nil
+	bf.mu.Unlock()
+	if len(q) == 0 {
+		return nil
+	}
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return err
+	}
+	var keep []freeing
+	for _, fr := range q {
+		v, c, err := snap.Get(fr.key)
+		switch {
+		case err == pebble.ErrNotFound:
+		case err != nil:
+			return err
+		default:
+			still := bytes.Equal(v, fr.ref.encode())
+			_ = c.Close()
+			if still {
+				keep = append(keep, fr)
+				continue
+			}
+		}
+		bf.mu.Lock()
+		f := bf.files[fr.ref.size]
+		f.free = append(f.free, fr.ref.slot)
+		bf.mu.Unlock()
+	}
+	bf.mu.Lock()
+	bf.freing = append(keep, bf.freing...)
+	bf.mu.Unlock()
+	return nil
+}
