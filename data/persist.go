@@ -48,6 +48,7 @@ type answerRec struct {
 	Nonce       uint64
 	HasBlock    bool
 	Block       []byte
+	Rest        [][]byte // the run's later stripes' blocks (empty: degraded)
 	Upto, OpNum uint64
 	Sent        bool
 }
@@ -122,7 +123,7 @@ func (s *Server) rcRecord() any {
 		Report: s.rc.report}
 	for _, a := range s.rc.answers {
 		rc.Answers = append(rc.Answers, answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce,
-			HasBlock: a.block != nil, Block: a.block, Upto: a.upto, OpNum: a.opNum, Sent: a.sent})
+			HasBlock: a.blocks[0] != nil, Block: a.blocks[0], Rest: a.blocks[1:], Upto: a.upto, OpNum: a.opNum, Sent: a.sent})
 	}
 	return rc
 }
@@ -272,9 +273,16 @@ func (s *Server) restoreRC(rc dataRC) {
 		s.rc.degraded = rc.Degraded
 	}
 	for _, a := range rc.Answers {
-		x := &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto, opNum: a.OpNum, sent: a.Sent}
+		x := &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto, opNum: a.OpNum, sent: a.Sent,
+			blocks: [][]byte{nil}}
 		if a.HasBlock {
-			x.block = a.Block
+			x.blocks[0] = a.Block
+		}
+		for _, b := range a.Rest {
+			if len(b) == 0 {
+				b = nil // blocks are never empty
+			}
+			x.blocks = append(x.blocks, b)
 		}
 		s.rc.answers = append(s.rc.answers, x)
 	}

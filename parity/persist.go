@@ -40,7 +40,7 @@ type parityRC struct {
 }
 
 type versionRec struct {
-	Stripe        int
+	Stripe, Count int
 	Prims, OpNums []uint64
 }
 
@@ -50,6 +50,7 @@ type snapRec struct {
 	Nonce     uint64
 	HasCopy   bool
 	Copy      []byte
+	Rest      [][]byte // the run's later stripes' copies (empty: none)
 	Seen      uint64
 }
 
@@ -117,11 +118,11 @@ func (s *Server) rcRecord() any {
 	rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Early: backup.EarlyToRecords(s.rc.early),
 		Nonce: s.rc.nonce, Kept: s.rc.kept, Report: s.rc.report}
 	for _, v := range s.rc.versions {
-		rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Prims: v.prims, OpNums: v.opNums})
+		rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Count: v.count, Prims: v.prims, OpNums: v.opNums})
 	}
 	for _, sn := range s.rc.snaps {
 		rc.Snaps = append(rc.Snaps, snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce,
-			HasCopy: sn.copy != nil, Copy: sn.copy, Seen: sn.seen})
+			HasCopy: sn.copies[0] != nil, Copy: sn.copies[0], Rest: sn.copies[1:], Seen: sn.seen})
 	}
 	return rc
 }
@@ -174,13 +175,20 @@ func (s *Server) restoreRC(rc parityRC) error {
 		s.rc.degraded = rc.Degraded
 	}
 	for _, v := range rc.Versions {
-		s.rc.versions = append(s.rc.versions, version{stripe: v.Stripe, prims: v.Prims, opNums: v.OpNums})
+		s.rc.versions = append(s.rc.versions, version{stripe: v.Stripe, count: max(v.Count, 1), prims: v.Prims, opNums: v.OpNums})
 	}
 	for _, sn := range rc.Snaps {
-		x := &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen}
+		x := &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen, copies: [][]byte{nil}}
 		if sn.HasCopy {
-			x.copy = sn.Copy
+			x.copies[0] = sn.Copy
 		}
+		for _, b := range sn.Rest {
+			if len(b) == 0 {
+				b = nil // blocks are never empty
+			}
+			x.copies = append(x.copies, b)
+		}
+		x.own = make([]bool, len(x.copies))
 		s.rc.snaps = append(s.rc.snaps, x)
 	}
 	var err error
