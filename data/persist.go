@@ -122,8 +122,11 @@ func (s *Server) rcRecord() any {
 	rc := dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend,
 		Report: s.rc.report}
 	for _, a := range s.rc.answers {
-		rc.Answers = append(rc.Answers, answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce,
-			HasBlock: a.blocks[0] != nil, Block: a.blocks[0], Rest: a.blocks[1:], Upto: a.upto, OpNum: a.opNum, Sent: a.sent})
+		r := answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce, Upto: a.upto, OpNum: a.opNum, Sent: a.sent}
+		if !a.sent {
+			r.HasBlock, r.Block, r.Rest = a.blocks[0] != nil, a.blocks[0], a.blocks[1:]
+		}
+		rc.Answers = append(rc.Answers, r)
 	}
 	return rc
 }
@@ -273,16 +276,18 @@ func (s *Server) restoreRC(rc dataRC) {
 		s.rc.degraded = rc.Degraded
 	}
 	for _, a := range rc.Answers {
-		x := &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto, opNum: a.OpNum, sent: a.Sent,
-			blocks: [][]byte{nil}}
-		if a.HasBlock {
-			x.blocks[0] = a.Block
-		}
-		for _, b := range a.Rest {
-			if len(b) == 0 {
-				b = nil // blocks are never empty
+		x := &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto, opNum: a.OpNum, sent: a.Sent}
+		if !a.Sent {
+			x.blocks = [][]byte{nil}
+			if a.HasBlock {
+				x.blocks[0] = a.Block
 			}
-			x.blocks = append(x.blocks, b)
+			for _, b := range a.Rest {
+				if len(b) == 0 {
+					b = nil // blocks are never empty
+				}
+				x.blocks = append(x.blocks, b)
+			}
 		}
 		s.rc.answers = append(s.rc.answers, x)
 	}

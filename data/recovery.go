@@ -21,7 +21,7 @@ type answer struct {
 	requester node.Addr
 	stripe    int // the run's first stripe
 	nonce     uint64
-	blocks    [][]byte // per stripe of the run; nil if this server's block is degraded
+	blocks    [][]byte // per stripe of the run, nil where this server's block is degraded; nil once sent
 	upto      uint64   // the last op number executed before the snapshot
 	opNum     uint64
 	sent      bool
@@ -243,12 +243,16 @@ func (s *Server) onSnapshot(ctx node.Context, m msg.StripeSnapshot) {
 			return o.requester == m.Requester && o.stripe == m.Stripe
 		})
 		s.rc.answers = append(s.rc.answers, a)
-	} else {
-		s.rc.answers[i].sent = false // the answer may have been lost
 	}
 	s.mark(ctx, m.Stripe, len(sts), m.Nonce, m.Requester)
 	s.answerSnapshots(ctx)
 }
+
+// Decision: an answer forgets its blocks once sent (it stays, so that a
+// repeated request under the same nonce takes no second cut). A lost
+// answer is not sent again: the requester, hearing nothing, starts a new
+// round under a new nonce. Kept blocks would be persisted, and hashed,
+// with every later change of the server's state.
 
 // answerSnapshots sends every answer whose operations have committed.
 func (s *Server) answerSnapshots(ctx node.Context) {
@@ -263,9 +267,9 @@ func (s *Server) answerSnapshots(ctx node.Context) {
 		if a.sent || open != 0 && open <= a.upto && Mutant != "snapshot-answer-uncommitted" {
 			continue
 		}
-		a.sent = true
 		ctx.Send(a.requester, msg.SnapshotData{Num: s.cfg.Num, Stripe: a.stripe, Nonce: a.nonce, Shard: s.me,
 			Block: a.blocks[0], Rest: a.blocks[1:], OpNum: a.opNum, Primary: s.primary()})
+		a.sent, a.blocks = true, nil
 	}
 }
 

@@ -52,6 +52,7 @@ type snapRec struct {
 	Copy      []byte
 	Rest      [][]byte // the run's later stripes' copies (empty: none)
 	Seen      uint64
+	Sent      bool
 }
 
 // persistMemo remembers the hashes of what Persist last wrote, and the
@@ -121,8 +122,11 @@ func (s *Server) rcRecord() any {
 		rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Count: v.count, Prims: v.prims, OpNums: v.opNums})
 	}
 	for _, sn := range s.rc.snaps {
-		rc.Snaps = append(rc.Snaps, snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce,
-			HasCopy: sn.copies[0] != nil, Copy: sn.copies[0], Rest: sn.copies[1:], Seen: sn.seen})
+		r := snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce, Seen: sn.seen, Sent: sn.sent}
+		if !sn.sent {
+			r.HasCopy, r.Copy, r.Rest = sn.copies[0] != nil, sn.copies[0], sn.copies[1:]
+		}
+		rc.Snaps = append(rc.Snaps, r)
 	}
 	return rc
 }
@@ -178,17 +182,20 @@ func (s *Server) restoreRC(rc parityRC) error {
 		s.rc.versions = append(s.rc.versions, version{stripe: v.Stripe, count: max(v.Count, 1), prims: v.Prims, opNums: v.OpNums})
 	}
 	for _, sn := range rc.Snaps {
-		x := &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen, copies: [][]byte{nil}}
-		if sn.HasCopy {
-			x.copies[0] = sn.Copy
-		}
-		for _, b := range sn.Rest {
-			if len(b) == 0 {
-				b = nil // blocks are never empty
+		x := &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen, sent: sn.Sent}
+		if !sn.Sent {
+			x.copies = [][]byte{nil}
+			if sn.HasCopy {
+				x.copies[0] = sn.Copy
 			}
-			x.copies = append(x.copies, b)
+			for _, b := range sn.Rest {
+				if len(b) == 0 {
+					b = nil // blocks are never empty
+				}
+				x.copies = append(x.copies, b)
+			}
+			x.own = make([]bool, len(x.copies))
 		}
-		x.own = make([]bool, len(x.copies))
 		s.rc.snaps = append(s.rc.snaps, x)
 	}
 	var err error

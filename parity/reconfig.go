@@ -48,6 +48,7 @@ type snapshot struct {
 	copies    [][]byte // per stripe of the run; nil when this server has not rebuilt the block
 	own       []bool   // copies[i] is not shared (not hashed: a clone shares every copy)
 	seen      uint64   // data positions whose marker arrived
+	sent      bool     // the copies went to the requester and were dropped
 }
 
 // mutable returns copies[i] for changing in place, copying it first if
@@ -114,6 +115,7 @@ func (r reconfState) hash(h *node.Hasher) {
 			h.OptBytes(b)
 		}
 		h.Uint64(sn.seen)
+		h.Bool(sn.sent)
 	}
 	r.early.Hash(h)
 	h.Bool(r.rebuild != nil)
@@ -300,7 +302,7 @@ func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
 		sn = &snapshot{requester: m.Requester, stripe: m.Stripe, nonce: m.Nonce,
 			copies: make([][]byte, len(sts)), own: make([]bool, len(sts))}
 		for i, st := range sts {
-			if !s.isDegraded(st) && (i == 0 || Mutant != "snapshot-mixed-cuts") {
+			if m.Requester != msg.ParityAddr(s.me) && !s.isDegraded(st) && (i == 0 || Mutant != "snapshot-mixed-cuts") {
 				s.copyAt(sn, i, st, idx)
 			}
 		}
@@ -311,7 +313,7 @@ func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
 	}
 	sn.seen |= 1 << pos
 	if m.Requester == msg.ParityAddr(s.me) {
-		return // this server's own rebuild: it waits for the markers, answers nothing
+		return // this server's own rebuild: it waits for the markers, copies and answers nothing
 	}
 	if sn.seen == 1<<l.G-1 && Mutant == "snapshot-mixed-cuts" {
 		for i, st := range sts[1:] { // the later stripes' copies taken at the last marker: a second cut
@@ -320,12 +322,18 @@ func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
 			}
 		}
 	}
-	if sn.seen == 1<<l.G-1 || Mutant == "snapshot-first-marker" {
-		clear(sn.own) // the answer shares the copies
+	if !sn.sent && (sn.seen == 1<<l.G-1 || Mutant == "snapshot-first-marker") {
 		ctx.Send(m.Requester, msg.SnapshotParity{Num: m.Num, Stripe: m.Stripe, Nonce: m.Nonce, Index: idx,
 			Block: sn.copies[0], Rest: sn.copies[1:]})
+		sn.sent, sn.copies, sn.own = true, nil, nil
 	}
 }
+
+// Decision: a snapshot drops its copies once sent (it stays, so that a
+// marker repeated under the same nonce takes no second cut). A lost
+// answer is not sent again: the requester, hearing nothing, starts a new
+// round under a new nonce. Kept copies would be persisted, and hashed,
+// with every later change of the server's state.
 
 // copyAt makes snapshot copy i, of stripe st: the parity block shared
 // copy-on-write, with every held PREPARE of the stripe folded in.
