@@ -315,7 +315,7 @@ func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
 	if m.Requester == msg.ParityAddr(s.me) {
 		return // this server's own rebuild: it waits for the markers, copies and answers nothing
 	}
-	if sn.seen == 1<<l.G-1 && Mutant == "snapshot-mixed-cuts" {
+	if !sn.sent && sn.seen == 1<<l.G-1 && Mutant == "snapshot-mixed-cuts" {
 		for i, st := range sts[1:] { // the later stripes' copies taken at the last marker: a second cut
 			if !s.isDegraded(st) && sn.copies[i+1] == nil {
 				s.copyAt(sn, i+1, st, idx)

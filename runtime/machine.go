@@ -115,7 +115,8 @@ type MachineOptions struct {
 	// DefaultRebuildWindow).
 	RebuildWindow int
 	// RebuildRun is how many stripes one background snapshot run of a
-	// data or parity server covers (0: DefaultRebuildRun).
+	// data or parity server covers (0: DefaultRebuildRunBytes of blocks;
+	// at most MaxRebuildRun).
 	RebuildRun int
 }
 

@@ -10,19 +10,24 @@ import (
 	"github.com/amalgam-store/amalgam/wire"
 )
 
-// DefaultRebuildRun is MachineOptions.RebuildRun's default and its upper
-// bound: a snapshot answer carries one block per stripe of the run, so a
-// run of wire.MaxTxnOps stripes stays within wire.MaxMessageSize.
-const DefaultRebuildRun = wire.MaxTxnOps
+// MaxRebuildRun bounds MachineOptions.RebuildRun: a snapshot answer
+// carries one block per stripe of the run, so a run of wire.MaxTxnOps
+// stripes stays within wire.MaxMessageSize.
+const MaxRebuildRun = wire.MaxTxnOps
 
-// rebuildRun is the stripes per snapshot run that servers use: n (0:
-// DefaultRebuildRun), at most DefaultRebuildRun, and 1 while the wire
-// encoding does not carry runs.
-func rebuildRun(n int) int {
+// DefaultRebuildRunBytes sets MachineOptions.RebuildRun's default: as many
+// stripes as make this many bytes of blocks per answer (64 stripes of 4
+// KiB blocks, 2 of 128 KiB; docs/performance.md, "Recovery").
+const DefaultRebuildRunBytes = 256 << 10
+
+// rebuildRun is the stripes per snapshot run that servers use: n (0: the
+// default for blocks of blockSize bytes), between 1 and MaxRebuildRun, and
+// 1 while the wire encoding does not carry runs.
+func rebuildRun(n, blockSize int) int {
 	if !wireCarriesRuns() {
 		return 1
 	}
-	return min(cmp.Or(n, DefaultRebuildRun), DefaultRebuildRun)
+	return min(max(cmp.Or(n, DefaultRebuildRunBytes/max(blockSize, 1)), 1), MaxRebuildRun)
 }
 
 // wireCarriesRuns reports whether the snapshot messages' run fields (Count,

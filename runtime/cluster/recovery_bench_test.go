@@ -30,7 +30,7 @@ var (
 	benchPause      = flag.Duration("recovery-bench-pause", 0, "rebuild pause between stripes in the rebuild runs (amalgam-server --rebuild-rate)")
 	benchWindow     = flag.Int("recovery-bench-window", 0, "stripes the background rebuild keeps in flight (0: runtime.DefaultRebuildWindow)")
 	benchAttemptTTL = flag.Duration("recovery-bench-attempt", 2*time.Second, "client attempt timeout (a request for a degraded block is held and answered once the block is rebuilt)")
-	benchRun        = flag.Int("recovery-bench-run", 0, "stripes per snapshot run (0: runtime.DefaultRebuildRun)")
+	benchRun        = flag.Int("recovery-bench-run", 0, "stripes per snapshot run (0: runtime.DefaultRebuildRunBytes of blocks)")
 	benchBlock      = flag.Int("recovery-bench-block", 4096, "block size in bytes")
 	benchDurable    = flag.Bool("recovery-bench-durable", false, "durable mode (pebble under a temporary directory) instead of memory mode")
 	benchCompare    = flag.String("recovery-bench-compare", "1,0", "TestRecoveryBench/compare: the run sizes (-recovery-bench-run values) alternated round by round")
