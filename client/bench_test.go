@@ -24,7 +24,8 @@ import (
 // clients, each running one write at a time on blocks drawn uniformly at
 // random. It reports throughput (ops/s, MB/s), the p50 and p99 latency
 // of one write as seen by the client, the CPU time the whole process
-// (servers and clients) spent per write, and in durable mode the stores'
+// (servers and clients) spent per write, the machines' messages to each
+// other per write, and in durable mode the stores'
 // syncs per write and bytes written to disk per byte the clients wrote.
 //
 //	go test -p 1 -run XXX -bench Write -benchtime 3s -count 3 ./client
@@ -71,6 +72,7 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 	var cpu0, cpu1 time.Duration
 	var cpuOK bool
 	var disk0, disk1 runtime.DiskStats
+	var net0, net1 runtime.NetStats
 	// AMALGAM_SYNC_CAUSES=1 logs the store writes per client write by
 	// cause (runtime.SyncCauses).
 	countCauses := mode == "durable" && os.Getenv("AMALGAM_SYNC_CAUSES") != ""
@@ -82,11 +84,13 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 			b.ResetTimer()
 			cpu0, cpuOK = cpuTime()
 			disk0 = runtime.StoreDiskStats()
+			net0 = runtime.TransportStats()
 			runtime.CountSyncCauses(countCauses)
 			return
 		}
 		cpu1, _ = cpuTime()
 		disk1 = runtime.StoreDiskStats()
+		net1 = runtime.TransportStats()
 		b.StopTimer()
 		causes = runtime.SyncCauses()
 		runtime.CountSyncCauses(false)
@@ -106,6 +110,15 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 		// steadier than throughput on a shared machine.
 		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/ops, "cpu-us/op")
 	}
+	// Node traffic between machines (not the clients' calls): stream
+	// messages, the frames that carried them, stream acknowledgements,
+	// unordered sends (one gRPC
+	// call each), and their encoded bytes per byte written.
+	b.ReportMetric(float64(net1.StreamMsgs-net0.StreamMsgs)/ops, "msgs/op")
+	b.ReportMetric(float64(net1.StreamFrames-net0.StreamFrames)/ops, "frames/op")
+	b.ReportMetric(float64(net1.StreamAcks-net0.StreamAcks)/ops, "acks/op")
+	b.ReportMetric(float64(net1.Sends-net0.Sends)/ops, "sends/op")
+	b.ReportMetric(float64(net1.StreamBytes-net0.StreamBytes+net1.SendBytes-net0.SendBytes)/(ops*float64(size)), "net-B/B")
 	if mode == "durable" {
 		// What the stores asked of the disk (every machine's pebble:
 		// WAL, flushes, compactions), per write and per byte written.

@@ -112,5 +112,15 @@ func TestMetrics(t *testing.T) {
 	if _, ok := after["amalgam_stream_reconnects_total"]; !ok {
 		t.Errorf("no amalgam_stream_reconnects_total")
 	}
+	// Each write and add streams at least a PREPARE to each of the two
+	// parity servers, on other machines; frames carry one or more.
+	msgs := after["amalgam_stream_messages_total"] - before["amalgam_stream_messages_total"]
+	frames := after["amalgam_stream_frames_total"] - before["amalgam_stream_frames_total"]
+	if msgs < 2*(writes+adds) || frames < 1 || frames > msgs {
+		t.Errorf("stream messages moved by %v and frames by %v over %d writes and adds", msgs, frames, writes+adds)
+	}
+	if after["amalgam_node_bytes_sent_total"] <= before["amalgam_node_bytes_sent_total"] {
+		t.Errorf("amalgam_node_bytes_sent_total did not move")
+	}
 	interrupt(t, s)
 }

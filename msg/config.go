@@ -36,10 +36,10 @@ func InitialConfig(l erasure.Layout) Config {
 }
 
 // Addresses of the servers on machine m.
-func DataAddr(m int) node.Addr    { return node.Addr(fmt.Sprintf("data/%d", m)) }
-func ParityAddr(m int) node.Addr  { return node.Addr(fmt.Sprintf("parity/%d", m)) }
-func WitnessAddr(m int) node.Addr { return node.Addr(fmt.Sprintf("witness/%d", m)) }
-func ClientAddr(c int) node.Addr  { return node.Addr(fmt.Sprintf("client/%d", c)) }
+func DataAddr(m int) node.Addr    { return node.Addr("data/" + strconv.Itoa(m)) }
+func ParityAddr(m int) node.Addr  { return node.Addr("parity/" + strconv.Itoa(m)) }
+func WitnessAddr(m int) node.Addr { return node.Addr("witness/" + strconv.Itoa(m)) }
+func ClientAddr(c int) node.Addr  { return node.Addr("client/" + strconv.Itoa(c)) }
 
 // RoleAddr is the address of machine m's server of role r.
 func RoleAddr(r erasure.Role, m int) node.Addr {

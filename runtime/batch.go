@@ -288,7 +288,7 @@ func (l *loop) number(streams []effect, rd *ready) {
 		if err != nil {
 			panic(fmt.Sprintf("runtime: %s streams an unencodable message: %v", l.addr, err))
 		}
-		rd.appends = append(rd.appends, appended{o, outEntry{seq: o.next, m: p}})
+		rd.appends = append(rd.appends, appended{o, outEntry{seq: o.next, m: p, size: proto.Size(p)}})
 		o.next++
 		if rd.streams == nil {
 			rd.streams = map[*outStream]bool{}
@@ -325,17 +325,23 @@ func (l *loop) persist(rd *ready) {
 		_ = b.Set(outMetaKey(l.addr, o.to), pair(o.sid, o.next), nil)
 	}
 	for _, a := range rd.appends {
-		v, err := proto.Marshal(a.e.m)
-		if err != nil {
-			panic(err)
+		// Encoded straight into the batch: the one copy of a block
+		// payload on its way to the store.
+		k := outKey(l.addr, a.o.to, a.e.seq)
+		op := b.SetDeferred(len(k), a.e.size)
+		copy(op.Key, k)
+		v, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(op.Value[:0], a.e.m)
+		if err != nil || len(v) != a.e.size {
+			panic(fmt.Sprintf("runtime: %s: encoding a stream message: %d bytes of %d, %v", l.addr, len(v), a.e.size, err))
 		}
-		_ = b.Set(outKey(l.addr, a.o.to, a.e.seq), v, nil)
+		_ = op.Finish()
 	}
 	if b.Empty() {
 		_ = b.Close()
 		rd.lazy = false // nothing to wait for
 		return
 	}
+	l.forgetAcked(b)
 	if causes.on.Load() {
 		countCause(batchCause(l.addr, rd.handled, rd, rd.lazy))
 	}

@@ -98,6 +98,7 @@ func (s *sender) run() {
 		ctx, cancel := context.WithTimeout(s.h.ctx, 2*time.Second)
 		err := s.h.tr.Send(ctx, s.addr, batch)
 		cancel()
+		countSend(len(batch), size)
 		if err != nil {
 			s.h.log.Debug("unordered send failed; messages lost", "to", s.addr, "n", len(batch), "err", err)
 		}

@@ -39,8 +39,9 @@ import (
 // stream over.
 
 type outEntry struct {
-	seq uint64
-	m   *wire.Message
+	seq  uint64
+	m    *wire.Message
+	size int // proto.Size(m)
 }
 
 // outStream is the sending side of from -> to.
@@ -59,6 +60,9 @@ type outStream struct {
 	acked  uint64
 	dead   bool // dropped: an incarnation at either end ended (incarnation.go)
 	notify chan struct{}
+	// forget is the range of acknowledged messages still in the store
+	// (lo..hi, none if hi is 0): the loop's next batch deletes them.
+	forget struct{ lo, hi uint64 }
 }
 
 // outStream returns the stream to to, creating it. Loop goroutine only (or
@@ -119,14 +123,28 @@ func (o *outStream) ackTo(a uint64) {
 		o.q = append(o.q[:0], o.q[i:]...)
 	}
 	o.acked = max(o.acked, a)
-	defer o.mu.Unlock()
-	if st := o.l.h.opts.Store; st != nil && i > 0 && !o.dead {
-		// Forgetting acknowledged messages need not be synced: if the
-		// delete is lost, they are resent and the receiver drops them.
-		// (Under mu: a dropped stream's keys may belong to its successor.)
-		_ = st.db.DeleteRange(outKey(o.l.addr, o.to, lo), outKey(o.l.addr, o.to, a+1), pebble.NoSync)
-		if causes.on.Load() {
-			countCause(role(o.l.addr) + " ack-delete")
+	if i > 0 && !o.dead && o.l.h.opts.Store != nil {
+		if o.forget.hi == 0 {
+			o.forget.lo = lo
+		}
+		o.forget.hi = a
+	}
+	o.mu.Unlock()
+}
+
+// forgetAcked deletes the acknowledged messages of the loop's streams
+// from the store in b, the batch the loop is about to commit. Loop
+// goroutine only. The deletes need no sync of their own, nor a batch of
+// their own: if they are lost, the messages are resent and the receiver
+// drops them by number.
+func (l *loop) forgetAcked(b *pebble.Batch) {
+	for _, o := range l.out {
+		o.mu.Lock()
+		f := o.forget
+		o.forget.hi = 0
+		o.mu.Unlock()
+		if f.hi > 0 { // o is in l.out: not dropped, its keys are its own
+			_ = b.DeleteRange(outKey(l.addr, o.to, f.lo), outKey(l.addr, o.to, f.hi+1), nil)
 		}
 	}
 }
@@ -230,29 +248,15 @@ func (o *outStream) session() (bool, error) {
 	cursor := o.acked + 1
 	o.mu.Unlock()
 	for {
-		o.mu.Lock()
-		var e *outEntry
-		if len(o.q) > 0 {
-			if cursor < o.q[0].seq {
-				cursor = o.q[0].seq
-			}
-			if i := cursor - o.q[0].seq; i < uint64(len(o.q)) {
-				e = &o.q[i]
-			}
-		}
-		var frame *wire.StreamFrame
-		if e != nil {
-			frame = &wire.StreamFrame{Seq: e.seq, Msg: e.m}
-		}
-		o.mu.Unlock()
-		if frame != nil {
+		if frame, size := o.frame(cursor); frame != nil {
 			if !h.steer.paused(o.l.addr, o.to).IsZero() {
 				return progressed, errPaused
 			}
 			if err := st.Send(frame); err != nil {
 				return progressed, err
 			}
-			cursor++
+			countStreamFrame(len(frame.Msgs), size)
+			cursor = frame.Seq + uint64(len(frame.Msgs))
 			continue
 		}
 		select {
@@ -265,6 +269,44 @@ func (o *outStream) session() (bool, error) {
 			return progressed, ctx.Err()
 		}
 	}
+}
+
+// frameBytes bounds a frame of several messages (one message alone may be
+// larger, up to gRPC's limit): a frame is delivered to the receiver's loop
+// once it has arrived whole. frameOverhead bounds what a message adds to a
+// frame's encoding beyond its own (field tag and length).
+const (
+	frameBytes    = 1 << 20
+	frameOverhead = 16
+)
+
+// frame returns the queued messages from number cursor on, up to
+// frameBytes, as one frame, and the messages' encoded size; nil if there
+// are none.
+func (o *outStream) frame(cursor uint64) (*wire.StreamFrame, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.q) == 0 {
+		return nil, 0
+	}
+	cursor = max(cursor, o.q[0].seq)
+	i := cursor - o.q[0].seq
+	if i >= uint64(len(o.q)) {
+		return nil, 0
+	}
+	q := o.q[i:]
+	n, bound := 1, q[0].size+frameOverhead
+	for n < len(q) && bound+q[n].size+frameOverhead <= frameBytes {
+		bound += q[n].size + frameOverhead
+		n++
+	}
+	msgs := make([]*wire.Message, n)
+	size := 0
+	for j := range msgs {
+		msgs[j] = q[j].m
+		size += q[j].size
+	}
+	return &wire.StreamFrame{Seq: cursor, Msgs: msgs}, size
 }
 
 // inStream is the receiving side of from -> to.
@@ -358,6 +400,7 @@ func (r inbound) ServeStream(st StreamPeer) error {
 					ackErr <- err
 					return
 				}
+				countStreamAck()
 				sent = p
 			}
 			select {
@@ -378,19 +421,22 @@ func (r inbound) ServeStream(st StreamPeer) error {
 			return err
 		default:
 		}
-		m, err := wire.MessageFromProto(f.GetMsg())
-		if err != nil {
-			return status.Errorf(codes.InvalidArgument, "%v", err)
+		ps := f.GetMsgs()
+		if m := f.GetMsg(); m != nil {
+			ps = append([]*wire.Message{m}, ps...)
 		}
-		if err := take(ctx, l, in, from, sid, f.GetSeq(), m); err != nil {
+		if len(ps) == 0 {
+			return status.Error(codes.InvalidArgument, "frame: no message")
+		}
+		if err := take(ctx, l, in, from, sid, f.GetSeq(), ps); err != nil {
 			return err
 		}
 	}
 }
 
-// take hands message seq of the stream to the loop unless it is a
-// duplicate.
-func take(ctx context.Context, l *loop, in *inStream, from node.Addr, sid, seq uint64, m node.Message) error {
+// take hands the messages of a frame, numbered from seq on, to the loop,
+// but for those it already took.
+func take(ctx context.Context, l *loop, in *inStream, from node.Addr, sid, seq uint64, ps []*wire.Message) error {
 	in.recvMu.Lock()
 	defer in.recvMu.Unlock()
 	in.mu.Lock()
@@ -403,20 +449,27 @@ func take(ctx context.Context, l *loop, in *inStream, from node.Addr, sid, seq u
 	}
 	enq := in.enq
 	in.mu.Unlock()
-	if seq <= enq {
-		return nil // a duplicate after a reconnect
-	}
-	if seq != enq+1 {
+	if seq > enq+1 {
 		return status.Errorf(codes.FailedPrecondition, "seq: got %d, want %d", seq, enq+1)
 	}
-	if err := l.post(ctx, event{from: from, m: m, sid: sid, seq: seq}); err != nil {
-		return err
+	// ps[:skip] were taken before: a frame resent after a reconnect.
+	if skip := enq + 1 - seq; skip < uint64(len(ps)) {
+		for i, p := range ps[skip:] {
+			m, err := wire.MessageFromProto(p)
+			if err != nil {
+				return status.Errorf(codes.InvalidArgument, "msgs[%d]: %v", skip+uint64(i), err)
+			}
+			if err := l.post(ctx, event{from: from, m: m, sid: sid, seq: enq + 1}); err != nil {
+				return err
+			}
+			enq++
+			in.mu.Lock()
+			if in.sid == sid {
+				in.enq = enq
+			}
+			in.mu.Unlock()
+		}
 	}
-	in.mu.Lock()
-	if in.sid == sid {
-		in.enq = seq
-	}
-	in.mu.Unlock()
 	return nil
 }
 
@@ -465,7 +518,7 @@ func (l *loop) restoreStreams() error {
 				return err
 			}
 			seq := beUint64(rest)
-			o.q = append(o.q, outEntry{seq: seq, m: &m})
+			o.q = append(o.q, outEntry{seq: seq, m: &m, size: len(v)})
 			return nil
 		})
 		if err != nil {

@@ -16,10 +16,9 @@ import (
 // (the address up to '/'), the kinds of messages it handled (timers and
 // functions as "timer" and "fn"), the kinds it streamed, whether it sent
 // unordered messages, and whether it was synced or waited for a later
-// sync (lazy, batch.go); an outgoing stream forgetting acknowledged
-// messages counts as "<role> ack-delete", a store's background sync for
-// lazy batches as "store background sync", and every fsync of a store's
-// files as "fsync <wal|table|manifest|dir|other>".
+// sync (lazy, batch.go); a store's background sync for lazy batches
+// counts as "store background sync", and every fsync of a store's files
+// as "fsync <wal|table|manifest|dir|other>".
 var causes struct {
 	on atomic.Bool
 	mu sync.Mutex

@@ -1987,12 +1987,15 @@ func (x *RebuiltOK) GetInc() uint64 {
 	return 0
 }
 
+// A snapshot run covers count stripes (0 or 1: one); the answers carry
+// the first stripe's block in block and the later stripes' in rest.
 type StripeSnapshot struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
 	Stripe        int32                  `protobuf:"varint,2,opt,name=stripe,proto3" json:"stripe,omitempty"`
 	Nonce         uint64                 `protobuf:"varint,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	Requester     string                 `protobuf:"bytes,4,opt,name=requester,proto3" json:"requester,omitempty"`
+	Count         int32                  `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2055,6 +2058,13 @@ func (x *StripeSnapshot) GetRequester() string {
 	return ""
 }
 
+func (x *StripeSnapshot) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 type SnapshotMarker struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
@@ -2062,6 +2072,7 @@ type SnapshotMarker struct {
 	Nonce         uint64                 `protobuf:"varint,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	Requester     string                 `protobuf:"bytes,4,opt,name=requester,proto3" json:"requester,omitempty"`
 	Shard         int32                  `protobuf:"varint,5,opt,name=shard,proto3" json:"shard,omitempty"`
+	Count         int32                  `protobuf:"varint,6,opt,name=count,proto3" json:"count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2131,6 +2142,13 @@ func (x *SnapshotMarker) GetShard() int32 {
 	return 0
 }
 
+func (x *SnapshotMarker) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 type SnapshotData struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
@@ -2141,6 +2159,7 @@ type SnapshotData struct {
 	HasBlock      bool                   `protobuf:"varint,6,opt,name=has_block,json=hasBlock,proto3" json:"has_block,omitempty"` // a degraded server answers without a block
 	OpNum         uint64                 `protobuf:"varint,7,opt,name=op_num,json=opNum,proto3" json:"op_num,omitempty"`
 	Primary       uint64                 `protobuf:"varint,8,opt,name=primary,proto3" json:"primary,omitempty"`
+	Rest          []*RunBlock            `protobuf:"bytes,9,rep,name=rest,proto3" json:"rest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2231,6 +2250,13 @@ func (x *SnapshotData) GetPrimary() uint64 {
 	return 0
 }
 
+func (x *SnapshotData) GetRest() []*RunBlock {
+	if x != nil {
+		return x.Rest
+	}
+	return nil
+}
+
 type SnapshotParity struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Num           uint64                 `protobuf:"varint,1,opt,name=num,proto3" json:"num,omitempty"`
@@ -2239,6 +2265,7 @@ type SnapshotParity struct {
 	Index         int32                  `protobuf:"varint,4,opt,name=index,proto3" json:"index,omitempty"`
 	Block         []byte                 `protobuf:"bytes,5,opt,name=block,proto3" json:"block,omitempty"`
 	HasBlock      bool                   `protobuf:"varint,6,opt,name=has_block,json=hasBlock,proto3" json:"has_block,omitempty"`
+	Rest          []*RunBlock            `protobuf:"bytes,7,rep,name=rest,proto3" json:"rest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2315,6 +2342,66 @@ func (x *SnapshotParity) GetHasBlock() bool {
 	return false
 }
 
+func (x *SnapshotParity) GetRest() []*RunBlock {
+	if x != nil {
+		return x.Rest
+	}
+	return nil
+}
+
+// RunBlock is a later stripe's block in a snapshot answer.
+type RunBlock struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Block         []byte                 `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"`
+	HasBlock      bool                   `protobuf:"varint,2,opt,name=has_block,json=hasBlock,proto3" json:"has_block,omitempty"` // a degraded server answers without a block
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunBlock) Reset() {
+	*x = RunBlock{}
+	mi := &file_amalgam_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunBlock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunBlock) ProtoMessage() {}
+
+func (x *RunBlock) ProtoReflect() protoreflect.Message {
+	mi := &file_amalgam_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunBlock.ProtoReflect.Descriptor instead.
+func (*RunBlock) Descriptor() ([]byte, []int) {
+	return file_amalgam_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RunBlock) GetBlock() []byte {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *RunBlock) GetHasBlock() bool {
+	if x != nil {
+		return x.HasBlock
+	}
+	return false
+}
+
 // PaxosBallot is shardedpaxos.Ballot and rspaxos.Ballot.
 type PaxosBallot struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2326,7 +2413,7 @@ type PaxosBallot struct {
 
 func (x *PaxosBallot) Reset() {
 	*x = PaxosBallot{}
-	mi := &file_amalgam_proto_msgTypes[30]
+	mi := &file_amalgam_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2425,7 @@ func (x *PaxosBallot) String() string {
 func (*PaxosBallot) ProtoMessage() {}
 
 func (x *PaxosBallot) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[30]
+	mi := &file_amalgam_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2438,7 @@ func (x *PaxosBallot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosBallot.ProtoReflect.Descriptor instead.
 func (*PaxosBallot) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{30}
+	return file_amalgam_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PaxosBallot) GetRound() uint64 {
@@ -2380,7 +2467,7 @@ type PaxosP1A struct {
 
 func (x *PaxosP1A) Reset() {
 	*x = PaxosP1A{}
-	mi := &file_amalgam_proto_msgTypes[31]
+	mi := &file_amalgam_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +2479,7 @@ func (x *PaxosP1A) String() string {
 func (*PaxosP1A) ProtoMessage() {}
 
 func (x *PaxosP1A) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[31]
+	mi := &file_amalgam_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +2492,7 @@ func (x *PaxosP1A) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosP1A.ProtoReflect.Descriptor instead.
 func (*PaxosP1A) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{31}
+	return file_amalgam_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PaxosP1A) GetBallot() *PaxosBallot {
@@ -2441,7 +2528,7 @@ type PaxosNack struct {
 
 func (x *PaxosNack) Reset() {
 	*x = PaxosNack{}
-	mi := &file_amalgam_proto_msgTypes[32]
+	mi := &file_amalgam_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2453,7 +2540,7 @@ func (x *PaxosNack) String() string {
 func (*PaxosNack) ProtoMessage() {}
 
 func (x *PaxosNack) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[32]
+	mi := &file_amalgam_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2466,7 +2553,7 @@ func (x *PaxosNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosNack.ProtoReflect.Descriptor instead.
 func (*PaxosNack) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{32}
+	return file_amalgam_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PaxosNack) GetBallot() *PaxosBallot {
@@ -2503,7 +2590,7 @@ type PaxosHeartbeat struct {
 
 func (x *PaxosHeartbeat) Reset() {
 	*x = PaxosHeartbeat{}
-	mi := &file_amalgam_proto_msgTypes[33]
+	mi := &file_amalgam_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2515,7 +2602,7 @@ func (x *PaxosHeartbeat) String() string {
 func (*PaxosHeartbeat) ProtoMessage() {}
 
 func (x *PaxosHeartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[33]
+	mi := &file_amalgam_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2528,7 +2615,7 @@ func (x *PaxosHeartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosHeartbeat.ProtoReflect.Descriptor instead.
 func (*PaxosHeartbeat) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{33}
+	return file_amalgam_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PaxosHeartbeat) GetBallot() *PaxosBallot {
@@ -2571,7 +2658,7 @@ type PaxosHeartbeatOK struct {
 
 func (x *PaxosHeartbeatOK) Reset() {
 	*x = PaxosHeartbeatOK{}
-	mi := &file_amalgam_proto_msgTypes[34]
+	mi := &file_amalgam_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2583,7 +2670,7 @@ func (x *PaxosHeartbeatOK) String() string {
 func (*PaxosHeartbeatOK) ProtoMessage() {}
 
 func (x *PaxosHeartbeatOK) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[34]
+	mi := &file_amalgam_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,7 +2683,7 @@ func (x *PaxosHeartbeatOK) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosHeartbeatOK.ProtoReflect.Descriptor instead.
 func (*PaxosHeartbeatOK) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{34}
+	return file_amalgam_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PaxosHeartbeatOK) GetBallot() *PaxosBallot {
@@ -2632,7 +2719,7 @@ type PaxosRedirect struct {
 
 func (x *PaxosRedirect) Reset() {
 	*x = PaxosRedirect{}
-	mi := &file_amalgam_proto_msgTypes[35]
+	mi := &file_amalgam_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2644,7 +2731,7 @@ func (x *PaxosRedirect) String() string {
 func (*PaxosRedirect) ProtoMessage() {}
 
 func (x *PaxosRedirect) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[35]
+	mi := &file_amalgam_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2657,7 +2744,7 @@ func (x *PaxosRedirect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaxosRedirect.ProtoReflect.Descriptor instead.
 func (*PaxosRedirect) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{35}
+	return file_amalgam_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PaxosRedirect) GetSeq() uint64 {
@@ -2695,7 +2782,7 @@ type ShardedPaxosValue struct {
 
 func (x *ShardedPaxosValue) Reset() {
 	*x = ShardedPaxosValue{}
-	mi := &file_amalgam_proto_msgTypes[36]
+	mi := &file_amalgam_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2707,7 +2794,7 @@ func (x *ShardedPaxosValue) String() string {
 func (*ShardedPaxosValue) ProtoMessage() {}
 
 func (x *ShardedPaxosValue) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[36]
+	mi := &file_amalgam_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2720,7 +2807,7 @@ func (x *ShardedPaxosValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosValue.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosValue) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{36}
+	return file_amalgam_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ShardedPaxosValue) GetNoop() bool {
@@ -2770,7 +2857,7 @@ type ShardedPaxosID struct {
 
 func (x *ShardedPaxosID) Reset() {
 	*x = ShardedPaxosID{}
-	mi := &file_amalgam_proto_msgTypes[37]
+	mi := &file_amalgam_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2782,7 +2869,7 @@ func (x *ShardedPaxosID) String() string {
 func (*ShardedPaxosID) ProtoMessage() {}
 
 func (x *ShardedPaxosID) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[37]
+	mi := &file_amalgam_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2795,7 +2882,7 @@ func (x *ShardedPaxosID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosID.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosID) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{37}
+	return file_amalgam_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ShardedPaxosID) GetNoop() bool {
@@ -2831,7 +2918,7 @@ type ShardedPaxosAccepted struct {
 
 func (x *ShardedPaxosAccepted) Reset() {
 	*x = ShardedPaxosAccepted{}
-	mi := &file_amalgam_proto_msgTypes[38]
+	mi := &file_amalgam_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2843,7 +2930,7 @@ func (x *ShardedPaxosAccepted) String() string {
 func (*ShardedPaxosAccepted) ProtoMessage() {}
 
 func (x *ShardedPaxosAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[38]
+	mi := &file_amalgam_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2856,7 +2943,7 @@ func (x *ShardedPaxosAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosAccepted.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosAccepted) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{38}
+	return file_amalgam_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ShardedPaxosAccepted) GetSlot() uint64 {
@@ -2891,7 +2978,7 @@ type ShardedPaxosChosen struct {
 
 func (x *ShardedPaxosChosen) Reset() {
 	*x = ShardedPaxosChosen{}
-	mi := &file_amalgam_proto_msgTypes[39]
+	mi := &file_amalgam_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2903,7 +2990,7 @@ func (x *ShardedPaxosChosen) String() string {
 func (*ShardedPaxosChosen) ProtoMessage() {}
 
 func (x *ShardedPaxosChosen) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[39]
+	mi := &file_amalgam_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2916,7 +3003,7 @@ func (x *ShardedPaxosChosen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosChosen.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosChosen) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{39}
+	return file_amalgam_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ShardedPaxosChosen) GetSlot() uint64 {
@@ -2945,7 +3032,7 @@ type ShardedPaxosP1B struct {
 
 func (x *ShardedPaxosP1B) Reset() {
 	*x = ShardedPaxosP1B{}
-	mi := &file_amalgam_proto_msgTypes[40]
+	mi := &file_amalgam_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3044,7 @@ func (x *ShardedPaxosP1B) String() string {
 func (*ShardedPaxosP1B) ProtoMessage() {}
 
 func (x *ShardedPaxosP1B) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[40]
+	mi := &file_amalgam_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3057,7 @@ func (x *ShardedPaxosP1B) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosP1B.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosP1B) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{40}
+	return file_amalgam_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ShardedPaxosP1B) GetBallot() *PaxosBallot {
@@ -3009,7 +3096,7 @@ type ShardedPaxosP2A struct {
 
 func (x *ShardedPaxosP2A) Reset() {
 	*x = ShardedPaxosP2A{}
-	mi := &file_amalgam_proto_msgTypes[41]
+	mi := &file_amalgam_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3021,7 +3108,7 @@ func (x *ShardedPaxosP2A) String() string {
 func (*ShardedPaxosP2A) ProtoMessage() {}
 
 func (x *ShardedPaxosP2A) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[41]
+	mi := &file_amalgam_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3034,7 +3121,7 @@ func (x *ShardedPaxosP2A) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosP2A.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosP2A) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{41}
+	return file_amalgam_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ShardedPaxosP2A) GetBallot() *PaxosBallot {
@@ -3092,7 +3179,7 @@ type ShardedPaxosP2B struct {
 
 func (x *ShardedPaxosP2B) Reset() {
 	*x = ShardedPaxosP2B{}
-	mi := &file_amalgam_proto_msgTypes[42]
+	mi := &file_amalgam_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3104,7 +3191,7 @@ func (x *ShardedPaxosP2B) String() string {
 func (*ShardedPaxosP2B) ProtoMessage() {}
 
 func (x *ShardedPaxosP2B) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[42]
+	mi := &file_amalgam_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3117,7 +3204,7 @@ func (x *ShardedPaxosP2B) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosP2B.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosP2B) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{42}
+	return file_amalgam_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ShardedPaxosP2B) GetBallot() *PaxosBallot {
@@ -3160,7 +3247,7 @@ type ShardedPaxosLearn struct {
 
 func (x *ShardedPaxosLearn) Reset() {
 	*x = ShardedPaxosLearn{}
-	mi := &file_amalgam_proto_msgTypes[43]
+	mi := &file_amalgam_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3172,7 +3259,7 @@ func (x *ShardedPaxosLearn) String() string {
 func (*ShardedPaxosLearn) ProtoMessage() {}
 
 func (x *ShardedPaxosLearn) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[43]
+	mi := &file_amalgam_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3185,7 +3272,7 @@ func (x *ShardedPaxosLearn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosLearn.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosLearn) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{43}
+	return file_amalgam_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ShardedPaxosLearn) GetBallot() *PaxosBallot {
@@ -3230,7 +3317,7 @@ type ShardedPaxosMessage struct {
 
 func (x *ShardedPaxosMessage) Reset() {
 	*x = ShardedPaxosMessage{}
-	mi := &file_amalgam_proto_msgTypes[44]
+	mi := &file_amalgam_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3242,7 +3329,7 @@ func (x *ShardedPaxosMessage) String() string {
 func (*ShardedPaxosMessage) ProtoMessage() {}
 
 func (x *ShardedPaxosMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[44]
+	mi := &file_amalgam_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3255,7 +3342,7 @@ func (x *ShardedPaxosMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardedPaxosMessage.ProtoReflect.Descriptor instead.
 func (*ShardedPaxosMessage) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{44}
+	return file_amalgam_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ShardedPaxosMessage) GetBody() isShardedPaxosMessage_Body {
@@ -3420,7 +3507,7 @@ type RSPaxosValue struct {
 
 func (x *RSPaxosValue) Reset() {
 	*x = RSPaxosValue{}
-	mi := &file_amalgam_proto_msgTypes[45]
+	mi := &file_amalgam_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3432,7 +3519,7 @@ func (x *RSPaxosValue) String() string {
 func (*RSPaxosValue) ProtoMessage() {}
 
 func (x *RSPaxosValue) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[45]
+	mi := &file_amalgam_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3445,7 +3532,7 @@ func (x *RSPaxosValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosValue.ProtoReflect.Descriptor instead.
 func (*RSPaxosValue) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{45}
+	return file_amalgam_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RSPaxosValue) GetKind() RSPaxosKind {
@@ -3509,7 +3596,7 @@ type RSPaxosID struct {
 
 func (x *RSPaxosID) Reset() {
 	*x = RSPaxosID{}
-	mi := &file_amalgam_proto_msgTypes[46]
+	mi := &file_amalgam_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3521,7 +3608,7 @@ func (x *RSPaxosID) String() string {
 func (*RSPaxosID) ProtoMessage() {}
 
 func (x *RSPaxosID) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[46]
+	mi := &file_amalgam_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3534,7 +3621,7 @@ func (x *RSPaxosID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosID.ProtoReflect.Descriptor instead.
 func (*RSPaxosID) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{46}
+	return file_amalgam_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RSPaxosID) GetKind() RSPaxosKind {
@@ -3570,7 +3657,7 @@ type RSPaxosAccepted struct {
 
 func (x *RSPaxosAccepted) Reset() {
 	*x = RSPaxosAccepted{}
-	mi := &file_amalgam_proto_msgTypes[47]
+	mi := &file_amalgam_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3582,7 +3669,7 @@ func (x *RSPaxosAccepted) String() string {
 func (*RSPaxosAccepted) ProtoMessage() {}
 
 func (x *RSPaxosAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[47]
+	mi := &file_amalgam_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3595,7 +3682,7 @@ func (x *RSPaxosAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosAccepted.ProtoReflect.Descriptor instead.
 func (*RSPaxosAccepted) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{47}
+	return file_amalgam_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RSPaxosAccepted) GetSlot() uint64 {
@@ -3630,7 +3717,7 @@ type RSPaxosChosen struct {
 
 func (x *RSPaxosChosen) Reset() {
 	*x = RSPaxosChosen{}
-	mi := &file_amalgam_proto_msgTypes[48]
+	mi := &file_amalgam_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +3729,7 @@ func (x *RSPaxosChosen) String() string {
 func (*RSPaxosChosen) ProtoMessage() {}
 
 func (x *RSPaxosChosen) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[48]
+	mi := &file_amalgam_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +3742,7 @@ func (x *RSPaxosChosen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosChosen.ProtoReflect.Descriptor instead.
 func (*RSPaxosChosen) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{48}
+	return file_amalgam_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RSPaxosChosen) GetSlot() uint64 {
@@ -3684,7 +3771,7 @@ type RSPaxosP1B struct {
 
 func (x *RSPaxosP1B) Reset() {
 	*x = RSPaxosP1B{}
-	mi := &file_amalgam_proto_msgTypes[49]
+	mi := &file_amalgam_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3696,7 +3783,7 @@ func (x *RSPaxosP1B) String() string {
 func (*RSPaxosP1B) ProtoMessage() {}
 
 func (x *RSPaxosP1B) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[49]
+	mi := &file_amalgam_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3709,7 +3796,7 @@ func (x *RSPaxosP1B) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosP1B.ProtoReflect.Descriptor instead.
 func (*RSPaxosP1B) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{49}
+	return file_amalgam_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RSPaxosP1B) GetBallot() *PaxosBallot {
@@ -3748,7 +3835,7 @@ type RSPaxosP2A struct {
 
 func (x *RSPaxosP2A) Reset() {
 	*x = RSPaxosP2A{}
-	mi := &file_amalgam_proto_msgTypes[50]
+	mi := &file_amalgam_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3760,7 +3847,7 @@ func (x *RSPaxosP2A) String() string {
 func (*RSPaxosP2A) ProtoMessage() {}
 
 func (x *RSPaxosP2A) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[50]
+	mi := &file_amalgam_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3773,7 +3860,7 @@ func (x *RSPaxosP2A) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosP2A.ProtoReflect.Descriptor instead.
 func (*RSPaxosP2A) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{50}
+	return file_amalgam_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RSPaxosP2A) GetBallot() *PaxosBallot {
@@ -3831,7 +3918,7 @@ type RSPaxosP2B struct {
 
 func (x *RSPaxosP2B) Reset() {
 	*x = RSPaxosP2B{}
-	mi := &file_amalgam_proto_msgTypes[51]
+	mi := &file_amalgam_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3843,7 +3930,7 @@ func (x *RSPaxosP2B) String() string {
 func (*RSPaxosP2B) ProtoMessage() {}
 
 func (x *RSPaxosP2B) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[51]
+	mi := &file_amalgam_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3856,7 +3943,7 @@ func (x *RSPaxosP2B) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosP2B.ProtoReflect.Descriptor instead.
 func (*RSPaxosP2B) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{51}
+	return file_amalgam_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RSPaxosP2B) GetBallot() *PaxosBallot {
@@ -3899,7 +3986,7 @@ type RSPaxosLearn struct {
 
 func (x *RSPaxosLearn) Reset() {
 	*x = RSPaxosLearn{}
-	mi := &file_amalgam_proto_msgTypes[52]
+	mi := &file_amalgam_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3911,7 +3998,7 @@ func (x *RSPaxosLearn) String() string {
 func (*RSPaxosLearn) ProtoMessage() {}
 
 func (x *RSPaxosLearn) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[52]
+	mi := &file_amalgam_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3924,7 +4011,7 @@ func (x *RSPaxosLearn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosLearn.ProtoReflect.Descriptor instead.
 func (*RSPaxosLearn) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{52}
+	return file_amalgam_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RSPaxosLearn) GetBallot() *PaxosBallot {
@@ -3964,7 +4051,7 @@ type RSPaxosPieceReply struct {
 
 func (x *RSPaxosPieceReply) Reset() {
 	*x = RSPaxosPieceReply{}
-	mi := &file_amalgam_proto_msgTypes[53]
+	mi := &file_amalgam_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3976,7 +4063,7 @@ func (x *RSPaxosPieceReply) String() string {
 func (*RSPaxosPieceReply) ProtoMessage() {}
 
 func (x *RSPaxosPieceReply) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[53]
+	mi := &file_amalgam_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3989,7 +4076,7 @@ func (x *RSPaxosPieceReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosPieceReply.ProtoReflect.Descriptor instead.
 func (*RSPaxosPieceReply) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{53}
+	return file_amalgam_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RSPaxosPieceReply) GetMember() int32 {
@@ -4063,7 +4150,7 @@ type RSPaxosMessage struct {
 
 func (x *RSPaxosMessage) Reset() {
 	*x = RSPaxosMessage{}
-	mi := &file_amalgam_proto_msgTypes[54]
+	mi := &file_amalgam_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4075,7 +4162,7 @@ func (x *RSPaxosMessage) String() string {
 func (*RSPaxosMessage) ProtoMessage() {}
 
 func (x *RSPaxosMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[54]
+	mi := &file_amalgam_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4088,7 +4175,7 @@ func (x *RSPaxosMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RSPaxosMessage.ProtoReflect.Descriptor instead.
 func (*RSPaxosMessage) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{54}
+	return file_amalgam_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RSPaxosMessage) GetBody() isRSPaxosMessage_Body {
@@ -4285,7 +4372,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_amalgam_proto_msgTypes[55]
+	mi := &file_amalgam_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4297,7 +4384,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[55]
+	mi := &file_amalgam_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4310,7 +4397,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{55}
+	return file_amalgam_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Message) GetBody() isMessage_Body {
@@ -4666,7 +4753,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_amalgam_proto_msgTypes[56]
+	mi := &file_amalgam_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4678,7 +4765,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[56]
+	mi := &file_amalgam_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4691,7 +4778,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{56}
+	return file_amalgam_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Envelope) GetFrom() string {
@@ -4724,7 +4811,7 @@ type SendRequest struct {
 
 func (x *SendRequest) Reset() {
 	*x = SendRequest{}
-	mi := &file_amalgam_proto_msgTypes[57]
+	mi := &file_amalgam_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4736,7 +4823,7 @@ func (x *SendRequest) String() string {
 func (*SendRequest) ProtoMessage() {}
 
 func (x *SendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[57]
+	mi := &file_amalgam_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4749,7 +4836,7 @@ func (x *SendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
 func (*SendRequest) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{57}
+	return file_amalgam_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SendRequest) GetEnvelopes() []*Envelope {
@@ -4767,7 +4854,7 @@ type SendResponse struct {
 
 func (x *SendResponse) Reset() {
 	*x = SendResponse{}
-	mi := &file_amalgam_proto_msgTypes[58]
+	mi := &file_amalgam_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4779,7 +4866,7 @@ func (x *SendResponse) String() string {
 func (*SendResponse) ProtoMessage() {}
 
 func (x *SendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[58]
+	mi := &file_amalgam_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4792,7 +4879,7 @@ func (x *SendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendResponse.ProtoReflect.Descriptor instead.
 func (*SendResponse) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{58}
+	return file_amalgam_proto_rawDescGZIP(), []int{59}
 }
 
 // StreamHello opens (or resumes) the ordered stream from -> to. stream_id
@@ -4815,7 +4902,7 @@ type StreamHello struct {
 
 func (x *StreamHello) Reset() {
 	*x = StreamHello{}
-	mi := &file_amalgam_proto_msgTypes[59]
+	mi := &file_amalgam_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4827,7 +4914,7 @@ func (x *StreamHello) String() string {
 func (*StreamHello) ProtoMessage() {}
 
 func (x *StreamHello) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[59]
+	mi := &file_amalgam_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4840,7 +4927,7 @@ func (x *StreamHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamHello.ProtoReflect.Descriptor instead.
 func (*StreamHello) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{59}
+	return file_amalgam_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *StreamHello) GetFrom() string {
@@ -4880,19 +4967,22 @@ func (x *StreamHello) GetToInc() uint64 {
 
 // StreamFrame is what a stream sender writes: first a hello, then
 // messages numbered 1, 2, 3, ... (resent from the last acknowledged one
-// after a reconnect; the receiver drops duplicates).
+// after a reconnect; the receiver drops duplicates). A frame carries one
+// message (msg, numbered seq) or several (msgs, numbered seq, seq+1, ...);
+// senders use msgs, receivers take either.
 type StreamFrame struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Hello         *StreamHello           `protobuf:"bytes,1,opt,name=hello,proto3" json:"hello,omitempty"`
 	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	Msg           *Message               `protobuf:"bytes,3,opt,name=msg,proto3" json:"msg,omitempty"`
+	Msgs          []*Message             `protobuf:"bytes,4,rep,name=msgs,proto3" json:"msgs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamFrame) Reset() {
 	*x = StreamFrame{}
-	mi := &file_amalgam_proto_msgTypes[60]
+	mi := &file_amalgam_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4904,7 +4994,7 @@ func (x *StreamFrame) String() string {
 func (*StreamFrame) ProtoMessage() {}
 
 func (x *StreamFrame) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[60]
+	mi := &file_amalgam_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4917,7 +5007,7 @@ func (x *StreamFrame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamFrame.ProtoReflect.Descriptor instead.
 func (*StreamFrame) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{60}
+	return file_amalgam_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *StreamFrame) GetHello() *StreamHello {
@@ -4941,6 +5031,13 @@ func (x *StreamFrame) GetMsg() *Message {
 	return nil
 }
 
+func (x *StreamFrame) GetMsgs() []*Message {
+	if x != nil {
+		return x.Msgs
+	}
+	return nil
+}
+
 // StreamAck tells the sender that every message up to acked was delivered
 // (and, in durable mode, persisted together with its effects). The first
 // ack answers the hello.
@@ -4954,7 +5051,7 @@ type StreamAck struct {
 
 func (x *StreamAck) Reset() {
 	*x = StreamAck{}
-	mi := &file_amalgam_proto_msgTypes[61]
+	mi := &file_amalgam_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4966,7 +5063,7 @@ func (x *StreamAck) String() string {
 func (*StreamAck) ProtoMessage() {}
 
 func (x *StreamAck) ProtoReflect() protoreflect.Message {
-	mi := &file_amalgam_proto_msgTypes[61]
+	mi := &file_amalgam_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4979,7 +5076,7 @@ func (x *StreamAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamAck.ProtoReflect.Descriptor instead.
 func (*StreamAck) Descriptor() ([]byte, []int) {
-	return file_amalgam_proto_rawDescGZIP(), []int{61}
+	return file_amalgam_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *StreamAck) GetStreamId() uint64 {
@@ -5148,18 +5245,20 @@ const file_amalgam_proto_rawDesc = "" +
 	"\tRebuiltOK\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\x05R\x04role\x12\x18\n" +
 	"\amachine\x18\x02 \x01(\x05R\amachine\x12\x10\n" +
-	"\x03inc\x18\x03 \x01(\x04R\x03inc\"n\n" +
+	"\x03inc\x18\x03 \x01(\x04R\x03inc\"\x84\x01\n" +
 	"\x0eStripeSnapshot\x12\x10\n" +
 	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x16\n" +
 	"\x06stripe\x18\x02 \x01(\x05R\x06stripe\x12\x14\n" +
 	"\x05nonce\x18\x03 \x01(\x04R\x05nonce\x12\x1c\n" +
-	"\trequester\x18\x04 \x01(\tR\trequester\"\x84\x01\n" +
+	"\trequester\x18\x04 \x01(\tR\trequester\x12\x14\n" +
+	"\x05count\x18\x05 \x01(\x05R\x05count\"\x9a\x01\n" +
 	"\x0eSnapshotMarker\x12\x10\n" +
 	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x16\n" +
 	"\x06stripe\x18\x02 \x01(\x05R\x06stripe\x12\x14\n" +
 	"\x05nonce\x18\x03 \x01(\x04R\x05nonce\x12\x1c\n" +
 	"\trequester\x18\x04 \x01(\tR\trequester\x12\x14\n" +
-	"\x05shard\x18\x05 \x01(\x05R\x05shard\"\xc8\x01\n" +
+	"\x05shard\x18\x05 \x01(\x05R\x05shard\x12\x14\n" +
+	"\x05count\x18\x06 \x01(\x05R\x05count\"\xf2\x01\n" +
 	"\fSnapshotData\x12\x10\n" +
 	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x16\n" +
 	"\x06stripe\x18\x02 \x01(\x05R\x06stripe\x12\x14\n" +
@@ -5168,14 +5267,19 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x05block\x18\x05 \x01(\fR\x05block\x12\x1b\n" +
 	"\thas_block\x18\x06 \x01(\bR\bhasBlock\x12\x15\n" +
 	"\x06op_num\x18\a \x01(\x04R\x05opNum\x12\x18\n" +
-	"\aprimary\x18\b \x01(\x04R\aprimary\"\x99\x01\n" +
+	"\aprimary\x18\b \x01(\x04R\aprimary\x12(\n" +
+	"\x04rest\x18\t \x03(\v2\x14.amalgam.v1.RunBlockR\x04rest\"\xc3\x01\n" +
 	"\x0eSnapshotParity\x12\x10\n" +
 	"\x03num\x18\x01 \x01(\x04R\x03num\x12\x16\n" +
 	"\x06stripe\x18\x02 \x01(\x05R\x06stripe\x12\x14\n" +
 	"\x05nonce\x18\x03 \x01(\x04R\x05nonce\x12\x14\n" +
 	"\x05index\x18\x04 \x01(\x05R\x05index\x12\x14\n" +
 	"\x05block\x18\x05 \x01(\fR\x05block\x12\x1b\n" +
-	"\thas_block\x18\x06 \x01(\bR\bhasBlock\";\n" +
+	"\thas_block\x18\x06 \x01(\bR\bhasBlock\x12(\n" +
+	"\x04rest\x18\a \x03(\v2\x14.amalgam.v1.RunBlockR\x04rest\"=\n" +
+	"\bRunBlock\x12\x14\n" +
+	"\x05block\x18\x01 \x01(\fR\x05block\x12\x1b\n" +
+	"\thas_block\x18\x02 \x01(\bR\bhasBlock\";\n" +
 	"\vPaxosBallot\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x16\n" +
 	"\x06leader\x18\x02 \x01(\x05R\x06leader\"g\n" +
@@ -5355,11 +5459,12 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12\x1b\n" +
 	"\tstream_id\x18\x03 \x01(\x04R\bstreamId\x12\x19\n" +
 	"\bfrom_inc\x18\x04 \x01(\x04R\afromInc\x12\x15\n" +
-	"\x06to_inc\x18\x05 \x01(\x04R\x05toInc\"u\n" +
+	"\x06to_inc\x18\x05 \x01(\x04R\x05toInc\"\x9e\x01\n" +
 	"\vStreamFrame\x12-\n" +
 	"\x05hello\x18\x01 \x01(\v2\x17.amalgam.v1.StreamHelloR\x05hello\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12%\n" +
-	"\x03msg\x18\x03 \x01(\v2\x13.amalgam.v1.MessageR\x03msg\">\n" +
+	"\x03msg\x18\x03 \x01(\v2\x13.amalgam.v1.MessageR\x03msg\x12'\n" +
+	"\x04msgs\x18\x04 \x03(\v2\x13.amalgam.v1.MessageR\x04msgs\">\n" +
 	"\tStreamAck\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x14\n" +
 	"\x05acked\x18\x02 \x01(\x04R\x05acked*\x8c\x01\n" +
@@ -5395,7 +5500,7 @@ func file_amalgam_proto_rawDescGZIP() []byte {
 }
 
 var file_amalgam_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_amalgam_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_amalgam_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_amalgam_proto_goTypes = []any{
 	(OpKind)(0),                  // 0: amalgam.v1.OpKind
 	(RSPaxosKind)(0),             // 1: amalgam.v1.RSPaxosKind
@@ -5429,38 +5534,39 @@ var file_amalgam_proto_goTypes = []any{
 	(*SnapshotMarker)(nil),       // 29: amalgam.v1.SnapshotMarker
 	(*SnapshotData)(nil),         // 30: amalgam.v1.SnapshotData
 	(*SnapshotParity)(nil),       // 31: amalgam.v1.SnapshotParity
-	(*PaxosBallot)(nil),          // 32: amalgam.v1.PaxosBallot
-	(*PaxosP1A)(nil),             // 33: amalgam.v1.PaxosP1a
-	(*PaxosNack)(nil),            // 34: amalgam.v1.PaxosNack
-	(*PaxosHeartbeat)(nil),       // 35: amalgam.v1.PaxosHeartbeat
-	(*PaxosHeartbeatOK)(nil),     // 36: amalgam.v1.PaxosHeartbeatOK
-	(*PaxosRedirect)(nil),        // 37: amalgam.v1.PaxosRedirect
-	(*ShardedPaxosValue)(nil),    // 38: amalgam.v1.ShardedPaxosValue
-	(*ShardedPaxosID)(nil),       // 39: amalgam.v1.ShardedPaxosID
-	(*ShardedPaxosAccepted)(nil), // 40: amalgam.v1.ShardedPaxosAccepted
-	(*ShardedPaxosChosen)(nil),   // 41: amalgam.v1.ShardedPaxosChosen
-	(*ShardedPaxosP1B)(nil),      // 42: amalgam.v1.ShardedPaxosP1b
-	(*ShardedPaxosP2A)(nil),      // 43: amalgam.v1.ShardedPaxosP2a
-	(*ShardedPaxosP2B)(nil),      // 44: amalgam.v1.ShardedPaxosP2b
-	(*ShardedPaxosLearn)(nil),    // 45: amalgam.v1.ShardedPaxosLearn
-	(*ShardedPaxosMessage)(nil),  // 46: amalgam.v1.ShardedPaxosMessage
-	(*RSPaxosValue)(nil),         // 47: amalgam.v1.RSPaxosValue
-	(*RSPaxosID)(nil),            // 48: amalgam.v1.RSPaxosID
-	(*RSPaxosAccepted)(nil),      // 49: amalgam.v1.RSPaxosAccepted
-	(*RSPaxosChosen)(nil),        // 50: amalgam.v1.RSPaxosChosen
-	(*RSPaxosP1B)(nil),           // 51: amalgam.v1.RSPaxosP1b
-	(*RSPaxosP2A)(nil),           // 52: amalgam.v1.RSPaxosP2a
-	(*RSPaxosP2B)(nil),           // 53: amalgam.v1.RSPaxosP2b
-	(*RSPaxosLearn)(nil),         // 54: amalgam.v1.RSPaxosLearn
-	(*RSPaxosPieceReply)(nil),    // 55: amalgam.v1.RSPaxosPieceReply
-	(*RSPaxosMessage)(nil),       // 56: amalgam.v1.RSPaxosMessage
-	(*Message)(nil),              // 57: amalgam.v1.Message
-	(*Envelope)(nil),             // 58: amalgam.v1.Envelope
-	(*SendRequest)(nil),          // 59: amalgam.v1.SendRequest
-	(*SendResponse)(nil),         // 60: amalgam.v1.SendResponse
-	(*StreamHello)(nil),          // 61: amalgam.v1.StreamHello
-	(*StreamFrame)(nil),          // 62: amalgam.v1.StreamFrame
-	(*StreamAck)(nil),            // 63: amalgam.v1.StreamAck
+	(*RunBlock)(nil),             // 32: amalgam.v1.RunBlock
+	(*PaxosBallot)(nil),          // 33: amalgam.v1.PaxosBallot
+	(*PaxosP1A)(nil),             // 34: amalgam.v1.PaxosP1a
+	(*PaxosNack)(nil),            // 35: amalgam.v1.PaxosNack
+	(*PaxosHeartbeat)(nil),       // 36: amalgam.v1.PaxosHeartbeat
+	(*PaxosHeartbeatOK)(nil),     // 37: amalgam.v1.PaxosHeartbeatOK
+	(*PaxosRedirect)(nil),        // 38: amalgam.v1.PaxosRedirect
+	(*ShardedPaxosValue)(nil),    // 39: amalgam.v1.ShardedPaxosValue
+	(*ShardedPaxosID)(nil),       // 40: amalgam.v1.ShardedPaxosID
+	(*ShardedPaxosAccepted)(nil), // 41: amalgam.v1.ShardedPaxosAccepted
+	(*ShardedPaxosChosen)(nil),   // 42: amalgam.v1.ShardedPaxosChosen
+	(*ShardedPaxosP1B)(nil),      // 43: amalgam.v1.ShardedPaxosP1b
+	(*ShardedPaxosP2A)(nil),      // 44: amalgam.v1.ShardedPaxosP2a
+	(*ShardedPaxosP2B)(nil),      // 45: amalgam.v1.ShardedPaxosP2b
+	(*ShardedPaxosLearn)(nil),    // 46: amalgam.v1.ShardedPaxosLearn
+	(*ShardedPaxosMessage)(nil),  // 47: amalgam.v1.ShardedPaxosMessage
+	(*RSPaxosValue)(nil),         // 48: amalgam.v1.RSPaxosValue
+	(*RSPaxosID)(nil),            // 49: amalgam.v1.RSPaxosID
+	(*RSPaxosAccepted)(nil),      // 50: amalgam.v1.RSPaxosAccepted
+	(*RSPaxosChosen)(nil),        // 51: amalgam.v1.RSPaxosChosen
+	(*RSPaxosP1B)(nil),           // 52: amalgam.v1.RSPaxosP1b
+	(*RSPaxosP2A)(nil),           // 53: amalgam.v1.RSPaxosP2a
+	(*RSPaxosP2B)(nil),           // 54: amalgam.v1.RSPaxosP2b
+	(*RSPaxosLearn)(nil),         // 55: amalgam.v1.RSPaxosLearn
+	(*RSPaxosPieceReply)(nil),    // 56: amalgam.v1.RSPaxosPieceReply
+	(*RSPaxosMessage)(nil),       // 57: amalgam.v1.RSPaxosMessage
+	(*Message)(nil),              // 58: amalgam.v1.Message
+	(*Envelope)(nil),             // 59: amalgam.v1.Envelope
+	(*SendRequest)(nil),          // 60: amalgam.v1.SendRequest
+	(*SendResponse)(nil),         // 61: amalgam.v1.SendResponse
+	(*StreamHello)(nil),          // 62: amalgam.v1.StreamHello
+	(*StreamFrame)(nil),          // 63: amalgam.v1.StreamFrame
+	(*StreamAck)(nil),            // 64: amalgam.v1.StreamAck
 }
 var file_amalgam_proto_depIdxs = []int32{
 	0,  // 0: amalgam.v1.Op.kind:type_name -> amalgam.v1.OpKind
@@ -5480,94 +5586,97 @@ var file_amalgam_proto_depIdxs = []int32{
 	17, // 14: amalgam.v1.Install.clients:type_name -> amalgam.v1.ClientRecord
 	21, // 15: amalgam.v1.NewConfig.config:type_name -> amalgam.v1.Config
 	22, // 16: amalgam.v1.NewConfig.install:type_name -> amalgam.v1.Install
-	32, // 17: amalgam.v1.PaxosP1a.ballot:type_name -> amalgam.v1.PaxosBallot
-	32, // 18: amalgam.v1.PaxosNack.ballot:type_name -> amalgam.v1.PaxosBallot
-	32, // 19: amalgam.v1.PaxosNack.promised:type_name -> amalgam.v1.PaxosBallot
-	32, // 20: amalgam.v1.PaxosHeartbeat.ballot:type_name -> amalgam.v1.PaxosBallot
-	32, // 21: amalgam.v1.PaxosHeartbeatOK.ballot:type_name -> amalgam.v1.PaxosBallot
-	2,  // 22: amalgam.v1.ShardedPaxosValue.ops:type_name -> amalgam.v1.Op
-	32, // 23: amalgam.v1.ShardedPaxosAccepted.ballot:type_name -> amalgam.v1.PaxosBallot
-	38, // 24: amalgam.v1.ShardedPaxosAccepted.val:type_name -> amalgam.v1.ShardedPaxosValue
-	38, // 25: amalgam.v1.ShardedPaxosChosen.val:type_name -> amalgam.v1.ShardedPaxosValue
-	32, // 26: amalgam.v1.ShardedPaxosP1b.ballot:type_name -> amalgam.v1.PaxosBallot
-	40, // 27: amalgam.v1.ShardedPaxosP1b.entries:type_name -> amalgam.v1.ShardedPaxosAccepted
-	32, // 28: amalgam.v1.ShardedPaxosP2a.ballot:type_name -> amalgam.v1.PaxosBallot
-	38, // 29: amalgam.v1.ShardedPaxosP2a.val:type_name -> amalgam.v1.ShardedPaxosValue
-	32, // 30: amalgam.v1.ShardedPaxosP2b.ballot:type_name -> amalgam.v1.PaxosBallot
-	39, // 31: amalgam.v1.ShardedPaxosP2b.val:type_name -> amalgam.v1.ShardedPaxosID
-	32, // 32: amalgam.v1.ShardedPaxosLearn.ballot:type_name -> amalgam.v1.PaxosBallot
-	41, // 33: amalgam.v1.ShardedPaxosLearn.entries:type_name -> amalgam.v1.ShardedPaxosChosen
-	33, // 34: amalgam.v1.ShardedPaxosMessage.p1a:type_name -> amalgam.v1.PaxosP1a
-	42, // 35: amalgam.v1.ShardedPaxosMessage.p1b:type_name -> amalgam.v1.ShardedPaxosP1b
-	43, // 36: amalgam.v1.ShardedPaxosMessage.p2a:type_name -> amalgam.v1.ShardedPaxosP2a
-	44, // 37: amalgam.v1.ShardedPaxosMessage.p2b:type_name -> amalgam.v1.ShardedPaxosP2b
-	34, // 38: amalgam.v1.ShardedPaxosMessage.nack:type_name -> amalgam.v1.PaxosNack
-	35, // 39: amalgam.v1.ShardedPaxosMessage.heartbeat:type_name -> amalgam.v1.PaxosHeartbeat
-	36, // 40: amalgam.v1.ShardedPaxosMessage.heartbeat_ok:type_name -> amalgam.v1.PaxosHeartbeatOK
-	45, // 41: amalgam.v1.ShardedPaxosMessage.learn:type_name -> amalgam.v1.ShardedPaxosLearn
-	37, // 42: amalgam.v1.ShardedPaxosMessage.redirect:type_name -> amalgam.v1.PaxosRedirect
-	1,  // 43: amalgam.v1.RSPaxosValue.kind:type_name -> amalgam.v1.RSPaxosKind
-	1,  // 44: amalgam.v1.RSPaxosID.kind:type_name -> amalgam.v1.RSPaxosKind
-	32, // 45: amalgam.v1.RSPaxosAccepted.ballot:type_name -> amalgam.v1.PaxosBallot
-	47, // 46: amalgam.v1.RSPaxosAccepted.val:type_name -> amalgam.v1.RSPaxosValue
-	47, // 47: amalgam.v1.RSPaxosChosen.val:type_name -> amalgam.v1.RSPaxosValue
-	32, // 48: amalgam.v1.RSPaxosP1b.ballot:type_name -> amalgam.v1.PaxosBallot
-	49, // 49: amalgam.v1.RSPaxosP1b.entries:type_name -> amalgam.v1.RSPaxosAccepted
-	32, // 50: amalgam.v1.RSPaxosP2a.ballot:type_name -> amalgam.v1.PaxosBallot
-	47, // 51: amalgam.v1.RSPaxosP2a.val:type_name -> amalgam.v1.RSPaxosValue
-	32, // 52: amalgam.v1.RSPaxosP2b.ballot:type_name -> amalgam.v1.PaxosBallot
-	48, // 53: amalgam.v1.RSPaxosP2b.val:type_name -> amalgam.v1.RSPaxosID
-	32, // 54: amalgam.v1.RSPaxosLearn.ballot:type_name -> amalgam.v1.PaxosBallot
-	50, // 55: amalgam.v1.RSPaxosLearn.entries:type_name -> amalgam.v1.RSPaxosChosen
-	33, // 56: amalgam.v1.RSPaxosMessage.p1a:type_name -> amalgam.v1.PaxosP1a
-	51, // 57: amalgam.v1.RSPaxosMessage.p1b:type_name -> amalgam.v1.RSPaxosP1b
-	52, // 58: amalgam.v1.RSPaxosMessage.p2a:type_name -> amalgam.v1.RSPaxosP2a
-	53, // 59: amalgam.v1.RSPaxosMessage.p2b:type_name -> amalgam.v1.RSPaxosP2b
-	34, // 60: amalgam.v1.RSPaxosMessage.nack:type_name -> amalgam.v1.PaxosNack
-	35, // 61: amalgam.v1.RSPaxosMessage.heartbeat:type_name -> amalgam.v1.PaxosHeartbeat
-	36, // 62: amalgam.v1.RSPaxosMessage.heartbeat_ok:type_name -> amalgam.v1.PaxosHeartbeatOK
-	54, // 63: amalgam.v1.RSPaxosMessage.learn:type_name -> amalgam.v1.RSPaxosLearn
-	37, // 64: amalgam.v1.RSPaxosMessage.redirect:type_name -> amalgam.v1.PaxosRedirect
-	55, // 65: amalgam.v1.RSPaxosMessage.piece_reply:type_name -> amalgam.v1.RSPaxosPieceReply
-	11, // 66: amalgam.v1.Message.request:type_name -> amalgam.v1.Request
-	12, // 67: amalgam.v1.Message.reply:type_name -> amalgam.v1.Reply
-	13, // 68: amalgam.v1.Message.prepare:type_name -> amalgam.v1.Prepare
-	14, // 69: amalgam.v1.Message.prepare_ok:type_name -> amalgam.v1.PrepRef
-	14, // 70: amalgam.v1.Message.commit:type_name -> amalgam.v1.PrepRef
-	14, // 71: amalgam.v1.Message.prepare_drop:type_name -> amalgam.v1.PrepRef
-	15, // 72: amalgam.v1.Message.replace:type_name -> amalgam.v1.Replace
-	16, // 73: amalgam.v1.Message.stop_shard:type_name -> amalgam.v1.StopShard
-	18, // 74: amalgam.v1.Message.stop_shard_ok:type_name -> amalgam.v1.StopShardOK
-	19, // 75: amalgam.v1.Message.stop_backup:type_name -> amalgam.v1.StopBackup
-	20, // 76: amalgam.v1.Message.stop_backup_ok:type_name -> amalgam.v1.StopBackupOK
-	23, // 77: amalgam.v1.Message.new_config:type_name -> amalgam.v1.NewConfig
-	24, // 78: amalgam.v1.Message.config_ok:type_name -> amalgam.v1.ConfigOK
-	28, // 79: amalgam.v1.Message.stripe_snapshot:type_name -> amalgam.v1.StripeSnapshot
-	29, // 80: amalgam.v1.Message.snapshot_marker:type_name -> amalgam.v1.SnapshotMarker
-	30, // 81: amalgam.v1.Message.snapshot_data:type_name -> amalgam.v1.SnapshotData
-	31, // 82: amalgam.v1.Message.snapshot_parity:type_name -> amalgam.v1.SnapshotParity
-	25, // 83: amalgam.v1.Message.resending:type_name -> amalgam.v1.Resending
-	46, // 84: amalgam.v1.Message.sharded_paxos:type_name -> amalgam.v1.ShardedPaxosMessage
-	56, // 85: amalgam.v1.Message.rs_paxos:type_name -> amalgam.v1.RSPaxosMessage
-	26, // 86: amalgam.v1.Message.rebuilt:type_name -> amalgam.v1.Rebuilt
-	27, // 87: amalgam.v1.Message.rebuilt_ok:type_name -> amalgam.v1.RebuiltOK
-	57, // 88: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
-	58, // 89: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
-	61, // 90: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
-	57, // 91: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
-	4,  // 92: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
-	6,  // 93: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
-	59, // 94: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
-	62, // 95: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
-	5,  // 96: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
-	10, // 97: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
-	60, // 98: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
-	63, // 99: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
-	96, // [96:100] is the sub-list for method output_type
-	92, // [92:96] is the sub-list for method input_type
-	92, // [92:92] is the sub-list for extension type_name
-	92, // [92:92] is the sub-list for extension extendee
-	0,  // [0:92] is the sub-list for field type_name
+	32, // 17: amalgam.v1.SnapshotData.rest:type_name -> amalgam.v1.RunBlock
+	32, // 18: amalgam.v1.SnapshotParity.rest:type_name -> amalgam.v1.RunBlock
+	33, // 19: amalgam.v1.PaxosP1a.ballot:type_name -> amalgam.v1.PaxosBallot
+	33, // 20: amalgam.v1.PaxosNack.ballot:type_name -> amalgam.v1.PaxosBallot
+	33, // 21: amalgam.v1.PaxosNack.promised:type_name -> amalgam.v1.PaxosBallot
+	33, // 22: amalgam.v1.PaxosHeartbeat.ballot:type_name -> amalgam.v1.PaxosBallot
+	33, // 23: amalgam.v1.PaxosHeartbeatOK.ballot:type_name -> amalgam.v1.PaxosBallot
+	2,  // 24: amalgam.v1.ShardedPaxosValue.ops:type_name -> amalgam.v1.Op
+	33, // 25: amalgam.v1.ShardedPaxosAccepted.ballot:type_name -> amalgam.v1.PaxosBallot
+	39, // 26: amalgam.v1.ShardedPaxosAccepted.val:type_name -> amalgam.v1.ShardedPaxosValue
+	39, // 27: amalgam.v1.ShardedPaxosChosen.val:type_name -> amalgam.v1.ShardedPaxosValue
+	33, // 28: amalgam.v1.ShardedPaxosP1b.ballot:type_name -> amalgam.v1.PaxosBallot
+	41, // 29: amalgam.v1.ShardedPaxosP1b.entries:type_name -> amalgam.v1.ShardedPaxosAccepted
+	33, // 30: amalgam.v1.ShardedPaxosP2a.ballot:type_name -> amalgam.v1.PaxosBallot
+	39, // 31: amalgam.v1.ShardedPaxosP2a.val:type_name -> amalgam.v1.ShardedPaxosValue
+	33, // 32: amalgam.v1.ShardedPaxosP2b.ballot:type_name -> amalgam.v1.PaxosBallot
+	40, // 33: amalgam.v1.ShardedPaxosP2b.val:type_name -> amalgam.v1.ShardedPaxosID
+	33, // 34: amalgam.v1.ShardedPaxosLearn.ballot:type_name -> amalgam.v1.PaxosBallot
+	42, // 35: amalgam.v1.ShardedPaxosLearn.entries:type_name -> amalgam.v1.ShardedPaxosChosen
+	34, // 36: amalgam.v1.ShardedPaxosMessage.p1a:type_name -> amalgam.v1.PaxosP1a
+	43, // 37: amalgam.v1.ShardedPaxosMessage.p1b:type_name -> amalgam.v1.ShardedPaxosP1b
+	44, // 38: amalgam.v1.ShardedPaxosMessage.p2a:type_name -> amalgam.v1.ShardedPaxosP2a
+	45, // 39: amalgam.v1.ShardedPaxosMessage.p2b:type_name -> amalgam.v1.ShardedPaxosP2b
+	35, // 40: amalgam.v1.ShardedPaxosMessage.nack:type_name -> amalgam.v1.PaxosNack
+	36, // 41: amalgam.v1.ShardedPaxosMessage.heartbeat:type_name -> amalgam.v1.PaxosHeartbeat
+	37, // 42: amalgam.v1.ShardedPaxosMessage.heartbeat_ok:type_name -> amalgam.v1.PaxosHeartbeatOK
+	46, // 43: amalgam.v1.ShardedPaxosMessage.learn:type_name -> amalgam.v1.ShardedPaxosLearn
+	38, // 44: amalgam.v1.ShardedPaxosMessage.redirect:type_name -> amalgam.v1.PaxosRedirect
+	1,  // 45: amalgam.v1.RSPaxosValue.kind:type_name -> amalgam.v1.RSPaxosKind
+	1,  // 46: amalgam.v1.RSPaxosID.kind:type_name -> amalgam.v1.RSPaxosKind
+	33, // 47: amalgam.v1.RSPaxosAccepted.ballot:type_name -> amalgam.v1.PaxosBallot
+	48, // 48: amalgam.v1.RSPaxosAccepted.val:type_name -> amalgam.v1.RSPaxosValue
+	48, // 49: amalgam.v1.RSPaxosChosen.val:type_name -> amalgam.v1.RSPaxosValue
+	33, // 50: amalgam.v1.RSPaxosP1b.ballot:type_name -> amalgam.v1.PaxosBallot
+	50, // 51: amalgam.v1.RSPaxosP1b.entries:type_name -> amalgam.v1.RSPaxosAccepted
+	33, // 52: amalgam.v1.RSPaxosP2a.ballot:type_name -> amalgam.v1.PaxosBallot
+	48, // 53: amalgam.v1.RSPaxosP2a.val:type_name -> amalgam.v1.RSPaxosValue
+	33, // 54: amalgam.v1.RSPaxosP2b.ballot:type_name -> amalgam.v1.PaxosBallot
+	49, // 55: amalgam.v1.RSPaxosP2b.val:type_name -> amalgam.v1.RSPaxosID
+	33, // 56: amalgam.v1.RSPaxosLearn.ballot:type_name -> amalgam.v1.PaxosBallot
+	51, // 57: amalgam.v1.RSPaxosLearn.entries:type_name -> amalgam.v1.RSPaxosChosen
+	34, // 58: amalgam.v1.RSPaxosMessage.p1a:type_name -> amalgam.v1.PaxosP1a
+	52, // 59: amalgam.v1.RSPaxosMessage.p1b:type_name -> amalgam.v1.RSPaxosP1b
+	53, // 60: amalgam.v1.RSPaxosMessage.p2a:type_name -> amalgam.v1.RSPaxosP2a
+	54, // 61: amalgam.v1.RSPaxosMessage.p2b:type_name -> amalgam.v1.RSPaxosP2b
+	35, // 62: amalgam.v1.RSPaxosMessage.nack:type_name -> amalgam.v1.PaxosNack
+	36, // 63: amalgam.v1.RSPaxosMessage.heartbeat:type_name -> amalgam.v1.PaxosHeartbeat
+	37, // 64: amalgam.v1.RSPaxosMessage.heartbeat_ok:type_name -> amalgam.v1.PaxosHeartbeatOK
+	55, // 65: amalgam.v1.RSPaxosMessage.learn:type_name -> amalgam.v1.RSPaxosLearn
+	38, // 66: amalgam.v1.RSPaxosMessage.redirect:type_name -> amalgam.v1.PaxosRedirect
+	56, // 67: amalgam.v1.RSPaxosMessage.piece_reply:type_name -> amalgam.v1.RSPaxosPieceReply
+	11, // 68: amalgam.v1.Message.request:type_name -> amalgam.v1.Request
+	12, // 69: amalgam.v1.Message.reply:type_name -> amalgam.v1.Reply
+	13, // 70: amalgam.v1.Message.prepare:type_name -> amalgam.v1.Prepare
+	14, // 71: amalgam.v1.Message.prepare_ok:type_name -> amalgam.v1.PrepRef
+	14, // 72: amalgam.v1.Message.commit:type_name -> amalgam.v1.PrepRef
+	14, // 73: amalgam.v1.Message.prepare_drop:type_name -> amalgam.v1.PrepRef
+	15, // 74: amalgam.v1.Message.replace:type_name -> amalgam.v1.Replace
+	16, // 75: amalgam.v1.Message.stop_shard:type_name -> amalgam.v1.StopShard
+	18, // 76: amalgam.v1.Message.stop_shard_ok:type_name -> amalgam.v1.StopShardOK
+	19, // 77: amalgam.v1.Message.stop_backup:type_name -> amalgam.v1.StopBackup
+	20, // 78: amalgam.v1.Message.stop_backup_ok:type_name -> amalgam.v1.StopBackupOK
+	23, // 79: amalgam.v1.Message.new_config:type_name -> amalgam.v1.NewConfig
+	24, // 80: amalgam.v1.Message.config_ok:type_name -> amalgam.v1.ConfigOK
+	28, // 81: amalgam.v1.Message.stripe_snapshot:type_name -> amalgam.v1.StripeSnapshot
+	29, // 82: amalgam.v1.Message.snapshot_marker:type_name -> amalgam.v1.SnapshotMarker
+	30, // 83: amalgam.v1.Message.snapshot_data:type_name -> amalgam.v1.SnapshotData
+	31, // 84: amalgam.v1.Message.snapshot_parity:type_name -> amalgam.v1.SnapshotParity
+	25, // 85: amalgam.v1.Message.resending:type_name -> amalgam.v1.Resending
+	47, // 86: amalgam.v1.Message.sharded_paxos:type_name -> amalgam.v1.ShardedPaxosMessage
+	57, // 87: amalgam.v1.Message.rs_paxos:type_name -> amalgam.v1.RSPaxosMessage
+	26, // 88: amalgam.v1.Message.rebuilt:type_name -> amalgam.v1.Rebuilt
+	27, // 89: amalgam.v1.Message.rebuilt_ok:type_name -> amalgam.v1.RebuiltOK
+	58, // 90: amalgam.v1.Envelope.msg:type_name -> amalgam.v1.Message
+	59, // 91: amalgam.v1.SendRequest.envelopes:type_name -> amalgam.v1.Envelope
+	62, // 92: amalgam.v1.StreamFrame.hello:type_name -> amalgam.v1.StreamHello
+	58, // 93: amalgam.v1.StreamFrame.msg:type_name -> amalgam.v1.Message
+	58, // 94: amalgam.v1.StreamFrame.msgs:type_name -> amalgam.v1.Message
+	4,  // 95: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
+	6,  // 96: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
+	60, // 97: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
+	63, // 98: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
+	5,  // 99: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
+	10, // 100: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
+	61, // 101: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
+	64, // 102: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
+	99, // [99:103] is the sub-list for method output_type
+	95, // [95:99] is the sub-list for method input_type
+	95, // [95:95] is the sub-list for extension type_name
+	95, // [95:95] is the sub-list for extension extendee
+	0,  // [0:95] is the sub-list for field type_name
 }
 
 func init() { file_amalgam_proto_init() }
@@ -5575,7 +5684,7 @@ func file_amalgam_proto_init() {
 	if File_amalgam_proto != nil {
 		return
 	}
-	file_amalgam_proto_msgTypes[44].OneofWrappers = []any{
+	file_amalgam_proto_msgTypes[45].OneofWrappers = []any{
 		(*ShardedPaxosMessage_P1A)(nil),
 		(*ShardedPaxosMessage_P1B)(nil),
 		(*ShardedPaxosMessage_P2A)(nil),
@@ -5586,7 +5695,7 @@ func file_amalgam_proto_init() {
 		(*ShardedPaxosMessage_Learn)(nil),
 		(*ShardedPaxosMessage_Redirect)(nil),
 	}
-	file_amalgam_proto_msgTypes[54].OneofWrappers = []any{
+	file_amalgam_proto_msgTypes[55].OneofWrappers = []any{
 		(*RSPaxosMessage_P1A)(nil),
 		(*RSPaxosMessage_P1B)(nil),
 		(*RSPaxosMessage_P2A)(nil),
@@ -5598,7 +5707,7 @@ func file_amalgam_proto_init() {
 		(*RSPaxosMessage_Redirect)(nil),
 		(*RSPaxosMessage_PieceReply)(nil),
 	}
-	file_amalgam_proto_msgTypes[55].OneofWrappers = []any{
+	file_amalgam_proto_msgTypes[56].OneofWrappers = []any{
 		(*Message_Request)(nil),
 		(*Message_Reply)(nil),
 		(*Message_Prepare)(nil),
@@ -5628,7 +5737,7 @@ func file_amalgam_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_amalgam_proto_rawDesc), len(file_amalgam_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   62,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

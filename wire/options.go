@@ -42,12 +42,30 @@ var ReconnectBackoff = backoff.Config{BaseDelay: 50 * time.Millisecond, Multipli
 // MinConnectTimeout bounds one connection attempt (gRPC's default is 20s).
 const MinConnectTimeout = 5 * time.Second
 
+// Flow control and buffers. gRPC's defaults (64 KiB windows that BDP
+// estimation grows, 32 KiB socket buffers) stall a 128 KiB block on
+// window updates, cost BDP pings, and take several system calls per
+// block; static windows of a few MiB and 256 KiB write buffers (shared:
+// released while a connection is idle) carry a frame of stream messages in
+// about one write.
+const (
+	StreamWindow    = 4 << 20
+	ConnWindow      = 16 << 20
+	WriteBufferSize = 256 << 10
+	ReadBufferSize  = 64 << 10
+)
+
 // ServerOptions are the options every Amalgam gRPC server uses.
 func ServerOptions(blockSize int) []grpc.ServerOption {
 	n := MaxMessageSize(blockSize)
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(n),
 		grpc.MaxSendMsgSize(n),
+		grpc.StaticStreamWindowSize(StreamWindow),
+		grpc.StaticConnWindowSize(ConnWindow),
+		grpc.WriteBufferSize(WriteBufferSize),
+		grpc.ReadBufferSize(ReadBufferSize),
+		grpc.SharedWriteBuffer(true),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: ServerMinPingInterval, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: ServerKeepaliveTime, Timeout: ServerKeepaliveTimeout}),
 	}
@@ -59,6 +77,11 @@ func DialOptions(blockSize int) []grpc.DialOption {
 	n := MaxMessageSize(blockSize)
 	return []grpc.DialOption{
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(n), grpc.MaxCallSendMsgSize(n)),
+		grpc.WithStaticStreamWindowSize(StreamWindow),
+		grpc.WithStaticConnWindowSize(ConnWindow),
+		grpc.WithWriteBufferSize(WriteBufferSize),
+		grpc.WithReadBufferSize(ReadBufferSize),
+		grpc.WithSharedWriteBuffer(true),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: ClientKeepaliveTime, Timeout: ClientKeepaliveTimeout, PermitWithoutStream: true}),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: ReconnectBackoff, MinConnectTimeout: MinConnectTimeout}),
 	}

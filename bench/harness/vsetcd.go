@@ -120,18 +120,28 @@ type Spread struct {
 	Max    float64 `json:"max"`
 }
 
+// Host is when and on what a run of separate processes ran: the load
+// average before and after it.
+type Host struct {
+	Started    time.Time `json:"started"`
+	Cores      int       `json:"cores"`
+	LoadBefore string    `json:"loadavg_before"`
+	LoadAfter  string    `json:"loadavg_after"`
+}
+
+func newHost() Host {
+	return Host{Started: time.Now().UTC(), Cores: Cores(), LoadBefore: loadAvg()}
+}
+
 // VsReport is the result of vs-etcd.
 type VsReport struct {
-	Started    time.Time     `json:"started"`
-	Cores      int           `json:"cores"`
-	LoadBefore string        `json:"loadavg_before"`
-	LoadAfter  string        `json:"loadavg_after"`
-	Rounds     int           `json:"rounds"`
-	Warmup     time.Duration `json:"warmup_ns"`
-	Duration   time.Duration `json:"duration_ns"`
-	Systems    []string      `json:"systems"`
-	Points     []VsPoint     `json:"points"`
-	Summary    []VsSummary   `json:"summary"`
+	Host
+	Rounds   int           `json:"rounds"`
+	Warmup   time.Duration `json:"warmup_ns"`
+	Duration time.Duration `json:"duration_ns"`
+	Systems  []string      `json:"systems"`
+	Points   []VsPoint     `json:"points"`
+	Summary  []VsSummary   `json:"summary"`
 }
 
 func (o *VsEtcdOptions) defaults() {
@@ -203,7 +213,7 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 	if !bins.perf && o.Progress != nil {
 		o.Progress("perf stat cannot count sync system calls here: that column stays empty")
 	}
-	rep := &VsReport{Started: time.Now().UTC(), Cores: Cores(), LoadBefore: loadAvg(), Rounds: o.Rounds,
+	rep := &VsReport{Host: newHost(), Rounds: o.Rounds,
 		Warmup: o.Warmup, Duration: o.Duration, Systems: []string{Amalgam}}
 	for _, m := range o.Members {
 		rep.Systems = append(rep.Systems, fmt.Sprintf("etcd%d", m))
@@ -277,16 +287,24 @@ func buildVsBinaries(ctx context.Context, src, dir string, progress func(string)
 		{src, b.server, "./cmd/amalgam-server"},
 		{filepath.Join(src, "bench", "etcd"), b.etcd, "."},
 	} {
-		if progress != nil {
-			progress("building " + step.out)
-		}
-		c := exec.CommandContext(ctx, "go", "build", "-o", step.out, step.pkg)
-		c.Dir = step.dir
-		if out, err := c.CombinedOutput(); err != nil {
-			return b, fmt.Errorf("go build %s in %s: %v\n%s", step.pkg, step.dir, err, out)
+		if err := goBuild(ctx, step.dir, step.out, step.pkg, progress); err != nil {
+			return b, err
 		}
 	}
 	return b, nil
+}
+
+// goBuild runs go build -o out pkg in dir.
+func goBuild(ctx context.Context, dir, out, pkg string, progress func(string)) error {
+	if progress != nil {
+		progress("building " + out)
+	}
+	c := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	c.Dir = dir
+	if msg, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s in %s: %v\n%s", pkg, dir, err, msg)
+	}
+	return nil
 }
 
 // procCluster is a cluster of server processes.

@@ -15,6 +15,8 @@ func TestMCMutantNeedsTag(t *testing.T) {
 	for _, args := range [][]string{
 		{"mc", "run", "normal", "--quiet", "--mutant", "commit-f-1"},
 		{"mc", "replay", "/nonexistent.json", "--mutant", "commit-f-1"},
+		{"--cluster", "127.0.0.1:1", "mc", "online", "--mutant", "commit-f-1"},
+		{"mc", "online", "replay", "--snapshot", "/nonexistent.gob", "/nonexistent.json", "--mutant", "commit-f-1"},
 	} {
 		_, _, err := runMC(t, args...)
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "-tags mutants") {

@@ -24,6 +24,7 @@ import (
 func newMCOnlineCmd(gl *globalFlags) *cobra.Command {
 	var o online.Options
 	var steer bool
+	var mutant string
 	cmd := &cobra.Command{
 		Use:   "online",
 		Short: "Check a running cluster: search from consistent cuts of it",
@@ -34,14 +35,22 @@ Restore, and runs a bounded breadth-first search from there with the
 server invariants. A predicted violation's cut and trace are saved in
 --dir; amalgam-cli mc online replay --snapshot CUT TRACE replays it
 offline. A search slower than the pulls drops cuts. It runs until
-interrupted or --cuts cuts are searched, and fails if it predicted a
-violation. With --steer, a predicted violation installs an event filter
+interrupted or --cuts cuts are searched, and exits with status 3 if it
+predicted a violation; --output json prints the summary as one document.
+A cluster that runs a mutant (amalgam-server --mutant, -tags mutants) is
+checked with the same --mutant, so that the search runs the code the
+cluster runs. With --steer, a predicted violation installs an event filter
 (drop an unordered message kind, pause a stream, postpone a timer) chosen
 from its trace, once a search from the cut with the filter in place finds
 no violation; it expires after --steer-for. See docs/model-checking.md,
 "Online checking".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			undo, err := setMutant(mutant)
+			if err != nil {
+				return fmt.Errorf("mc online: %w", err)
+			}
+			defer undo()
 			m, err := onlineConnect(cmd, gl)
 			if err != nil {
 				return fmt.Errorf("mc online: %w", err)
@@ -49,6 +58,9 @@ no violation; it expires after --steer-for. See docs/model-checking.md,
 			defer m.done()
 			o.Cluster = m.cluster
 			o.Log = cmd.OutOrStdout()
+			if gl.output == "json" {
+				o.Log = cmd.ErrOrStderr() // stdout holds the summary alone
+			}
 			if o.Dir != "" {
 				if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 					return fmt.Errorf("mc online: %w", err)
@@ -63,20 +75,16 @@ no violation; it expires after --steer-for. See docs/model-checking.md,
 			if err != nil {
 				return fmt.Errorf("mc online: %w", err)
 			}
-			total := 0
-			for _, n := range rep.States {
-				total += n
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d snapshot rounds: %d cuts searched (%d states), %d not a cut, %d dropped; %d violations predicted\n",
-				rep.Pulled, len(rep.States), total, rep.Rejected, rep.Dropped, len(rep.Found))
-			if steer {
-				fmt.Fprintf(cmd.OutOrStdout(), "steering: %d filters installed, %d predictions not steered\n", len(rep.Installed), rep.Unsteered)
-			}
-			for _, f := range rep.Found {
-				fmt.Fprintf(cmd.OutOrStdout(), "predicted %q in %d events: cut %s, trace %s\n", f.Predicate, f.Depth, f.Cut, f.Trace)
+			sum := summarizeOnline(rep, steer)
+			if gl.output == "json" {
+				if err := writeJSON(cmd.OutOrStdout(), sum); err != nil {
+					return err
+				}
+			} else {
+				printOnline(cmd.OutOrStdout(), sum)
 			}
 			if len(rep.Found) > 0 {
-				return fmt.Errorf("mc online: %d violations predicted", len(rep.Found))
+				return &exitError{code: exitViolation, documented: true, err: fmt.Errorf("mc online: %d violations predicted", len(rep.Found))}
 			}
 			return nil
 		},
@@ -91,7 +99,8 @@ no violation; it expires after --steer-for. See docs/model-checking.md,
 	f.StringVar(&o.Dir, "dir", ".", "where predicted violations' cuts and traces are saved")
 	f.BoolVar(&steer, "steer", false, "install checked event filters that steer the cluster away from predicted violations")
 	f.DurationVar(&o.SteerFor, "steer-for", time.Second, "how long a steering filter lasts")
-	cmd.AddCommand(newMCOnlineReplayCmd(), newMCOnlineSteerCmd(gl))
+	f.StringVar(&mutant, "mutant", "", "the mutant the cluster runs (amalgam-server --mutant): search with it injected")
+	cmd.AddCommand(newMCOnlineReplayCmd(gl), newMCOnlineSteerCmd(gl))
 	return cmd
 }
 
@@ -201,19 +210,32 @@ func searchFlags(f *pflag.FlagSet, o *online.Options) {
 	f.IntVar(&o.Settings.MaxCrashes, "crashes", 0, "crashes per path")
 }
 
-func newMCOnlineReplayCmd() *cobra.Command {
-	var cut string
+func newMCOnlineReplayCmd(gl *globalFlags) *cobra.Command {
+	var cut, mutant string
 	cmd := &cobra.Command{
 		Use:   "replay --snapshot CUT TRACE",
 		Short: "Replay a trace mc online saved, from its saved cut",
-		Args:  cobra.ExactArgs(1),
+		Long: `replay restores the servers from the saved cut (--snapshot) and replays the
+trace from there; it fails unless an invariant fails. A trace predicted on
+a cluster that runs a mutant replays with the same --mutant. --output json
+prints {predicate, explanation, trace_length, trace_file, cut}.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cut == "" {
 				return fmt.Errorf("mc online replay: --snapshot is required")
 			}
+			undo, err := setMutant(mutant)
+			if err != nil {
+				return fmt.Errorf("mc online replay: %w", err)
+			}
+			defer undo()
 			rp, err := online.Replay(cut, args[0])
 			if err != nil {
 				return fmt.Errorf("mc online replay: %w", err)
+			}
+			if gl.output == "json" {
+				return writeJSON(cmd.OutOrStdout(), onlineFound{Cut: cut, Depth: len(rp.Events),
+					mcViolation: mcViolation{Predicate: rp.Predicate, Explanation: rp.Explanation, TraceLength: len(rp.Events), TraceFile: args[0]}})
 			}
 			c, err := online.LoadCut(cut)
 			if err != nil {
@@ -225,5 +247,6 @@ func newMCOnlineReplayCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&cut, "snapshot", "", "the cut the trace starts from (cut-N.gob)")
+	cmd.Flags().StringVar(&mutant, "mutant", "", "replay with this mutant injected (the one the cluster ran)")
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -22,6 +23,11 @@ func TestMCOnline(t *testing.T) {
 	}
 	if !strings.Contains(out, "2 cuts searched") || !strings.Contains(out, "0 violations predicted") {
 		t.Fatalf("mc online output:\n%s", out)
+	}
+	out, _, err = runMC(t, "--cluster", lc.EntryAddr, "--output", "json", "mc", "online", "--cuts", "1", "--every", "200ms", "--max-states", "200", "--dir", dir)
+	var sum onlineSummary
+	if err != nil || json.Unmarshal([]byte(out), &sum) != nil || sum.Cuts != 1 || sum.States == 0 || sum.Predicted == nil || len(sum.Predicted) != 0 {
+		t.Fatalf("mc online --output json: %v\n%s", err, out)
 	}
 	out, _, err = runMC(t, "--cluster", lc.EntryAddr, "mc", "online", "--cuts", "1", "--every", "200ms", "--max-states", "200", "--dir", dir, "--steer", "--steer-for", "2s")
 	if err != nil || !strings.Contains(out, "steering: 0 filters installed, 0 predictions not steered") {

@@ -41,6 +41,7 @@ type commonFlags struct {
 	pprof                  bool
 	immediateCheck         bool
 	tlsCert, tlsKey, tlsCA string
+	mutant                 mutantFlag
 }
 
 func (c *commonFlags) register(cmd *cobra.Command) {
@@ -53,6 +54,7 @@ func (c *commonFlags) register(cmd *cobra.Command) {
 	f.StringVar(&c.tlsCert, "tls-cert", "", "PEM certificate for mutual TLS (with --tls-key and --tls-ca)")
 	f.StringVar(&c.tlsKey, "tls-key", "", "PEM private key for mutual TLS")
 	f.StringVar(&c.tlsCA, "tls-ca", "", "PEM CA bundle that peers' and clients' certificates must chain to")
+	c.mutant.register(cmd)
 }
 
 type serverEnv struct {
@@ -95,12 +97,16 @@ func (c *commonFlags) setup(cmd *cobra.Command, blockSize int) (*serverEnv, cont
 	if err != nil {
 		return nil, nil, err
 	}
+	c.mutant.announce(cmd.OutOrStdout(), env.log)
 	ctx, stop := untilSignal()
 	env.closers = append(env.closers, stop)
 	return env, ctx, nil
 }
 
 func (c *commonFlags) env(cmd *cobra.Command, blockSize int) (*serverEnv, error) {
+	if err := c.mutant.set(); err != nil {
+		return nil, err
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.logLevel)
@@ -221,7 +227,29 @@ func newPromMetrics() *promMetrics {
 		func() float64 { return float64(runtime.StoreDiskStats().BytesWritten) })
 	m.reg.MustRegister(m.ops, m.latency, m.reconnects, m.refused, m.batches, m.inFlight, m.nodes, build, syncs, written,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(netCounters()...)
 	return m
+}
+
+// netCounters export runtime.TransportStats: what the process's hosts
+// sent other hosts.
+func netCounters() []prometheus.Collector {
+	c := func(name, help string, v func(runtime.NetStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v(runtime.TransportStats())) })
+	}
+	return []prometheus.Collector{
+		c("amalgam_stream_frames_total", "Ordered-stream frames sent to other hosts (each a gRPC message of one or more stream messages).",
+			func(s runtime.NetStats) uint64 { return s.StreamFrames }),
+		c("amalgam_stream_messages_total", "Stream messages sent to other hosts.",
+			func(s runtime.NetStats) uint64 { return s.StreamMsgs }),
+		c("amalgam_stream_acks_total", "Stream acknowledgements sent to other hosts.",
+			func(s runtime.NetStats) uint64 { return s.StreamAcks }),
+		c("amalgam_unordered_sends_total", "Transport Send calls (batches of unordered messages) to other hosts.",
+			func(s runtime.NetStats) uint64 { return s.Sends }),
+		c("amalgam_node_bytes_sent_total", "Encoded bytes of the stream and unordered messages sent to other hosts (without gRPC framing).",
+			func(s runtime.NetStats) uint64 { return s.StreamBytes + s.SendBytes }),
+	}
 }
 
 func (m *promMetrics) StreamReconnect(node.Addr, node.Addr) { m.reconnects.Inc() }

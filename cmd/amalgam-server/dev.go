@@ -50,7 +50,16 @@ durable, the default). A machine that stops sending heartbeats for
 --protocol shardedpaxos or rspaxos runs a baseline instead (docs/baselines.md):
 one Paxos group per shard of the same layout (--machines groups, f from
 --f), on max(machines, replicas per group) machines, in memory only, with no
-reconfiguration service. Clients and amalgam-cli work unchanged.`,
+reconfiguration service. Clients and amalgam-cli work unchanged.
+
+--mutant NAME injects a bug of the checker's mutant table into every server
+of the cluster, so that amalgam-cli mc online (given the same --mutant) has
+a live bug to predict; only binaries built with -tags mutants carry them.
+
+Examples:
+  amalgam-server dev --durability memory
+  go build -tags mutants -o /tmp/amalgam-server ./cmd/amalgam-server
+  /tmp/amalgam-server dev --durability memory --blocks 9 --block-size 64 --mutant commit-out-of-order`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := fl.baselineFlags(cmd); err != nil {
@@ -58,6 +67,12 @@ reconfiguration service. Clients and amalgam-cli work unchanged.`,
 			}
 			l, err := fl.layout()
 			if err != nil {
+				return cmdError(cmd, err)
+			}
+			if fl.protocol != runtime.Amalgam && fl.common.mutant.name != "" {
+				return cmdError(cmd, fmt.Errorf("--mutant runs with --protocol amalgam only"))
+			}
+			if err := fl.common.mutant.set(); err != nil {
 				return cmdError(cmd, err)
 			}
 			if fl.protocol != runtime.Amalgam {

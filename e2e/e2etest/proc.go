@@ -23,6 +23,11 @@ import (
 	"github.com/amalgam-store/amalgam/client"
 )
 
+// Tags are the build tags Main builds the commands with ("": none); a
+// test file behind a build tag sets them in its init, so that its
+// binaries carry what the tag adds (-tags mutants: the mutants).
+var Tags string
+
 // Main runs a test binary's tests with the named commands of cmd/
 // (amalgam-server, amalgam-cli) built into a temporary directory, which
 // *bin names while they run. It parses the flags first; with short set,
@@ -36,7 +41,7 @@ func Main(m *testing.M, bin *string, short bool, cmds ...string) {
 	*bin = dir
 	if short || !testing.Short() {
 		for _, c := range cmds {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, c), "github.com/amalgam-store/amalgam/cmd/"+c).CombinedOutput()
+			out, err := exec.Command("go", "build", "-tags", Tags, "-o", filepath.Join(dir, c), "github.com/amalgam-store/amalgam/cmd/"+c).CombinedOutput()
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "building %s: %v\n%s", c, err, out)
 				os.Exit(1)

@@ -118,21 +118,7 @@ func TestReplaceMachines(t *testing.T) {
 		cfgs := h.GetConfigs()
 		return h.GetDirectory().GetHosts(), cfgs[len(cfgs)-1].GetNum(), h.GetBusy(), h.GetLeaderAddr(), h.GetDirectory().GetSpares(), nil
 	}
-	// healthy asks amalgam-cli, as an operator would.
-	healthy := func(num uint64) (bool, string) {
-		out, err := exec.Command(filepath.Join(bin, "amalgam-cli"), "--cluster", entries, "--output", "json", "--timeout", "5s", "status").CombinedOutput()
-		if err != nil {
-			return false, strings.TrimSpace(string(out))
-		}
-		var st struct {
-			ConfigNum uint64 `json:"config_num"`
-			Healthy   bool   `json:"healthy"`
-		}
-		if err := json.Unmarshal(out, &st); err != nil {
-			return false, err.Error()
-		}
-		return st.Healthy && st.ConfigNum == num, fmt.Sprintf("configuration %d, healthy %v", st.ConfigNum, st.Healthy)
-	}
+	healthy := func(num uint64) (bool, string) { return clusterHealthy(entries, num) }
 	recover := func(victim int, spare string, num uint64) (detect, replace, rebuild time.Duration) {
 		killed := time.Now()
 		detect = e2etest.WaitFor(t, fmt.Sprintf("machine %d moved to the spare", victim), 30*time.Second, func() (bool, string) {
@@ -206,4 +192,21 @@ func TestReplaceMachines(t *testing.T) {
 		t.Fatalf("history of %d operations (%d pending) is %s, not linearizable; visualization in %s", len(history), ld.Pending(), res, viz)
 	}
 	t.Logf("%d operations (%d acknowledged writes, %d pending at the end), linearizable; no acknowledged write lost", len(history), ld.Acked(), ld.Pending())
+}
+
+// clusterHealthy asks amalgam-cli, as an operator would, whether the
+// cluster at entries is healthy in configuration num.
+func clusterHealthy(entries string, num uint64) (bool, string) {
+	out, err := exec.Command(filepath.Join(bin, "amalgam-cli"), "--cluster", entries, "--output", "json", "--timeout", "5s", "status").CombinedOutput()
+	if err != nil {
+		return false, strings.TrimSpace(string(out))
+	}
+	var st struct {
+		ConfigNum uint64 `json:"config_num"`
+		Healthy   bool   `json:"healthy"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return false, err.Error()
+	}
+	return st.Healthy && st.ConfigNum == num, fmt.Sprintf("configuration %d, healthy %v", st.ConfigNum, st.Healthy)
 }

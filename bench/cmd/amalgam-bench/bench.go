@@ -44,7 +44,8 @@ bandwidth limit (--bandwidth), which models the thesis's network-bound
 testbed.
 
 Experiments: all, ` + strings.Join(harness.ExperimentNames(), ", ") + `.
-amalgam-bench vs-etcd (a subcommand) compares durable Amalgam with etcd clusters.
+amalgam-bench vs-etcd (a subcommand) compares durable Amalgam with etcd clusters;
+amalgam-bench recovery measures throughput through a machine's failure and rebuild.
 --quick runs every experiment briefly (bench all --quick: under 2 minutes).
 Results: text tables (default), --output json, --csv FILE, --plot DIR (SVG).
 See docs/benchmarks.md.`,
@@ -146,7 +147,7 @@ See docs/benchmarks.md.`,
 	f.StringVar(&csvFile, "csv", "", "also write the points as CSV to this file")
 	f.StringVar(&plotDir, "plot", "", "also draw SVG plots into this directory")
 	f.BoolVar(&noProgress, "no-progress", false, "do not draw the progress bar (on stderr)")
-	cmd.AddCommand(newVsEtcdCmd())
+	cmd.AddCommand(newVsEtcdCmd(), newRecoveryCmd())
 	return cmd
 }
 
@@ -158,6 +159,28 @@ func ignoreCLIFlags(f *pflag.FlagSet) {
 		f.String(name, "", "ignored (an amalgam-cli flag)")
 		_ = f.MarkHidden(name)
 	}
+}
+
+// progressTo reports a command's progress on stderr.
+func progressTo(name string) func(string) {
+	return func(s string) { fmt.Fprintf(os.Stderr, "%s: %s\n", name, s) }
+}
+
+// saveReport writes rep as JSON into jsonFile and its plots into plotDir
+// (created if need be), each if set.
+func saveReport(rep any, jsonFile, plotDir string, plot func(dir string) error) error {
+	if jsonFile != "" {
+		if err := createFile(jsonFile, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
+			return fmt.Errorf("--json %s: %w", jsonFile, err)
+		}
+	}
+	if plotDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(plotDir, 0o755); err != nil {
+		return err
+	}
+	return plot(plotDir)
 }
 
 // createFile writes a new file with write.

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -45,24 +43,14 @@ See docs/benchmarks.md.`,
 				return fmt.Errorf("--output must be text, json or markdown, got %q", output)
 			}
 			if !noProgress {
-				o.Progress = func(s string) { fmt.Fprintf(os.Stderr, "vs-etcd: %s\n", s) }
+				o.Progress = progressTo("vs-etcd")
 			}
 			rep, err := harness.VsEtcd(o)
 			if err != nil {
 				return err
 			}
-			if jsonFile != "" {
-				if err := createFile(jsonFile, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
-					return fmt.Errorf("--json %s: %w", jsonFile, err)
-				}
-			}
-			if plotDir != "" {
-				if err := os.MkdirAll(plotDir, 0o755); err != nil {
-					return err
-				}
-				if _, err := rep.Plot(plotDir); err != nil {
-					return err
-				}
+			if err := saveReport(rep, jsonFile, plotDir, func(dir string) error { _, err := rep.Plot(dir); return err }); err != nil {
+				return err
 			}
 			switch output {
 			case "json":
