@@ -278,16 +278,7 @@ func (s *Server) restoreRC(rc dataRC) {
 	for _, a := range rc.Answers {
 		x := &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto, opNum: a.OpNum, sent: a.Sent}
 		if !a.Sent {
-			x.blocks = [][]byte{nil}
-			if a.HasBlock {
-				x.blocks[0] = a.Block
-			}
-			for _, b := range a.Rest {
-				if len(b) == 0 {
-					b = nil // blocks are never empty
-				}
-				x.blocks = append(x.blocks, b)
-			}
+			x.blocks = msg.RestoreRun(a.Block, a.HasBlock, a.Rest)
 		}
 		s.rc.answers = append(s.rc.answers, x)
 	}

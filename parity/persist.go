@@ -184,16 +184,7 @@ func (s *Server) restoreRC(rc parityRC) error {
 	for _, sn := range rc.Snaps {
 		x := &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen, sent: sn.Sent}
 		if !sn.Sent {
-			x.copies = [][]byte{nil}
-			if sn.HasCopy {
-				x.copies[0] = sn.Copy
-			}
-			for _, b := range sn.Rest {
-				if len(b) == 0 {
-					b = nil // blocks are never empty
-				}
-				x.copies = append(x.copies, b)
-			}
+			x.copies = msg.RestoreRun(sn.Copy, sn.HasCopy, sn.Rest)
 			x.own = make([]bool, len(x.copies))
 		}
 		s.rc.snaps = append(s.rc.snaps, x)

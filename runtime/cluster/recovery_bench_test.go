@@ -235,14 +235,7 @@ func TestRecoveryBench(t *testing.T) {
 		t.Logf("RESULT rebuild without load: %d blocks in %v: %.2f MB/s = %.2f x normal write throughput",
 			shardBlocks, d.Round(time.Millisecond), idle, idle/base.mbs)
 
-		ld := run(t, lc, *benchClients, allBlocks(l), false)
-		time.Sleep(time.Second)
-		before := ld.count()
-		d = replace(t, lc, "data/2", 2)
-		during := ld.count() - before
-		ld.halt()
-		loaded := mb / d.Seconds()
-		cw := float64(during) / d.Seconds() * float64(l.BlockSize) / 1e6
+		d, loaded, cw := rebuildLoaded(t, lc, mb)
 		t.Logf("RESULT rebuild with %d writing clients: %d blocks in %v: %.2f MB/s = %.2f x normal write throughput; client writes meanwhile %.2f MB/s = %.2f x normal",
 			*benchClients, shardBlocks, d.Round(time.Millisecond), loaded, loaded/base.mbs, cw, cw/base.mbs)
 	})
@@ -368,13 +361,7 @@ func compareRuns(t *testing.T, blocks int, mb float64) {
 				base := normal(t, lc)
 				d := replace(t, lc, "data/1", 1)
 				idle := mb / d.Seconds()
-				ld := run2(t, lc, l)
-				before := ld.count()
-				d = replace(t, lc, "data/2", 2)
-				during := ld.count() - before
-				ld.halt()
-				loaded := mb / d.Seconds()
-				cw := float64(during) / d.Seconds() * float64(l.BlockSize) / 1e6
+				_, loaded, cw := rebuildLoaded(t, lc, mb)
 				r := &res[i]
 				r.idle, r.idleX = append(r.idle, idle), append(r.idleX, idle/base.mbs)
 				r.loaded, r.loadedX = append(r.loaded, loaded), append(r.loadedX, loaded/base.mbs)
@@ -391,12 +378,17 @@ func compareRuns(t *testing.T, blocks int, mb float64) {
 	}
 }
 
-// run2 starts the benchmark's clients writing random blocks and lets them
-// run for a second.
-func run2(t *testing.T, lc *Local, l erasure.Layout) *load {
-	ld := run(t, lc, *benchClients, allBlocks(l), false)
+// rebuildLoaded replaces data/2 (into configuration 2) while the
+// benchmark's clients write random blocks, and returns how long it took,
+// the rebuild rate of its mb megabytes and the clients' MB/s meanwhile.
+func rebuildLoaded(t *testing.T, lc *Local, mb float64) (d time.Duration, rate, clients float64) {
+	ld := run(t, lc, *benchClients, allBlocks(lc.Layout), false)
 	time.Sleep(time.Second)
-	return ld
+	before := ld.count()
+	d = replace(t, lc, "data/2", 2)
+	during := ld.count() - before
+	ld.halt()
+	return d, mb / d.Seconds(), float64(during) / d.Seconds() * float64(lc.Layout.BlockSize) / 1e6
 }
 
 // medSpread is "median [min-max]" of xs.
