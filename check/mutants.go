@@ -84,6 +84,10 @@ var mutants = []Mutant{
 	{"snapshot-answer-uncommitted", "recovery", "a data server answers a snapshot before its earlier operations commit", "replace-parity", mc.Random, 1, Inv341},
 	{"held-old-config", "recovery", "a held request is answered from a block rebuilt under an older configuration: the rebuild takes snapshot answers of an older configuration",
 		"held-across-replacements", mc.Random, 1, InvParity},
+	{"snapshot-cow-shared", "recovery", "a parity server folds a delta into a copy-on-write snapshot copy without copying it, changing the parity block it shares",
+		"snapshot-under-writes", mc.Random, 1, InvParity},
+	{"snapshot-mixed-cuts", "recovery", "a parity server copies a multi-stripe snapshot's later stripes at the last marker, not the first: two cuts in one run",
+		"multi-stripe-snapshot", mc.Random, 1, InvParity},
 	{"ignore-slc", "recovery", "the service replaces a server of a stripe that already has f degraded blocks", "suspect-degraded-stripe", mc.Random, 1, InvSLC},
 
 	{"same-spare", "liveness", "two machines suspected in one round get the same spare", "failover-two", mc.Random, 1, "distinct spares"},

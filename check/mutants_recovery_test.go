@@ -26,6 +26,10 @@ var recoveryMutants = []struct {
 	{"serve-degraded", nil},
 	// The rebuild-pause runs find this one much sooner than replaceSeed.
 	{"snapshot-answer-uncommitted", pauseSeed},
+	// Multi-stripe snapshot runs (runSeed) reach both copy-on-write
+	// mutants.
+	{"snapshot-cow-shared", runSeed},
+	{"snapshot-mixed-cuts", runSeed},
 	// The service replaces a server of a stripe that already has f
 	// degraded blocks (SLC, thesis 3.4.2): pauseSeed's even seeds replace
 	// two data servers and suspect a parity server of their stripes.

@@ -27,6 +27,7 @@ type replaceRun struct {
 	crash        bool          // crash each server of replace before asking
 	suspected    []msg.Replace // asked with replace, of servers that stay alive (false suspicions)
 	pause        time.Duration // background rebuild pause (SetRebuildPause)
+	runStripes   int           // stripes per snapshot run (SetRebuildRun)
 	watch        func(mc.Step) // if set, sees every step of the run
 }
 
@@ -54,6 +55,7 @@ func (r replaceRun) try() (*mc.State, error) {
 	cfg := msg.InitialConfig(r.layout)
 	nodes := Amalgam(cfg, code, scripts)
 	AddReconfig(nodes, cfg, append(slices.Clone(r.replace), r.suspected...))
+	setRebuildRun(nodes, r.runStripes)
 	for _, n := range nodes {
 		if p, ok := n.(interface{ SetRebuildPause(time.Duration) }); ok {
 			p.SetRebuildPause(r.pause)
@@ -196,6 +198,29 @@ func TestRandomizedReplaceTwoDataServers(t *testing.T) {
 // fourth seed), whatever order the requests arrive in: a parity
 // replacement started first cannot finish without the crashed data
 // servers' answers, and their replacements pre-empt it.
+// runSeed is replaceSeed with three times the stripes, so that stripes 0,
+// 5 and 10 (and so on) have the same servers, snapshot runs of up to 3
+// stripes, and a parity server replaced too in every third seed that
+// replaces one data server (crashed with it when the data server is).
+func runSeed(seed int) replaceRun {
+	r := replaceSeed(seed)
+	r.layout.Stripes = 15
+	r.runStripes = 3
+	if seed%3 == 0 && len(r.replace) == 1 {
+		r.replace = append(r.replace, msg.Replace{Role: erasure.RoleParity, Machine: (seed + 3) % r.layout.N, Inc: 1})
+	}
+	return r
+}
+
+// Multi-stripe snapshot runs rebuild data and parity servers under load.
+func TestRandomizedReplaceMultiStripe(t *testing.T) {
+	seeds := sweep(60, 30, 16)
+	for seed := 1; seed <= seeds; seed++ {
+		runSeed(seed).run(t)
+	}
+	t.Logf("%d seeds", seeds)
+}
+
 func pauseSeed(seed int) replaceRun {
 	r := replaceSeed(seed)
 	r.suspected = []msg.Replace{{Role: erasure.RoleParity, Machine: (seed + 3) % r.layout.N, Inc: 1}}

@@ -52,6 +52,31 @@ var (
 	})
 )
 
+// setRebuildRun sets the stripes per snapshot run of every data and
+// parity server among nodes.
+func setRebuildRun(nodes map[node.Addr]node.Node, k int) {
+	for _, n := range nodes {
+		if r, ok := n.(interface{ SetRebuildRun(int) }); ok {
+			r.SetRebuildRun(k)
+		}
+	}
+}
+
+// MultiStripeSnapshot replaces data/0 in a layout where stripes 0 and 3
+// have the same servers, so one snapshot run rebuilds both, while data/1
+// writes both of its blocks in them: every server must take one cut
+// across the run.
+var MultiStripeSnapshot = register(&Scenario{
+	Name: "multi-stripe-snapshot",
+	Doc: "g=2 f=1 w=0, 3 machines, 4 stripes; data/0 replaced and rebuilds stripes 0 and 3 in one snapshot run " +
+		"while client 0 writes b1 (stripe 0) then b7 (stripe 3) and client 1 writes b7; up to 4 timer firings per path",
+	Layout:     erasure.Layout{N: 3, G: 2, F: 1, W: 0, Stripes: 4, BlockSize: 8},
+	Scripts:    [][][]msg.Op{{{write(1, 1, 8)}, {write(7, 2, 8)}}, {{write(7, 3, 8)}}},
+	Replace:    []msg.Replace{{Role: erasure.RoleData, Machine: 0, Inc: 1}},
+	Settings:   mc.Settings{MaxTimerFires: 4},
+	RebuildRun: 2,
+})
+
 var (
 	// ReplaceParity replaces a parity server while a client writes: the
 	// data server re-sends its pending operations to the new parity

@@ -62,3 +62,39 @@ func TestHeldAcrossReplacementsReaches(t *testing.T) {
 		t.Logf("%s: reached after %d states, in %d steps", g.Name, r.States, len(r.Trace))
 	}
 }
+
+// TestMultiStripeSnapshotReaches shows that random walks of
+// multi-stripe-snapshot reach what the scenario is about: one snapshot
+// run of data/0 covering stripes 0 and 3 while a client's write is in
+// flight, and later data/0 rebuilt with the clients done.
+func TestMultiStripeSnapshotReaches(t *testing.T) {
+	d0 := func(s *mc.State) *data.Server { return s.Node(msg.DataAddr(0)).(*data.Server) }
+	goals := []mc.Predicate{
+		mc.Pred("a run of stripes 0 and 3 under a write", func(s *mc.State) (bool, string) {
+			return d0(s).RebuildingRun(0, 2) && !mc.ClientsDone(s) && d0(s).Incarnation() == 2, ""
+		}),
+		mc.Pred("data/0 replaced and rebuilt, clients done", func(s *mc.State) (bool, string) {
+			rc := s.Node(msg.ReconfigAddr).(*reconfig.Service)
+			return rc.Config().Num == 1 && d0(s).DegradedBlocks() == 0 && len(rc.Degraded()) == 0 && mc.ClientsDone(s), ""
+		}),
+	}
+	for _, g := range goals {
+		r := reachByWalks(MultiStripeSnapshot.MC(), g)
+		if r.Outcome != mc.GoalFound {
+			t.Fatalf("%s not reached: %s after %d states (%s: %s)", g.Name, r.Outcome, r.States, r.Predicate, r.Explanation)
+		}
+		t.Logf("%s: reached after %d states, in %d steps", g.Name, r.States, len(r.Trace))
+	}
+}
+
+// TestMultiStripeSnapshotBounded: a breadth-first search of
+// multi-stripe-snapshot bounded by states finds no violation.
+func TestMultiStripeSnapshotBounded(t *testing.T) {
+	o := MultiStripeSnapshot.Options(mc.BFS)
+	o.MaxTime, o.MaxStates, o.Workers = 0, 200_000, 1
+	r := mc.Search(MultiStripeSnapshot.Init(), o)
+	if r.Outcome == mc.Violation {
+		t.Fatalf("%s: %s\n%s", r.Predicate, r.Explanation, r.Trace)
+	}
+	t.Logf("%s after %d states", r.Outcome, r.States)
+}

@@ -40,6 +40,9 @@ type Scenario struct {
 	// Replace, when set, adds the reconfiguration service and an operator
 	// that asks it for these replacements at a moment the search chooses.
 	Replace []msg.Replace
+	// RebuildRun is how many stripes a server's snapshot run covers
+	// (SetRebuildRun; 0: one).
+	RebuildRun int
 }
 
 // MC is the scenario as the engine runs it (a new value each call).
@@ -64,6 +67,7 @@ func (sc *Scenario) Init() *mc.State {
 	if sc.Replace != nil {
 		AddReconfig(nodes, cfg, sc.Replace)
 	}
+	setRebuildRun(nodes, sc.RebuildRun)
 	s := mc.NewState(nodes)
 	if sc.Settings.MaxRestarts != 0 {
 		s.Restartable(Restorer(cfg, sc.Code()))

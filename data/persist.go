@@ -48,6 +48,7 @@ type answerRec struct {
 	Nonce       uint64
 	HasBlock    bool
 	Block       []byte
+	Rest        [][]byte // the run's later stripes' blocks (empty: degraded)
 	Upto, OpNum uint64
 	Sent        bool
 }
@@ -121,8 +122,11 @@ func (s *Server) rcRecord() any {
 	rc := dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend,
 		Report: s.rc.report}
 	for _, a := range s.rc.answers {
-		rc.Answers = append(rc.Answers, answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce,
-			HasBlock: a.block != nil, Block: a.block, Upto: a.upto, OpNum: a.opNum, Sent: a.sent})
+		r := answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce, Upto: a.upto, OpNum: a.opNum, Sent: a.sent}
+		if !a.sent {
+			r.HasBlock, r.Block, r.Rest = a.blocks[0] != nil, a.blocks[0], a.blocks[1:]
+		}
+		rc.Answers = append(rc.Answers, r)
 	}
 	return rc
 }
@@ -273,8 +277,8 @@ func (s *Server) restoreRC(rc dataRC) {
 	}
 	for _, a := range rc.Answers {
 		x := &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto, opNum: a.OpNum, sent: a.Sent}
-		if a.HasBlock {
-			x.block = a.Block
+		if !a.Sent {
+			x.blocks = msg.RestoreRun(a.Block, a.HasBlock, a.Rest)
 		}
 		s.rc.answers = append(s.rc.answers, x)
 	}

@@ -118,7 +118,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	if fresh {
 		pace := s.pace // a setting, kept by a new incarnation
 		*s = *New(m.Config, s.me)
-		s.pace = recovery.Pacing{Pause: pace.Pause, Window: pace.Window} // the old incarnation's timers end
+		s.pace = recovery.Pacing{Pause: pace.Pause, Window: pace.Window, Run: pace.Run} // the old incarnation's timers end
 		l := s.cfg.Layout
 		s.rc.degraded = make([]bool, l.Stripes)
 		for _, st := range l.StripesAs(s.me, erasure.RoleData) {
@@ -171,7 +171,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	for i, r := range s.rc.recov {
 		s.rc.nonce++
 		_, me := l.RoleOf(r.Stripe, s.me)
-		s.rc.recov[i] = recovery.New(l, r.Stripe, s.rc.nonce, me)
+		s.rc.recov[i] = recovery.NewRun(l, r.Stripes(l), s.rc.nonce, me)
 		s.askSnapshot(ctx, s.rc.recov[i])
 	}
 	ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
@@ -241,7 +241,10 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.String(string(a.requester))
 		h.Int(a.stripe)
 		h.Uint64(a.nonce)
-		h.OptBytes(a.block)
+		h.Int(len(a.blocks))
+		for _, b := range a.blocks {
+			h.OptBytes(b)
+		}
 		h.Uint64(a.upto)
 		h.Uint64(a.opNum)
 		h.Bool(a.sent)

@@ -14,15 +14,15 @@ import (
 // recovering server rebuilding a degraded block, and as a participant
 // answering another server's snapshot.
 
-// answer is this server's part in another server's snapshot: the block as
-// it was when the snapshot arrived, sent once every operation executed
-// before then has committed.
+// answer is this server's part in another server's snapshot: the blocks
+// of the run as they were when the snapshot arrived (one cut across all
+// of them), sent once every operation executed before then has committed.
 type answer struct {
 	requester node.Addr
-	stripe    int
+	stripe    int // the run's first stripe
 	nonce     uint64
-	block     []byte // nil if this server's block is degraded
-	upto      uint64 // the last op number executed before the snapshot
+	blocks    [][]byte // per stripe of the run, nil where this server's block is degraded; nil once sent
+	upto      uint64   // the last op number executed before the snapshot
 	opNum     uint64
 	sent      bool
 }
@@ -124,41 +124,65 @@ func (s *Server) hold(from node.Addr, r msg.Request) {
 func (s *Server) Held() int { return len(s.held) }
 
 // runHeld runs, in arrival order, the held requests whose blocks are all
-// rebuilt; the others keep waiting, in order.
+// rebuilt; the others keep waiting, in order, without being handled again.
 func (s *Server) runHeld(ctx node.Context) {
 	held := s.held
 	s.held = nil
 	for _, h := range held {
-		s.onRequest(ctx, h.from, h.req) // holds it again if a block is still degraded
+		if s.waits(h.req) {
+			s.held = append(s.held, h)
+		} else {
+			s.onRequest(ctx, h.from, h.req)
+		}
 	}
 }
 
-// Recover starts rebuilding this shard's block of stripe st, unless it is
-// not degraded or already being rebuilt.
-func (s *Server) Recover(ctx node.Context, st int) {
-	if !s.isDegraded(st) || slices.ContainsFunc(s.rc.recov, func(r *recovery.Rebuild) bool { return r.Stripe == st }) {
-		return
+// waits reports whether request r still needs a degraded block.
+func (s *Server) waits(r msg.Request) bool {
+	for _, op := range r.Ops {
+		if st, _ := s.cfg.Layout.Locate(op.Block); s.isDegraded(st) {
+			return true
+		}
 	}
+	return false
+}
+
+// Recover starts rebuilding this shard's block of stripe st, alone,
+// unless it is not degraded or already being rebuilt.
+func (s *Server) Recover(ctx node.Context, st int) {
+	if s.isDegraded(st) && !s.rebuilding(st) {
+		s.recoverRun(ctx, []int{st})
+	}
+}
+
+// rebuilding reports whether a rebuild in flight covers stripe st.
+func (s *Server) rebuilding(st int) bool {
+	return slices.ContainsFunc(s.rc.recov, func(r *recovery.Rebuild) bool { return r.Has(s.cfg.Layout, st) })
+}
+
+// recoverRun starts one snapshot run rebuilding the stripes sts.
+func (s *Server) recoverRun(ctx node.Context, sts []int) *recovery.Rebuild {
 	s.rc.nonce++
-	_, me := s.cfg.Layout.RoleOf(st, s.me)
-	r := recovery.New(s.cfg.Layout, st, s.rc.nonce, me)
+	_, me := s.cfg.Layout.RoleOf(sts[0], s.me)
+	r := recovery.NewRun(s.cfg.Layout, sts, s.rc.nonce, me)
 	s.rc.recov = append(s.rc.recov, r)
 	s.askSnapshot(ctx, r)
 	s.setTimer(ctx)
+	return r
 }
 
 // askSnapshot sends STRIPE-SNAPSHOT to the data servers that have not
 // answered, and this server's own marker to the stripe's parity servers.
 func (s *Server) askSnapshot(ctx node.Context, r *recovery.Rebuild) {
 	r.Ask(ctx, s.cfg.Layout, s.cfg.Num)
-	s.mark(ctx, r.Stripe, r.Nonce, msg.DataAddr(s.me))
+	s.mark(ctx, r.Stripe, r.Count, r.Nonce, msg.DataAddr(s.me))
 }
 
-// mark sends this server's snapshot marker down its streams to the
-// stripe's parity servers, after every PREPARE it sent them before.
-func (s *Server) mark(ctx node.Context, st int, nonce uint64, requester node.Addr) {
+// mark sends this server's snapshot marker down its streams to the run's
+// parity servers, after every PREPARE it sent them before.
+func (s *Server) mark(ctx node.Context, st, count int, nonce uint64, requester node.Addr) {
 	l := s.cfg.Layout
-	m := msg.SnapshotMarker{Num: s.cfg.Num, Stripe: st, Nonce: nonce, Requester: requester, Shard: s.me}
+	m := msg.SnapshotMarker{Num: s.cfg.Num, Stripe: st, Nonce: nonce, Requester: requester, Shard: s.me, Count: msg.RunCount(count)}
 	for k := 0; k < l.F; k++ {
 		ctx.Stream(msg.ParityAddr(l.ParityMachine(st, k)), m)
 	}
@@ -196,7 +220,8 @@ func (s *Server) setTimer(ctx node.Context) {
 // onSnapshot answers another server's STRIPE-SNAPSHOT (3.3.2.3 step 2).
 func (s *Server) onSnapshot(ctx node.Context, m msg.StripeSnapshot) {
 	l := s.cfg.Layout
-	if m.Num != s.cfg.Num || m.Stripe < 0 || m.Stripe >= l.Stripes || m.Requester == msg.DataAddr(s.me) {
+	sts := msg.RunStripes(m.Stripe, m.Count, l.N)
+	if m.Num != s.cfg.Num || m.Stripe < 0 || sts[len(sts)-1] >= l.Stripes || m.Requester == msg.DataAddr(s.me) {
 		return
 	}
 	role, pos := l.RoleOf(m.Stripe, s.me)
@@ -207,20 +232,27 @@ func (s *Server) onSnapshot(ctx node.Context, m msg.StripeSnapshot) {
 		return a.requester == m.Requester && a.stripe == m.Stripe && a.nonce == m.Nonce
 	})
 	if i < 0 {
-		a := &answer{requester: m.Requester, stripe: m.Stripe, nonce: m.Nonce, upto: s.opNum - 1, opNum: s.opNum}
-		if !s.isDegraded(m.Stripe) {
-			a.block = s.blocks.Get(l.Block(m.Stripe, pos)) // never modified in place
+		a := &answer{requester: m.Requester, stripe: m.Stripe, nonce: m.Nonce, upto: s.opNum - 1, opNum: s.opNum,
+			blocks: make([][]byte, len(sts))}
+		for j, st := range sts {
+			if !s.isDegraded(st) {
+				a.blocks[j] = s.blocks.Get(l.Block(st, pos)) // never modified in place
+			}
 		}
 		s.rc.answers = slices.DeleteFunc(s.rc.answers, func(o *answer) bool {
 			return o.requester == m.Requester && o.stripe == m.Stripe
 		})
 		s.rc.answers = append(s.rc.answers, a)
-	} else {
-		s.rc.answers[i].sent = false // the answer may have been lost
 	}
-	s.mark(ctx, m.Stripe, m.Nonce, m.Requester)
+	s.mark(ctx, m.Stripe, len(sts), m.Nonce, m.Requester)
 	s.answerSnapshots(ctx)
 }
+
+// Decision: an answer forgets its blocks once sent (it stays, so that a
+// repeated request under the same nonce takes no second cut). A lost
+// answer is not sent again: the requester, hearing nothing, starts a new
+// round under a new nonce. Kept blocks would be persisted, and hashed,
+// with every later change of the server's state.
 
 // answerSnapshots sends every answer whose operations have committed.
 func (s *Server) answerSnapshots(ctx node.Context) {
@@ -235,9 +267,9 @@ func (s *Server) answerSnapshots(ctx node.Context) {
 		if a.sent || open != 0 && open <= a.upto && Mutant != "snapshot-answer-uncommitted" {
 			continue
 		}
-		a.sent = true
 		ctx.Send(a.requester, msg.SnapshotData{Num: s.cfg.Num, Stripe: a.stripe, Nonce: a.nonce, Shard: s.me,
-			Block: a.block, OpNum: a.opNum, Primary: s.primary()})
+			Block: a.blocks[0], Rest: a.blocks[1:], OpNum: a.opNum, Primary: s.primary()})
+		a.sent, a.blocks = true, nil
 	}
 }
 
@@ -267,8 +299,8 @@ func (s *Server) onSnapshotParity(ctx node.Context, m msg.SnapshotParity) {
 	}
 }
 
-// tryDecode rebuilds the block once the snapshot can be decoded (3.3.2.3
-// step 4).
+// tryDecode rebuilds the run's blocks once the snapshot can be decoded
+// (3.3.2.3 step 4), installing them together.
 func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 	data, _, ok := r.Decode(s.cfg.Layout)
 	if !ok {
@@ -276,9 +308,11 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 	}
 	l := s.cfg.Layout
 	_, pos := l.RoleOf(r.Stripe, s.me)
-	s.blocks.Put(l.Block(r.Stripe, pos), data[pos])
-	if s.isDegraded(r.Stripe) {
-		s.rc.degraded[r.Stripe] = false
+	for i, st := range r.Stripes(l) {
+		if s.isDegraded(st) {
+			s.blocks.Put(l.Block(st, pos), data[i][pos])
+			s.rc.degraded[st] = false
+		}
 	}
 	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery.Rebuild) bool { return o == r })
 	n := len(s.rc.bg)
@@ -289,7 +323,7 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 	if background && s.pace.Pause > 0 {
 		if !s.pace.Waiting && slices.Contains(s.rc.degraded, true) {
 			s.pace.Waiting = true
-			ctx.SetTimer(rebuildPaused, s.pace.Pause, s.pace.Pause)
+			ctx.SetTimer(rebuildPaused, s.pace.Pause*time.Duration(r.Count), s.pace.Pause*time.Duration(r.Count))
 		}
 		return
 	}
@@ -297,24 +331,36 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 }
 
 // rebuildNext keeps the background rebuild going, in stripe order, with
-// up to the window's stripes in flight (one with a pause), skipping
-// stripes already being rebuilt for requests, which do not hold it up.
+// up to the window's runs in flight (one with a pause), each of up to
+// pace.Run stripes, skipping stripes already being rebuilt for requests,
+// which do not hold it up.
 func (s *Server) rebuildNext(ctx node.Context) {
 	window := max(s.pace.Window, 1)
 	if s.pace.Pause > 0 {
 		window = 1
 	}
-	for st, d := range s.rc.degraded {
+	free := func(st int) bool { return s.rc.degraded[st] && !s.rebuilding(st) }
+	for st := range s.rc.degraded {
 		if len(s.rc.bg) >= window || s.pace.Waiting {
 			return
 		}
-		if d && !slices.ContainsFunc(s.rc.recov, func(r *recovery.Rebuild) bool { return r.Stripe == st }) {
-			s.rc.bg = append(s.rc.bg, st)
-			s.Recover(ctx, st)
+		if free(st) {
+			r := s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, free))
+			s.rc.bg = append(s.rc.bg, r.Stripe)
 		}
 	}
 }
 
-// SetRebuildWindow makes the background rebuild keep up to n stripes in
+// SetRebuildWindow makes the background rebuild keep up to n runs in
 // flight when there is no pause (n < 1: one).
 func (s *Server) SetRebuildWindow(n int) { s.pace.Window = n }
+
+// SetRebuildRun makes the background rebuild snapshot up to n stripes
+// per run (n < 1: one).
+func (s *Server) SetRebuildRun(n int) { s.pace.Run = n }
+
+// RebuildingRun reports whether a snapshot run of count stripes starting
+// at stripe st is in flight.
+func (s *Server) RebuildingRun(st, count int) bool {
+	return slices.ContainsFunc(s.rc.recov, func(r *recovery.Rebuild) bool { return r.Stripe == st && r.Count == count })
+}

@@ -75,6 +75,19 @@ func (b *Blocks) Mutable(id uint64) []byte {
 	return v
 }
 
+// Share returns the block's contents for a copy-on-write copy that the
+// caller keeps: b copies the block before its next in-place change, so
+// the returned slice keeps the contents of now. The caller must not
+// change it (copy it first).
+func (b *Blocks) Share(id uint64) []byte {
+	v, ok := b.data[id]
+	if !ok {
+		return make([]byte, b.size)
+	}
+	delete(b.owned, id)
+	return v
+}
+
 // IDs calls fn for every stored block id, in no particular order.
 func (b *Blocks) IDs(fn func(id uint64)) {
 	for id := range b.data {

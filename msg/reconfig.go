@@ -237,13 +237,55 @@ func hashClients(h *node.Hasher, cs []ClientRecord) {
 // and answers with SnapshotData; each parity server answers with
 // SnapshotParity once it has every data server's marker. Num is the
 // configuration the snapshot runs in: servers in another one ignore it.
+//
+// One snapshot (a run) covers Count stripes: Stripe, Stripe+n, ...,
+// Stripe+(Count-1)*n for n machines, which have the same servers in the
+// same roles (Count 0 counts as 1). Each server takes one cut across all
+// of them; answers carry the first stripe's block in Block and the
+// others' in Rest, in stripe order.
 
-// StripeSnapshot asks a data server for its block of Stripe.
+// StripeSnapshot asks a data server for its blocks of the run.
 type StripeSnapshot struct {
 	Num       uint64
 	Stripe    int
 	Nonce     uint64
 	Requester node.Addr
+	Count     int
+}
+
+// RunCount is a run's Count field for k stripes: 0 for one, so that a
+// one-stripe snapshot reads as it did before runs.
+func RunCount(k int) int {
+	if k == 1 {
+		return 0
+	}
+	return k
+}
+
+// RestoreRun is a snapshot run's blocks as persisted: the first (absent
+// unless has) and the rest (an empty one is absent: blocks are never
+// empty).
+func RestoreRun(first []byte, has bool, rest [][]byte) [][]byte {
+	out := [][]byte{nil}
+	if has {
+		out[0] = first
+	}
+	for _, b := range rest {
+		if len(b) == 0 {
+			b = nil
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// RunStripes is the run's stripes in a layout of n machines.
+func RunStripes(first, count, n int) []int {
+	out := make([]int, max(count, 1))
+	for i := range out {
+		out[i] = first + i*n
+	}
+	return out
 }
 
 // SnapshotMarker follows a data server's PREPAREs for the stripe on its
@@ -254,6 +296,7 @@ type SnapshotMarker struct {
 	Nonce     uint64
 	Requester node.Addr
 	Shard     int
+	Count     int
 }
 
 // SnapshotData is a data server's answer: its block (nil if degraded), its
@@ -265,6 +308,7 @@ type SnapshotData struct {
 	Nonce   uint64
 	Shard   int
 	Block   []byte
+	Rest    [][]byte // the run's later stripes' blocks
 	OpNum   uint64
 	Primary uint64
 }
@@ -277,6 +321,7 @@ type SnapshotParity struct {
 	Nonce  uint64
 	Index  int // parity index in the stripe
 	Block  []byte
+	Rest   [][]byte // the run's later stripes' blocks
 }
 
 // hashSnapshot opens the hash of a snapshot exchange's message with its
@@ -292,6 +337,7 @@ func hashSnapshot(h *node.Hasher, tag node.Tag, num uint64, stripe int, nonce ui
 func (m StripeSnapshot) Hash(h *node.Hasher) {
 	hashSnapshot(h, node.TagStripeSnapshot, m.Num, m.Stripe, m.Nonce)
 	h.String(string(m.Requester))
+	h.Int(m.Count)
 }
 
 // Hash implements node.Message.
@@ -299,13 +345,14 @@ func (m SnapshotMarker) Hash(h *node.Hasher) {
 	hashSnapshot(h, node.TagSnapshotMarker, m.Num, m.Stripe, m.Nonce)
 	h.String(string(m.Requester))
 	h.Int(m.Shard)
+	h.Int(m.Count)
 }
 
 // Hash implements node.Message.
 func (m SnapshotData) Hash(h *node.Hasher) {
 	hashSnapshot(h, node.TagSnapshotData, m.Num, m.Stripe, m.Nonce)
 	h.Int(m.Shard)
-	h.OptBytes(m.Block)
+	hashBlocks(h, m.Block, m.Rest)
 	h.Uint64(m.OpNum)
 	h.Uint64(m.Primary)
 }
@@ -314,5 +361,20 @@ func (m SnapshotData) Hash(h *node.Hasher) {
 func (m SnapshotParity) Hash(h *node.Hasher) {
 	hashSnapshot(h, node.TagSnapshotParity, m.Num, m.Stripe, m.Nonce)
 	h.Int(m.Index)
-	h.OptBytes(m.Block)
+	hashBlocks(h, m.Block, m.Rest)
 }
+
+// hashBlocks hashes a snapshot answer's blocks.
+func hashBlocks(h *node.Hasher, first []byte, rest [][]byte) {
+	h.OptBytes(first)
+	h.Int(len(rest))
+	for _, b := range rest {
+		h.OptBytes(b)
+	}
+}
+
+// Blocks is the answer's blocks, one per stripe of the run.
+func (m SnapshotData) Blocks() [][]byte { return append([][]byte{m.Block}, m.Rest...) }
+
+// Blocks is the answer's blocks, one per stripe of the run.
+func (m SnapshotParity) Blocks() [][]byte { return append([][]byte{m.Block}, m.Rest...) }

@@ -40,7 +40,7 @@ type parityRC struct {
 }
 
 type versionRec struct {
-	Stripe        int
+	Stripe, Count int
 	Prims, OpNums []uint64
 }
 
@@ -50,7 +50,9 @@ type snapRec struct {
 	Nonce     uint64
 	HasCopy   bool
 	Copy      []byte
+	Rest      [][]byte // the run's later stripes' copies (empty: none)
 	Seen      uint64
+	Sent      bool
 }
 
 // persistMemo remembers the hashes of what Persist last wrote, and the
@@ -117,11 +119,14 @@ func (s *Server) rcRecord() any {
 	rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Early: backup.EarlyToRecords(s.rc.early),
 		Nonce: s.rc.nonce, Kept: s.rc.kept, Report: s.rc.report}
 	for _, v := range s.rc.versions {
-		rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Prims: v.prims, OpNums: v.opNums})
+		rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Count: v.count, Prims: v.prims, OpNums: v.opNums})
 	}
 	for _, sn := range s.rc.snaps {
-		rc.Snaps = append(rc.Snaps, snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce,
-			HasCopy: sn.copy != nil, Copy: sn.copy, Seen: sn.seen})
+		r := snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce, Seen: sn.seen, Sent: sn.sent}
+		if !sn.sent {
+			r.HasCopy, r.Copy, r.Rest = sn.copies[0] != nil, sn.copies[0], sn.copies[1:]
+		}
+		rc.Snaps = append(rc.Snaps, r)
 	}
 	return rc
 }
@@ -174,12 +179,13 @@ func (s *Server) restoreRC(rc parityRC) error {
 		s.rc.degraded = rc.Degraded
 	}
 	for _, v := range rc.Versions {
-		s.rc.versions = append(s.rc.versions, version{stripe: v.Stripe, prims: v.Prims, opNums: v.OpNums})
+		s.rc.versions = append(s.rc.versions, version{stripe: v.Stripe, count: max(v.Count, 1), prims: v.Prims, opNums: v.OpNums})
 	}
 	for _, sn := range rc.Snaps {
-		x := &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen}
-		if sn.HasCopy {
-			x.copy = sn.Copy
+		x := &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen, sent: sn.Sent}
+		if !sn.Sent {
+			x.copies = msg.RestoreRun(sn.Copy, sn.HasCopy, sn.Rest)
+			x.own = make([]bool, len(x.copies))
 		}
 		s.rc.snaps = append(s.rc.snaps, x)
 	}

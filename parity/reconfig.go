@@ -37,13 +37,28 @@ type clientKey struct {
 	client uint64
 }
 
-// snapshot is this server's copy of a parity block for one STRIPE-SNAPSHOT.
+// snapshot is this server's copy of its parity blocks for one
+// STRIPE-SNAPSHOT run. A copy is copy-on-write: it starts as the block's
+// own contents (erasure.Blocks.Share) and is copied only before a delta
+// is folded into it; own says which copies are this snapshot's alone.
 type snapshot struct {
 	requester node.Addr
-	stripe    int
+	stripe    int // the run's first stripe
 	nonce     uint64
-	copy      []byte // nil when this server has not rebuilt the block
-	seen      uint64 // data positions whose marker arrived
+	copies    [][]byte // per stripe of the run; nil when this server has not rebuilt the block
+	own       []bool   // copies[i] is not shared (not hashed: a clone shares every copy)
+	seen      uint64   // data positions whose marker arrived
+	sent      bool     // the copies went to the requester and were dropped
+}
+
+// mutable returns copies[i] for changing in place, copying it first if
+// it is shared.
+func (sn *snapshot) mutable(i int) []byte {
+	if !sn.own[i] && Mutant != "snapshot-cow-shared" {
+		sn.copies[i] = slices.Clone(sn.copies[i])
+		sn.own[i] = true
+	}
+	return sn.copies[i]
 }
 
 func newReconfState(cfg msg.Config, me int) reconfState {
@@ -64,7 +79,9 @@ func (r reconfState) clone() reconfState {
 	c.snaps = make([]*snapshot, len(r.snaps))
 	for i, sn := range r.snaps {
 		cp := *sn
-		cp.copy = slices.Clone(sn.copy)
+		cp.copies = slices.Clone(sn.copies)
+		cp.own = make([]bool, len(sn.own)) // both now share every copy
+		clear(sn.own)
 		c.snaps[i] = &cp
 	}
 	return c
@@ -93,8 +110,12 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.String(string(sn.requester))
 		h.Int(sn.stripe)
 		h.Uint64(sn.nonce)
-		h.OptBytes(sn.copy)
+		h.Int(len(sn.copies))
+		for _, b := range sn.copies {
+			h.OptBytes(b)
+		}
 		h.Uint64(sn.seen)
+		h.Bool(sn.sent)
 	}
 	r.early.Hash(h)
 	h.Bool(r.rebuild != nil)
@@ -109,6 +130,7 @@ func (r reconfState) hash(h *node.Hasher) {
 	h.Bool(r.report)
 	for _, v := range r.versions {
 		h.Int(v.stripe)
+		h.Int(v.count)
 		for i := range v.prims {
 			h.Uint64(v.prims[i])
 			h.Uint64(v.opNums[i])
@@ -187,7 +209,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	if fresh {
 		pace := s.pace // a setting, kept by a new incarnation; the old one's timers end
 		*s = *New(m.Config, s.me, s.code)
-		s.pace = recovery.Pacing{Pause: pace.Pause}
+		s.pace = recovery.Pacing{Pause: pace.Pause, Run: pace.Run}
 		s.rc.degraded = make([]bool, s.cfg.Layout.Stripes)
 		for _, st := range s.cfg.Layout.StripesAs(s.me, erasure.RoleParity) {
 			s.rc.degraded[st] = true
@@ -259,13 +281,15 @@ func (s *Server) isDegraded(st int) bool { return s.rc.degraded != nil && s.rc.d
 func (s *Server) Degraded(st int) bool { return s.isDegraded(st) }
 
 // onMarker handles a data server's snapshot marker (thesis 3.3.2.3 step
-// 3): the first marker of a snapshot copies the parity block with every
-// held PREPARE applied; later PREPAREs from data servers whose marker has
-// not come are folded into the copy; once every data server's marker has
-// come, the copy goes to the requester.
+// 3): the first marker of a snapshot run takes this server's cut across
+// the run: a copy-on-write copy of each parity block with every held
+// PREPARE folded in; later PREPAREs from data servers whose marker has
+// not come are folded into the copies; once every data server's marker
+// has come, the copies go to the requester.
 func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
 	l := s.cfg.Layout
-	if m.Num != s.cfg.Num || m.Stripe < 0 || m.Stripe >= l.Stripes {
+	sts := msg.RunStripes(m.Stripe, m.Count, l.N)
+	if m.Num != s.cfg.Num || m.Stripe < 0 || sts[len(sts)-1] >= l.Stripes {
 		return
 	}
 	r, idx := l.RoleOf(m.Stripe, s.me)
@@ -275,13 +299,11 @@ func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
 	}
 	sn := s.findSnapshot(m.Requester, m.Stripe, m.Nonce)
 	if sn == nil {
-		sn = &snapshot{requester: m.Requester, stripe: m.Stripe, nonce: m.Nonce}
-		if !s.isDegraded(m.Stripe) {
-			sn.copy = slices.Clone(s.blocks.Get(uint64(m.Stripe)))
-			for _, h := range s.prepares.List() {
-				if h.P.Stripe == m.Stripe && !h.Applied && h.P.Delta != nil {
-					s.code.ApplyDelta(sn.copy, idx, h.P.Pos, h.P.Delta)
-				}
+		sn = &snapshot{requester: m.Requester, stripe: m.Stripe, nonce: m.Nonce,
+			copies: make([][]byte, len(sts)), own: make([]bool, len(sts))}
+		for i, st := range sts {
+			if m.Requester != msg.ParityAddr(s.me) && !s.isDegraded(st) && (i == 0 || Mutant != "snapshot-mixed-cuts") {
+				s.copyAt(sn, i, st, idx)
 			}
 		}
 		s.rc.snaps = slices.DeleteFunc(s.rc.snaps, func(o *snapshot) bool {
@@ -291,10 +313,36 @@ func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
 	}
 	sn.seen |= 1 << pos
 	if m.Requester == msg.ParityAddr(s.me) {
-		return // this server's own rebuild: it waits for the markers, answers nothing
+		return // this server's own rebuild: it waits for the markers, copies and answers nothing
 	}
-	if sn.seen == 1<<l.G-1 || Mutant == "snapshot-first-marker" {
-		ctx.Send(m.Requester, msg.SnapshotParity{Num: m.Num, Stripe: m.Stripe, Nonce: m.Nonce, Index: idx, Block: slices.Clone(sn.copy)})
+	if !sn.sent && sn.seen == 1<<l.G-1 && Mutant == "snapshot-mixed-cuts" {
+		for i, st := range sts[1:] { // the later stripes' copies taken at the last marker: a second cut
+			if !s.isDegraded(st) && sn.copies[i+1] == nil {
+				s.copyAt(sn, i+1, st, idx)
+			}
+		}
+	}
+	if !sn.sent && (sn.seen == 1<<l.G-1 || Mutant == "snapshot-first-marker") {
+		ctx.Send(m.Requester, msg.SnapshotParity{Num: m.Num, Stripe: m.Stripe, Nonce: m.Nonce, Index: idx,
+			Block: sn.copies[0], Rest: sn.copies[1:]})
+		sn.sent, sn.copies, sn.own = true, nil, nil
+	}
+}
+
+// Decision: a snapshot drops its copies once sent (it stays, so that a
+// marker repeated under the same nonce takes no second cut). A lost
+// answer is not sent again: the requester, hearing nothing, starts a new
+// round under a new nonce. Kept copies would be persisted, and hashed,
+// with every later change of the server's state.
+
+// copyAt makes snapshot copy i, of stripe st: the parity block shared
+// copy-on-write, with every held PREPARE of the stripe folded in.
+func (s *Server) copyAt(sn *snapshot, i, st, idx int) {
+	sn.copies[i], sn.own[i] = s.blocks.Share(uint64(st)), false
+	for _, h := range s.prepares.List() {
+		if h.P.Stripe == st && !h.Applied && h.P.Delta != nil {
+			s.code.ApplyDelta(sn.mutable(i), idx, h.P.Pos, h.P.Delta)
+		}
 	}
 }
 
@@ -313,10 +361,15 @@ func (s *Server) snapPrepare(p msg.Prepare) {
 	if p.Delta == nil {
 		return
 	}
-	_, idx := s.cfg.Layout.RoleOf(p.Stripe, s.me)
+	l := s.cfg.Layout
+	_, idx := l.RoleOf(p.Stripe, s.me)
 	for _, sn := range s.rc.snaps {
-		if sn.stripe == p.Stripe && sn.copy != nil && sn.seen&(1<<p.Pos) == 0 && Mutant != "snapshot-copy-frozen" {
-			s.code.ApplyDelta(sn.copy, idx, p.Pos, p.Delta)
+		d := p.Stripe - sn.stripe
+		if d < 0 || d%l.N != 0 || d/l.N >= len(sn.copies) {
+			continue
+		}
+		if i := d / l.N; sn.copies[i] != nil && sn.seen&(1<<p.Pos) == 0 && Mutant != "snapshot-copy-frozen" {
+			s.code.ApplyDelta(sn.mutable(i), idx, p.Pos, p.Delta)
 		}
 	}
 }

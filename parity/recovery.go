@@ -13,7 +13,7 @@ import (
 // A replacement parity server starts degraded (thesis 3.3.2.2): it takes
 // part in commits at once, holding PREPAREs and keeping the deltas of
 // operations that commit on stripes it has not rebuilt, and rebuilds its
-// blocks one stripe at a time with the stripe snapshot protocol. A rebuilt
+// blocks one snapshot run at a time with the stripe snapshot protocol. A rebuilt
 // block reflects exactly the operations numbered below each data server's
 // snapshot op_num; held and kept deltas below it are not applied again
 // (the snapshot op_nums are the block's version numbers, 3.3.2.3).
@@ -25,9 +25,12 @@ const (
 	rebuildPaused = node.TagTimer(node.TagParityRebuildPaused)
 )
 
-// SetRebuildPause makes the background rebuild wait d between stripes (0:
-// no wait).
+// SetRebuildPause makes the background rebuild wait d per stripe between
+// runs (0: no wait).
 func (s *Server) SetRebuildPause(d time.Duration) { s.pace.Pause = max(d, 0) }
+
+// SetRebuildRun makes a run snapshot up to n stripes (n < 1: one).
+func (s *Server) SetRebuildRun(n int) { s.pace.Run = n }
 
 // RebuildPause is the pause set by SetRebuildPause.
 func (s *Server) RebuildPause() time.Duration { return s.pace.Pause }
@@ -79,7 +82,8 @@ func (s *Server) rebuildNext(ctx node.Context) {
 		return
 	}
 	s.rc.nonce++
-	s.rc.rebuild = recovery.New(s.cfg.Layout, st, s.rc.nonce, -1)
+	sts := recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, s.isDegraded)
+	s.rc.rebuild = recovery.NewRun(s.cfg.Layout, sts, s.rc.nonce, -1)
 	s.rc.rebuild.Ask(ctx, s.cfg.Layout, s.cfg.Num)
 	s.tick(ctx)
 }
@@ -106,19 +110,20 @@ func (s *Server) onSnapshotParity(m msg.SnapshotParity) {
 	}
 }
 
-// version is a rebuilt block's version: per data position of its stripe,
-// the snapshot's primary_num and op_num; the block reflects exactly the
-// operations of that primary numbered below op_num, and those of older
-// primaries.
+// version is the version of the blocks one run rebuilt: per data
+// position of its stripes, the snapshot's primary_num and op_num; each
+// block reflects exactly the operations of that primary numbered below
+// op_num, and those of older primaries.
 type version struct {
-	stripe        int
+	stripe, count int // the run: msg.RunStripes(stripe, count, n)
 	prims, opNums []uint64
 }
 
 // reflected reports whether p's delta is in a rebuilt block already.
 func (s *Server) reflected(p msg.Prepare) bool {
+	n := s.cfg.Layout.N
 	for _, v := range s.rc.versions {
-		if v.stripe == p.Stripe {
+		if d := p.Stripe - v.stripe; d >= 0 && d%n == 0 && d/n < v.count {
 			_, pos := s.cfg.Layout.RoleOf(p.Stripe, p.Shard)
 			return p.Primary < v.prims[pos] || p.Primary == v.prims[pos] && p.OpNum < v.opNums[pos]
 		}
@@ -144,13 +149,18 @@ func (s *Server) tryRebuild(ctx node.Context) {
 		return
 	}
 	_, idx := l.RoleOf(r.Stripe, s.me)
-	s.blocks.Put(uint64(r.Stripe), par[idx])
-	s.rc.degraded[r.Stripe] = false
-	s.rc.versions = append(s.rc.versions, version{stripe: r.Stripe, prims: r.Prims, opNums: r.OpNums})
+	sts := r.Stripes(l)
+	in := map[int]bool{}
+	for i, st := range sts {
+		s.blocks.Put(uint64(st), par[i][idx])
+		s.rc.degraded[st] = false
+		in[st] = true
+	}
+	s.rc.versions = append(s.rc.versions, version{stripe: r.Stripe, count: r.Count, prims: r.Prims, opNums: r.OpNums})
 	keep := s.rc.kept[:0:0]
 	for _, p := range s.rc.kept {
 		switch {
-		case p.Stripe != r.Stripe:
+		case !in[p.Stripe]:
 			keep = append(keep, p)
 		case !s.reflected(p):
 			s.code.ApplyDelta(s.blocks.Mutable(uint64(p.Stripe)), idx, p.Pos, p.Delta)
@@ -158,7 +168,7 @@ func (s *Server) tryRebuild(ctx node.Context) {
 	}
 	s.rc.kept = keep
 	for _, h := range s.prepares.List() {
-		if h.P.Stripe == r.Stripe && !h.Applied && s.reflected(h.P) {
+		if in[h.P.Stripe] && !h.Applied && s.reflected(h.P) {
 			s.prepares.MarkApplied(h.P.Key()) // the rebuilt block has it
 		}
 	}
@@ -166,7 +176,8 @@ func (s *Server) tryRebuild(ctx node.Context) {
 		s.rc.rebuild = nil
 		if !s.pace.Waiting {
 			s.pace.Waiting = true
-			ctx.SetTimer(rebuildPaused, s.pace.Pause, s.pace.Pause)
+			wait := s.pace.Pause * time.Duration(r.Count)
+			ctx.SetTimer(rebuildPaused, wait, wait)
 		}
 		return
 	}

@@ -1,8 +1,9 @@
 // Package recovery is the recovering side of the stripe snapshot protocol
 // (thesis 3.3.2.3), shared by data and parity servers: ask every data
-// server of the stripe for a snapshot, collect their blocks (with their
-// op_nums and primaries) and the parity servers' copies, and decode the
-// stripe once every data server answered and g blocks are known.
+// server of a run of stripes for a snapshot, collect their blocks (with
+// their op_nums and primaries) and the parity servers' copies, and decode
+// every stripe of the run once every data server answered and g blocks of
+// each are known.
 package recovery
 
 import (
@@ -13,15 +14,18 @@ import (
 	"github.com/amalgam-store/amalgam/node"
 )
 
-// Rebuild is one snapshot in progress. Its fields are exported for the
-// owning server's Clone and Hash; only this package changes them.
+// Rebuild is one snapshot run in progress: Count stripes (msg.RunStripes)
+// that have the same servers in the same roles, asked for and answered
+// together. Its fields are exported for the owning server's Clone and
+// Hash; only this package changes them.
 type Rebuild struct {
-	Stripe int
+	Stripe int // the run's first stripe
+	Count  int // stripes in the run
 	Nonce  uint64
-	Data   [][]byte // per data position (nil: not answered or degraded)
+	Data   [][]byte // per stripe i and data position p, at i*g+p (nil: not answered or degraded)
 	DGot   uint64   // data positions that answered
-	Parity [][]byte // per parity index
-	OpNums []uint64 // per data position: the op_num the block reflects ops below
+	Parity [][]byte // per stripe i and parity index k, at i*f+k
+	OpNums []uint64 // per data position: the op_num the blocks reflect ops below
 	Prims  []uint64 // per data position: the answering data server's primary_num
 	Own    uint64   // the requester's own data position (a null answer), as a bit
 	Heard  bool     // an answer of this round arrived since the last Retry
@@ -29,17 +33,46 @@ type Rebuild struct {
 	Rounds int      // rounds restarted so far
 }
 
-// New starts a rebuild of stripe st. self is the requester's own data
-// position (or -1 for a parity server): its block is degraded, a null
-// answer.
+// New starts a rebuild of stripe st alone. self is the requester's own
+// data position (or -1 for a parity server): its block is degraded, a
+// null answer.
 func New(l erasure.Layout, st int, nonce uint64, self int) *Rebuild {
-	r := &Rebuild{Stripe: st, Nonce: nonce, Data: make([][]byte, l.G), Parity: make([][]byte, l.F),
+	return NewRun(l, []int{st}, nonce, self)
+}
+
+// NewRun starts a rebuild of the stripes sts, which must be a run: st,
+// st+n, st+2n, ... for n machines (RunFrom).
+func NewRun(l erasure.Layout, sts []int, nonce uint64, self int) *Rebuild {
+	k := len(sts)
+	r := &Rebuild{Stripe: sts[0], Count: k, Nonce: nonce, Data: make([][]byte, k*l.G), Parity: make([][]byte, k*l.F),
 		OpNums: make([]uint64, l.G), Prims: make([]uint64, l.G), Heard: true}
 	if self >= 0 {
 		r.Own = 1 << self
 	}
 	r.DGot = r.Own
 	return r
+}
+
+// Stripes is the run's stripes, in order.
+func (r *Rebuild) Stripes(l erasure.Layout) []int { return msg.RunStripes(r.Stripe, r.Count, l.N) }
+
+// Has reports whether stripe st is in the run.
+func (r *Rebuild) Has(l erasure.Layout, st int) bool {
+	d := st - r.Stripe
+	return d >= 0 && d%l.N == 0 && d/l.N < r.Count
+}
+
+// RunFrom picks a run starting at stripe st: st and the following stripes
+// with the same servers (st+n, st+2n, ...) for which want holds, up to
+// limit stripes in all (limit < 1: one).
+func RunFrom(l erasure.Layout, st, limit int, want func(int) bool) []int {
+	out := []int{st}
+	for s := st + l.N; s < l.Stripes && len(out) < limit; s += l.N {
+		if want(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Decision (the thesis is silent on retries): a rebuild that heard
@@ -86,14 +119,15 @@ func (r *Rebuild) Ask(ctx node.Context, l erasure.Layout, num uint64) {
 	for pos := 0; pos < l.G; pos++ {
 		if all || r.DGot&(1<<pos) == 0 {
 			ctx.Send(msg.DataAddr(l.DataMachine(r.Stripe, pos)),
-				msg.StripeSnapshot{Num: num, Stripe: r.Stripe, Nonce: r.Nonce, Requester: ctx.Self()})
+				msg.StripeSnapshot{Num: num, Stripe: r.Stripe, Nonce: r.Nonce, Requester: ctx.Self(), Count: msg.RunCount(r.Count)})
 		}
 	}
 }
 
-// OnData records a data server's answer.
+// OnData records a data server's answer (one block per stripe of the
+// run).
 func (r *Rebuild) OnData(l erasure.Layout, m msg.SnapshotData) {
-	if m.Stripe != r.Stripe || m.Nonce != r.Nonce || m.Shard < 0 || m.Shard >= l.N {
+	if m.Stripe != r.Stripe || m.Nonce != r.Nonce || m.Shard < 0 || m.Shard >= l.N || len(m.Rest) != r.Count-1 {
 		return
 	}
 	role, pos := l.RoleOf(m.Stripe, m.Shard)
@@ -101,45 +135,58 @@ func (r *Rebuild) OnData(l erasure.Layout, m msg.SnapshotData) {
 		return
 	}
 	r.DGot |= 1 << pos
-	r.Data[pos], r.OpNums[pos], r.Prims[pos] = m.Block, m.OpNum, m.Primary
+	for i, b := range m.Blocks() {
+		r.Data[i*l.G+pos] = b
+	}
+	r.OpNums[pos], r.Prims[pos] = m.OpNum, m.Primary
 	r.Heard = true
 }
 
-// OnParity records a parity server's answer.
+// OnParity records a parity server's answer (one block per stripe).
 func (r *Rebuild) OnParity(l erasure.Layout, m msg.SnapshotParity) {
-	if m.Stripe == r.Stripe && m.Nonce == r.Nonce && m.Index >= 0 && m.Index < l.F {
-		r.Parity[m.Index] = m.Block
+	if m.Stripe == r.Stripe && m.Nonce == r.Nonce && m.Index >= 0 && m.Index < l.F && len(m.Rest) == r.Count-1 {
+		for i, b := range m.Blocks() {
+			r.Parity[i*l.F+m.Index] = b
+		}
 		r.Heard = true
 	}
 }
 
-// Decode returns the stripe's data and parity blocks once every data
-// server answered and at least g blocks are known; ok is false before.
-func (r *Rebuild) Decode(l erasure.Layout) (data, parity [][]byte, ok bool) {
+// Decode returns, per stripe of the run, its data and parity blocks once
+// every data server answered and at least g blocks of every stripe are
+// known; ok is false before. Blocks that were answered are shared with
+// the answers (read-only); decoded ones are new.
+func (r *Rebuild) Decode(l erasure.Layout) (data, parity [][][]byte, ok bool) {
 	if r.DGot != 1<<l.G-1 {
 		return nil, nil, false
 	}
-	shards := make([][]byte, 0, l.G+l.F)
-	have := 0
-	for _, b := range append(slices.Clone(r.Data), r.Parity...) {
-		if b != nil {
-			have++
-			b = slices.Clone(b)
-		}
-		shards = append(shards, b)
-	}
-	if have < l.G {
-		return nil, nil, false
-	}
 	code, err := erasure.NewCode(l.G, l.F)
-	if err != nil || code.ReconstructData(shards) != nil {
-		return nil, nil, false
-	}
-	par, err := code.Encode(shards[:l.G])
 	if err != nil {
 		return nil, nil, false
 	}
-	return shards[:l.G], par, true
+	data, parity = make([][][]byte, r.Count), make([][][]byte, r.Count)
+	for i := range r.Count {
+		shards := append(slices.Clone(r.Data[i*l.G:(i+1)*l.G]), r.Parity[i*l.F:(i+1)*l.F]...)
+		if len(shards)-nils(shards) < l.G || code.ReconstructData(shards) != nil {
+			return nil, nil, false
+		}
+		if parity[i], err = code.Encode(shards[:l.G]); err != nil {
+			return nil, nil, false
+		}
+		data[i] = shards[:l.G]
+	}
+	return data, parity, true
+}
+
+// nils is the number of nil blocks in bs.
+func nils(bs [][]byte) int {
+	n := 0
+	for _, b := range bs {
+		if b == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Clone returns an independent copy (blocks are never modified in place).
@@ -153,6 +200,7 @@ func (r *Rebuild) Clone() *Rebuild {
 // Hash adds the rebuild's state to h.
 func (r *Rebuild) Hash(h *node.Hasher) {
 	h.Int(r.Stripe)
+	h.Int(r.Count)
 	h.Uint64(r.Nonce)
 	h.Uint64(r.DGot)
 	h.Uint64(r.Own)

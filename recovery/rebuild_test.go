@@ -74,10 +74,11 @@ func TestRebuildNeedsGBlocks(t *testing.T) {
 // parity block is compared); with says what it was given.
 func checkDecode(t *testing.T, r *recovery.Rebuild, l erasure.Layout, data, par [][]byte, with string) {
 	t.Helper()
-	gotData, gotPar, ok := r.Decode(l)
+	runData, runPar, ok := r.Decode(l)
 	if !ok {
 		t.Fatalf("not decoded with %s", with)
 	}
+	gotData, gotPar := runData[0], runPar[0]
 	for i := range data {
 		if !bytes.Equal(gotData[i], data[i]) {
 			t.Fatalf("decoded data %d = %x, want %x", i, gotData[i], data[i])
@@ -85,5 +86,45 @@ func checkDecode(t *testing.T, r *recovery.Rebuild, l erasure.Layout, data, par 
 	}
 	if !bytes.Equal(gotPar[0], par[0]) {
 		t.Fatalf("decoded parity 0 = %x, want %x", gotPar[0], par[0])
+	}
+}
+
+// A run of two stripes with the same servers (1 and 1+n) is asked for in
+// one request per data server and decodes both stripes; an answer
+// without a block for every stripe of the run does not count.
+func TestRunDecodesEveryStripe(t *testing.T) {
+	ll := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 10, BlockSize: 4}
+	code, _ := erasure.NewCode(3, 2)
+	data := [][][]byte{{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 9, 9, 9}}, {{7, 7, 7, 7}, {0, 1, 0, 1}, {3, 3, 3, 3}}}
+	sts := recovery.RunFrom(ll, 1, 4, func(st int) bool { return true })
+	if len(sts) != 2 || sts[1] != 6 {
+		t.Fatalf("run %v, want [1 6]", sts)
+	}
+	r := recovery.NewRun(ll, sts, 3, 0) // the data server at position 0 rebuilds
+	c := nodetest.New("data/0")
+	r.Ask(c, ll, 1)
+	for _, e := range c.Effects() {
+		if q := e.Msg.(msg.StripeSnapshot); q.Stripe != 1 || q.Count != 2 {
+			t.Fatalf("request %+v, want stripe 1, count 2", q)
+		}
+	}
+	r.OnData(ll, msg.SnapshotData{Stripe: 1, Nonce: 3, Shard: ll.DataMachine(1, 1), Block: data[0][1]})
+	if r.DGot&(1<<1) != 0 {
+		t.Fatal("an answer with one block counted for a run of two")
+	}
+	for pos := 1; pos < 3; pos++ {
+		r.OnData(ll, msg.SnapshotData{Stripe: 1, Nonce: 3, Shard: ll.DataMachine(1, pos), Block: data[0][pos], Rest: [][]byte{data[1][pos]}})
+	}
+	par0, _ := code.Encode(data[0])
+	par1, _ := code.Encode(data[1])
+	r.OnParity(ll, msg.SnapshotParity{Stripe: 1, Nonce: 3, Index: 0, Block: par0[0], Rest: [][]byte{par1[0]}})
+	got, gotPar, ok := r.Decode(ll)
+	if !ok {
+		t.Fatal("run not decoded with g blocks of each stripe")
+	}
+	for i := range data {
+		if !bytes.Equal(got[i][0], data[i][0]) || !bytes.Equal(gotPar[i][1], [][][]byte{par0, par1}[i][1]) {
+			t.Fatalf("stripe %d decoded %x (parity %x)", sts[i], got[i][0], gotPar[i][1])
+		}
 	}
 }

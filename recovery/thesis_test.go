@@ -229,8 +229,8 @@ func TestThesis3323SnapshotIsAConsistentCut(t *testing.T) {
 						c.Parity[b-lay.G] = nil
 					}
 					got, _, ok := c.Decode(lay)
-					if !ok || !bytes.Equal(got[a], r.Data[a]) {
-						t.Fatalf("erasing blocks %d and %d: decoded %x, %v; want %x", a, b, got[a], ok, r.Data[a])
+					if !ok || !bytes.Equal(got[0][a], r.Data[a]) {
+						t.Fatalf("erasing blocks %d and %d: decoded %x, %v; want %x", a, b, got, ok, r.Data[a])
 					}
 				}
 			}

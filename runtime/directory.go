@@ -109,10 +109,12 @@ func (mc *Machine) fresh(a node.Addr) node.Node {
 		s := data.New(cfg, m)
 		s.SetRebuildPause(mc.o.RebuildPause)
 		s.SetRebuildWindow(cmp.Or(mc.o.RebuildWindow, DefaultRebuildWindow))
+		s.SetRebuildRun(rebuildRun(mc.o.RebuildRun, cfg.Layout.BlockSize))
 		return s
 	case "parity":
 		s := parity.New(cfg, m, mc.code)
 		s.SetRebuildPause(mc.o.RebuildPause)
+		s.SetRebuildRun(rebuildRun(mc.o.RebuildRun, cfg.Layout.BlockSize))
 		return s
 	case "witness":
 		if cfg.Layout.W > 0 {

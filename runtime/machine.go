@@ -110,10 +110,14 @@ type MachineOptions struct {
 	// stripes they rebuild in the background (0: no wait); see
 	// RebuildPauseFor.
 	RebuildPause time.Duration
-	// RebuildWindow is how many stripes a data server's background
+	// RebuildWindow is how many snapshot runs a data server's background
 	// rebuild keeps in flight when there is no pause (0:
 	// DefaultRebuildWindow).
 	RebuildWindow int
+	// RebuildRun is how many stripes one background snapshot run of a
+	// data or parity server covers (0: DefaultRebuildRunBytes of blocks;
+	// at most MaxRebuildRun).
+	RebuildRun int
 }
 
 // DefaultRebuildWindow is MachineOptions.RebuildWindow's default: requests
@@ -121,11 +125,12 @@ type MachineOptions struct {
 // is rebuilt the fewer wait.
 const DefaultRebuildWindow = 8
 
-// RebuildPauseFor converts a rebuild rate limit to the pause between
-// stripes: a data or parity server rebuilds one block per stripe, so
-// blocksPerSec blocks/s is a pause of 1/blocksPerSec (0 or less: no
-// limit). The pause comes on top of the time a stripe takes to rebuild, so
-// the rate reached is at most the limit.
+// RebuildPauseFor converts a rebuild rate limit to the pause per stripe:
+// a data or parity server rebuilds one block per stripe, and after a run
+// of k stripes waits k times the pause, so blocksPerSec blocks/s is a
+// pause of 1/blocksPerSec (0 or less: no limit). The pause comes on top of
+// the time a run takes to rebuild, so the rate reached is at most the
+// limit.
 func RebuildPauseFor(blocksPerSec float64) time.Duration {
 	if blocksPerSec <= 0 {
 		return 0

@@ -44,16 +44,16 @@ func reconfigToProto(m node.Message) (*Message, bool) {
 		return &Message{Body: &Message_RebuiltOk{RebuiltOk: &RebuiltOK{Role: int32(m.Role), Machine: int32(m.Machine), Inc: m.Inc}}}, true
 	case msg.StripeSnapshot:
 		return &Message{Body: &Message_StripeSnapshot{StripeSnapshot: &StripeSnapshot{Num: m.Num, Stripe: int32(m.Stripe), Nonce: m.Nonce,
-			Requester: string(m.Requester)}}}, true
+			Requester: string(m.Requester), Count: int32(m.Count)}}}, true
 	case msg.SnapshotMarker:
 		return &Message{Body: &Message_SnapshotMarker{SnapshotMarker: &SnapshotMarker{Num: m.Num, Stripe: int32(m.Stripe), Nonce: m.Nonce,
-			Requester: string(m.Requester), Shard: int32(m.Shard)}}}, true
+			Requester: string(m.Requester), Shard: int32(m.Shard), Count: int32(m.Count)}}}, true
 	case msg.SnapshotData:
 		return &Message{Body: &Message_SnapshotData{SnapshotData: &SnapshotData{Num: m.Num, Stripe: int32(m.Stripe), Nonce: m.Nonce,
-			Shard: int32(m.Shard), Block: m.Block, HasBlock: m.Block != nil, OpNum: m.OpNum, Primary: m.Primary}}}, true
+			Shard: int32(m.Shard), Block: m.Block, HasBlock: m.Block != nil, OpNum: m.OpNum, Primary: m.Primary, Rest: runBlocks(m.Rest)}}}, true
 	case msg.SnapshotParity:
 		return &Message{Body: &Message_SnapshotParity{SnapshotParity: &SnapshotParity{Num: m.Num, Stripe: int32(m.Stripe), Nonce: m.Nonce,
-			Index: int32(m.Index), Block: m.Block, HasBlock: m.Block != nil}}}, true
+			Index: int32(m.Index), Block: m.Block, HasBlock: m.Block != nil, Rest: runBlocks(m.Rest)}}}, true
 	}
 	return nil, false
 }
@@ -118,21 +118,40 @@ func reconfigFromProto(p *Message) (m node.Message, ok bool, err error) {
 		return msg.RebuiltOK{Role: role, Machine: int(q.GetMachine()), Inc: q.GetInc()}, true, err
 	case *Message_StripeSnapshot:
 		q := b.StripeSnapshot
-		return msg.StripeSnapshot{Num: q.GetNum(), Stripe: int(q.GetStripe()), Nonce: q.GetNonce(), Requester: node.Addr(q.GetRequester())}, true, nil
+		return msg.StripeSnapshot{Num: q.GetNum(), Stripe: int(q.GetStripe()), Nonce: q.GetNonce(), Requester: node.Addr(q.GetRequester()),
+			Count: int(q.GetCount())}, true, nil
 	case *Message_SnapshotMarker:
 		q := b.SnapshotMarker
 		return msg.SnapshotMarker{Num: q.GetNum(), Stripe: int(q.GetStripe()), Nonce: q.GetNonce(), Requester: node.Addr(q.GetRequester()),
-			Shard: int(q.GetShard())}, true, nil
+			Shard: int(q.GetShard()), Count: int(q.GetCount())}, true, nil
 	case *Message_SnapshotData:
 		q := b.SnapshotData
 		return msg.SnapshotData{Num: q.GetNum(), Stripe: int(q.GetStripe()), Nonce: q.GetNonce(), Shard: int(q.GetShard()),
-			Block: OptBytes(q.GetBlock(), q.GetHasBlock()), OpNum: q.GetOpNum(), Primary: q.GetPrimary()}, true, nil
+			Block: OptBytes(q.GetBlock(), q.GetHasBlock()), OpNum: q.GetOpNum(), Primary: q.GetPrimary(), Rest: runBlocksFrom(q.GetRest())}, true, nil
 	case *Message_SnapshotParity:
 		q := b.SnapshotParity
 		return msg.SnapshotParity{Num: q.GetNum(), Stripe: int(q.GetStripe()), Nonce: q.GetNonce(), Index: int(q.GetIndex()),
-			Block: OptBytes(q.GetBlock(), q.GetHasBlock())}, true, nil
+			Block: OptBytes(q.GetBlock(), q.GetHasBlock()), Rest: runBlocksFrom(q.GetRest())}, true, nil
 	}
 	return nil, false, nil
+}
+
+// runBlocks is a snapshot run's later blocks on the wire.
+func runBlocks(rest [][]byte) []*RunBlock {
+	var out []*RunBlock
+	for _, b := range rest {
+		out = append(out, &RunBlock{Block: b, HasBlock: b != nil})
+	}
+	return out
+}
+
+// runBlocksFrom is a snapshot run's later blocks (nil when there are none).
+func runBlocksFrom(rest []*RunBlock) [][]byte {
+	var out [][]byte
+	for _, b := range rest {
+		out = append(out, OptBytes(b.GetBlock(), b.GetHasBlock()))
+	}
+	return out
 }
 
 // OptBytes keeps nil (absent) apart from empty (present, no bytes): the

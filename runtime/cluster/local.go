@@ -52,6 +52,9 @@ type Options struct {
 	// RebuildWindow: stripes a data server's background rebuild keeps in
 	// flight (runtime.MachineOptions.RebuildWindow).
 	RebuildWindow int
+	// RebuildRun: stripes per background snapshot run
+	// (runtime.MachineOptions.RebuildRun).
+	RebuildRun int
 }
 
 // Local is a running local cluster.
@@ -203,7 +206,7 @@ func (lc *Local) startMachine(ln net.Listener, m int, dir string) (*runtime.Mach
 	ready := make(chan struct{})
 	mc, err := runtime.StartMachine(cl, m, lc.code, runtime.MachineOptions{Listener: ln, Dir: dir, Logger: o.Logger,
 		ServerOptions: o.ServerOptions, DialOptions: o.DialOptions, Register: o.Register, Metrics: o.Metrics,
-		Joining: m < 0, HeartbeatEvery: o.Heartbeat, RebuildPause: o.RebuildPause, RebuildWindow: o.RebuildWindow,
+		Joining: m < 0, HeartbeatEvery: o.Heartbeat, RebuildPause: o.RebuildPause, RebuildWindow: o.RebuildWindow, RebuildRun: o.RebuildRun,
 		OnEvicted: func(int, string) {
 			<-ready
 			mc.Close() // replaced: its slot is served by a spare now

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,11 +30,24 @@ var (
 	benchPause      = flag.Duration("recovery-bench-pause", 0, "rebuild pause between stripes in the rebuild runs (amalgam-server --rebuild-rate)")
 	benchWindow     = flag.Int("recovery-bench-window", 0, "stripes the background rebuild keeps in flight (0: runtime.DefaultRebuildWindow)")
 	benchAttemptTTL = flag.Duration("recovery-bench-attempt", 2*time.Second, "client attempt timeout (a request for a degraded block is held and answered once the block is rebuilt)")
+	benchRun        = flag.Int("recovery-bench-run", 0, "stripes per snapshot run (0: runtime.DefaultRebuildRunBytes of blocks)")
+	benchBlock      = flag.Int("recovery-bench-block", 4096, "block size in bytes")
+	benchDurable    = flag.Bool("recovery-bench-durable", false, "durable mode (pebble under a temporary directory) instead of memory mode")
+	benchCompare    = flag.String("recovery-bench-compare", "1,0", "TestRecoveryBench/compare: the run sizes (-recovery-bench-run values) alternated round by round")
+	benchRounds     = flag.Int("recovery-bench-rounds", 3, "TestRecoveryBench/compare: rounds")
 )
 
-// benchLayout: 6 machines, g=3, f=2, 4 KiB blocks.
+// benchLayout: 6 machines, g=3, f=2, -recovery-bench-block blocks.
 func benchLayout() erasure.Layout {
-	return erasure.Layout{N: 6, G: 3, F: 2, Stripes: *benchStripes, BlockSize: 4096}
+	return erasure.Layout{N: 6, G: 3, F: 2, Stripes: *benchStripes, BlockSize: *benchBlock}
+}
+
+// benchMode is the durability mode of the benchmark clusters.
+func benchMode() string {
+	if *benchDurable {
+		return "durable"
+	}
+	return "memory"
 }
 
 // load is clients writing whole blocks, either at random over a set of
@@ -161,8 +176,19 @@ func allBlocks(l erasure.Layout) []uint64 {
 
 func startBench(t *testing.T, pause time.Duration) *Local {
 	t.Helper()
-	return startHealthy(t, Options{Layout: benchLayout(), Durability: "memory", Addr: "127.0.0.1:0", Replicas: 1,
-		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: pause, RebuildWindow: *benchWindow})
+	return startRun(t, pause, *benchRun)
+}
+
+// startRun starts a benchmark cluster whose servers snapshot run stripes
+// per run.
+func startRun(t *testing.T, pause time.Duration, run int) *Local {
+	t.Helper()
+	o := Options{Layout: benchLayout(), Durability: benchMode(), Addr: "127.0.0.1:0", Replicas: 1,
+		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: pause, RebuildWindow: *benchWindow, RebuildRun: run}
+	if *benchDurable {
+		o.DataDir = t.TempDir()
+	}
+	return startHealthy(t, o)
 }
 
 // normal measures the write throughput of the healthy cluster.
@@ -196,8 +222,8 @@ func TestRecoveryBench(t *testing.T) {
 	l := benchLayout()
 	shardBlocks := len(l.ShardBlocks(1))
 	mb := float64(shardBlocks*l.BlockSize) / 1e6
-	t.Logf("layout n=%d g=%d f=%d, %d stripes, %d-byte blocks; a data server holds %d blocks (%.1f MB); %d clients; memory mode",
-		l.N, l.G, l.F, l.Stripes, l.BlockSize, shardBlocks, mb, *benchClients)
+	t.Logf("layout n=%d g=%d f=%d, %d stripes, %d-byte blocks; a data server holds %d blocks (%.1f MB); %d clients; %s mode",
+		l.N, l.G, l.F, l.Stripes, l.BlockSize, shardBlocks, mb, *benchClients, benchMode())
 
 	t.Run("rebuild", func(t *testing.T) { // figures 3.13 and 3.14
 		lc := startBench(t, *benchPause)
@@ -209,17 +235,12 @@ func TestRecoveryBench(t *testing.T) {
 		t.Logf("RESULT rebuild without load: %d blocks in %v: %.2f MB/s = %.2f x normal write throughput",
 			shardBlocks, d.Round(time.Millisecond), idle, idle/base.mbs)
 
-		ld := run(t, lc, *benchClients, allBlocks(l), false)
-		time.Sleep(time.Second)
-		before := ld.count()
-		d = replace(t, lc, "data/2", 2)
-		during := ld.count() - before
-		ld.halt()
-		loaded := mb / d.Seconds()
-		cw := float64(during) / d.Seconds() * float64(l.BlockSize) / 1e6
+		d, loaded, cw := rebuildLoaded(t, lc, mb)
 		t.Logf("RESULT rebuild with %d writing clients: %d blocks in %v: %.2f MB/s = %.2f x normal write throughput; client writes meanwhile %.2f MB/s = %.2f x normal",
 			*benchClients, shardBlocks, d.Round(time.Millisecond), loaded, loaded/base.mbs, cw, cw/base.mbs)
 	})
+
+	t.Run("compare", func(t *testing.T) { compareRuns(t, shardBlocks, mb) })
 
 	t.Run("degraded", func(t *testing.T) { // figure 3.15
 		// The background rebuild pauses an hour after its first stripe,
@@ -315,4 +336,64 @@ func nodeState(c *client.Client, addr string) (uint64, int64) {
 		}
 	}
 	return 0, -1
+}
+
+// compareRuns alternates clusters whose servers snapshot the
+// -recovery-bench-compare run sizes, round by round (A B A B), and
+// reports per run size the medians and spreads of the rebuild rates and
+// their ratios to the same cluster's normal write throughput.
+func compareRuns(t *testing.T, blocks int, mb float64) {
+	var runs []int
+	for _, f := range strings.Split(*benchCompare, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			t.Fatalf("-recovery-bench-compare %q: %v", *benchCompare, err)
+		}
+		runs = append(runs, n)
+	}
+	type obs struct{ idle, idleX, loaded, loadedX, clientX []float64 }
+	res := make([]obs, len(runs))
+	l := benchLayout()
+	for round := range *benchRounds {
+		for i, run := range runs {
+			t.Run(fmt.Sprintf("round%d-run%d", round+1, run), func(t *testing.T) { // its cleanup closes the cluster
+				lc := startRun(t, *benchPause, run)
+				base := normal(t, lc)
+				d := replace(t, lc, "data/1", 1)
+				idle := mb / d.Seconds()
+				_, loaded, cw := rebuildLoaded(t, lc, mb)
+				r := &res[i]
+				r.idle, r.idleX = append(r.idle, idle), append(r.idleX, idle/base.mbs)
+				r.loaded, r.loadedX = append(r.loaded, loaded), append(r.loadedX, loaded/base.mbs)
+				r.clientX = append(r.clientX, cw/base.mbs)
+				t.Logf("round %d, run %d: normal %.2f MB/s; rebuild %d blocks idle %.2f MB/s (%.2f x), loaded %.2f MB/s (%.2f x); client writes during it %.2f x normal",
+					round+1, run, base.mbs, blocks, idle, idle/base.mbs, loaded, loaded/base.mbs, cw/base.mbs)
+			})
+		}
+	}
+	for i, run := range runs {
+		r := res[i]
+		t.Logf("RESULT run %d (%s mode, %d-byte blocks, %d rounds): rebuild idle %s MB/s = %s x normal; loaded %s MB/s = %s x normal; client writes during the loaded rebuild %s x normal",
+			run, benchMode(), l.BlockSize, len(r.idle), medSpread(r.idle), medSpread(r.idleX), medSpread(r.loaded), medSpread(r.loadedX), medSpread(r.clientX))
+	}
+}
+
+// rebuildLoaded replaces data/2 (into configuration 2) while the
+// benchmark's clients write random blocks, and returns how long it took,
+// the rebuild rate of its mb megabytes and the clients' MB/s meanwhile.
+func rebuildLoaded(t *testing.T, lc *Local, mb float64) (d time.Duration, rate, clients float64) {
+	ld := run(t, lc, *benchClients, allBlocks(lc.Layout), false)
+	time.Sleep(time.Second)
+	before := ld.count()
+	d = replace(t, lc, "data/2", 2)
+	during := ld.count() - before
+	ld.halt()
+	return d, mb / d.Seconds(), float64(during) / d.Seconds() * float64(lc.Layout.BlockSize) / 1e6
+}
+
+// medSpread is "median [min-max]" of xs.
+func medSpread(xs []float64) string {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return fmt.Sprintf("%.2f [%.2f-%.2f]", s[len(s)/2], s[0], s[len(s)-1])
 }
