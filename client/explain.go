@@ -26,6 +26,8 @@ func checkAddr(addr string) error {
 	return nil
 }
 
+const closedBeforeGRPC = "the server closed the connection before speaking gRPC: it may require TLS (give --tls-ca, --tls-cert and --tls-key) or not be a gRPC server"
+
 // causes map what gRPC and crypto/tls say about a failed connection to the
 // cause an operator can act on. The first match wins.
 var causes = []struct{ raw, cause string }{
@@ -43,7 +45,10 @@ var causes = []struct{ raw, cause string }{
 	{"first record does not look like a TLS handshake", "TLS: the server does not speak TLS (drop --tls-ca, or check the port)"},
 	{"http2: frame too large", "not a gRPC server (it answered in HTTP/1; a metrics port?)"},
 	{"HTTP/1", "not a gRPC server (it answered in HTTP/1; a metrics port?)"},
-	{"error reading server preface: EOF", "the server closed the connection before speaking gRPC: it may require TLS (give --tls-ca, --tls-cert and --tls-key) or not be a gRPC server"},
+	{"error reading server preface: EOF", closedBeforeGRPC},
+	// A TLS server that closes on our plaintext preface may reset the
+	// connection instead of closing it, depending on what it had read (1 in 20 here).
+	{"error reading server preface: connection reset by peer", closedBeforeGRPC},
 	{"server preface", "not a gRPC server, or it refused the connection"},
 	{"connection reset by peer", "the server reset the connection (TLS required, or our certificate refused?)"},
 }

@@ -38,6 +38,7 @@ func TestCause(t *testing.T) {
 		{status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate is valid for 192.0.2.1, not 127.0.0.1"`), "name mismatch", true},
 		{status.Error(codes.Unavailable, `connection error: desc = "error reading server preface: remote error: tls: certificate required"`), "requires a client certificate", true},
 		{status.Error(codes.Unavailable, `connection error: desc = "error reading server preface: http2: frame too large"`), "not a gRPC server", true},
+		{status.Error(codes.Unavailable, `connection error: desc = "error reading server preface: connection reset by peer"`), "may require TLS", false},
 		{status.Error(codes.Unavailable, "no node data/1 here"), "", false},
 		{status.Error(codes.InvalidArgument, "connection refused"), "", false},
 		{errors.New("dial tcp: lookup nowhere.invalid: no such host"), "does not resolve", false},
