@@ -225,10 +225,7 @@ func (r reconfState) hash(h *node.Hasher) {
 	node.HashStrings(h, r.stopped)
 	h.Bools(r.degraded)
 	h.Uint64(r.nonce)
-	h.Int(len(r.bg))
-	for _, st := range r.bg {
-		h.Int(st)
-	}
+	h.Ints(r.bg)
 	h.Bool(r.ticking)
 	h.Bool(r.report)
 	for _, a := range r.resend {
@@ -241,10 +238,7 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.String(string(a.requester))
 		h.Int(a.stripe)
 		h.Uint64(a.nonce)
-		h.Int(len(a.blocks))
-		for _, b := range a.blocks {
-			h.OptBytes(b)
-		}
+		h.OptBytesList(a.blocks)
 		h.Uint64(a.upto)
 		h.Uint64(a.opNum)
 		h.Bool(a.sent)

@@ -367,10 +367,7 @@ func (m SnapshotParity) Hash(h *node.Hasher) {
 // hashBlocks hashes a snapshot answer's blocks.
 func hashBlocks(h *node.Hasher, first []byte, rest [][]byte) {
 	h.OptBytes(first)
-	h.Int(len(rest))
-	for _, b := range rest {
-		h.OptBytes(b)
-	}
+	h.OptBytesList(rest)
 }
 
 // Blocks is the answer's blocks, one per stripe of the run.

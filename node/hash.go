@@ -72,6 +72,9 @@ func (h *Hasher) Ints(xs []int) { hashEach(h, xs, h.Int) }
 // Bools adds the number of xs, then each of them.
 func (h *Hasher) Bools(xs []bool) { hashEach(h, xs, h.Bool) }
 
+// OptBytesList adds the number of bs, then each with OptBytes.
+func (h *Hasher) OptBytesList(bs [][]byte) { hashEach(h, bs, h.OptBytes) }
+
 // HashStrings adds the number of xs, then each of them (for string types
 // such as Addr).
 func HashStrings[S ~string](h *Hasher, xs []S) {

@@ -110,10 +110,7 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.String(string(sn.requester))
 		h.Int(sn.stripe)
 		h.Uint64(sn.nonce)
-		h.Int(len(sn.copies))
-		for _, b := range sn.copies {
-			h.OptBytes(b)
-		}
+		h.OptBytesList(sn.copies)
 		h.Uint64(sn.seen)
 		h.Bool(sn.sent)
 	}

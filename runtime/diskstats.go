@@ -109,23 +109,28 @@ func (f *countingFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *countingFile) Sync() error {
-	if f.pre != nil {
-		if err := f.pre(); err != nil {
-			return err
-		}
+	if err := f.prepareSync(); err != nil {
+		return err
 	}
-	f.synced()
 	return f.File.Sync()
 }
 
 func (f *countingFile) SyncData() error {
+	if err := f.prepareSync(); err != nil {
+		return err
+	}
+	return f.File.SyncData()
+}
+
+// prepareSync runs the pre hook, then counts the sync.
+func (f *countingFile) prepareSync() error {
 	if f.pre != nil {
 		if err := f.pre(); err != nil {
 			return err
 		}
 	}
 	f.synced()
-	return f.File.SyncData()
+	return nil
 }
 
 // SyncTo counts only when it synced the file (on Linux it starts
