@@ -3,19 +3,14 @@ package runtime
 import "testing"
 
 // Snapshot runs are 256 KiB of blocks by default, between 1 and
-// MaxRebuildRun stripes, and one stripe while the wire does not carry
-// runs.
+// MaxRebuildRun stripes.
 func TestRebuildRun(t *testing.T) {
 	cases := []struct{ n, blockSize, want int }{
 		{0, 4096, 64}, {0, 128 << 10, 2}, {0, 1 << 20, 1}, {3, 4096, 3}, {500, 4096, MaxRebuildRun},
 	}
 	for _, c := range cases {
-		want := c.want
-		if !wireCarriesRuns() {
-			want = 1
-		}
-		if got := rebuildRun(c.n, c.blockSize); got != want {
-			t.Errorf("rebuildRun(%d, %d) = %d, want %d (wire carries runs: %v)", c.n, c.blockSize, got, want, wireCarriesRuns())
+		if got := rebuildRun(c.n, c.blockSize); got != c.want {
+			t.Errorf("rebuildRun(%d, %d) = %d, want %d", c.n, c.blockSize, got, c.want)
 		}
 	}
 }
