@@ -90,14 +90,14 @@ func TestRecoverLargeMachine(t *testing.T) {
 	nodes[victim].Kill()
 	t.Logf("killed machine %d at %s", victim, machines[victim])
 	detect := e2etest.WaitFor(t, "the victim's slot moved to the spare", 60*time.Second, func() (bool, string) {
-		hosts, _, _, err := lastConfig(admin)
+		hosts, _, _, _, _, err := clusterHistory(admin)
 		if err != nil {
 			return false, err.Error()
 		}
 		return hosts[victim] == spareAddr, fmt.Sprint(hosts)
 	})
 	replaced := e2etest.WaitFor(t, "the victim's servers replaced", 120*time.Second, func() (bool, string) {
-		_, n, busy, err := lastConfig(admin)
+		_, n, busy, _, _, err := clusterHistory(admin)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -143,19 +143,6 @@ func TestRecoverLargeMachine(t *testing.T) {
 			t.Errorf("rebuilt in %v, more than 1.5x the %v the benchmark's %.1f MB/s predicts", rebuilt.Round(time.Millisecond), (want * 2 / 3).Round(time.Millisecond), *largePredict)
 		}
 	}
-}
-
-// lastConfig asks the reconfiguration service for the machines' hosts,
-// the newest configuration's number and whether it is still replacing.
-func lastConfig(admin *client.Client) (hosts []string, num uint64, busy bool, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	h, err := admin.History(ctx)
-	if err != nil {
-		return nil, 0, false, err
-	}
-	cfgs := h.GetConfigs()
-	return h.GetDirectory().GetHosts(), cfgs[len(cfgs)-1].GetNum(), h.GetBusy(), nil
 }
 
 // content is version v of block b: the version, then bytes derived from

@@ -17,6 +17,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 )
@@ -108,16 +109,7 @@ func TestReplaceMachines(t *testing.T) {
 	ld.Start()
 	defer ld.Stop()
 
-	history1 := func() (hosts []string, num uint64, busy bool, leader string, spares []string, err error) {
-		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		h, err := admin.History(actx)
-		if err != nil {
-			return nil, 0, false, "", nil, err
-		}
-		cfgs := h.GetConfigs()
-		return h.GetDirectory().GetHosts(), cfgs[len(cfgs)-1].GetNum(), h.GetBusy(), h.GetLeaderAddr(), h.GetDirectory().GetSpares(), nil
-	}
+	history1 := func() ([]string, uint64, bool, string, []string, error) { return clusterHistory(admin) }
 	healthy := func(num uint64) (bool, string) { return clusterHealthy(entries, num) }
 	recover := func(victim int, spare string, num uint64) (detect, replace, rebuild time.Duration) {
 		killed := time.Now()
@@ -209,4 +201,18 @@ func clusterHealthy(entries string, num uint64) (bool, string) {
 		return false, err.Error()
 	}
 	return st.Healthy && st.ConfigNum == num, fmt.Sprintf("configuration %d, healthy %v", st.ConfigNum, st.Healthy)
+}
+
+// clusterHistory asks the reconfiguration service for the machines' hosts,
+// the newest configuration's number, whether it is still replacing, the
+// leading replica and the spares.
+func clusterHistory(admin *client.Client) (hosts []string, num uint64, busy bool, leader string, spares []string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	h, err := admin.History(ctx)
+	if err != nil {
+		return nil, 0, false, "", nil, err
+	}
+	cfgs := h.GetConfigs()
+	return h.GetDirectory().GetHosts(), cfgs[len(cfgs)-1].GetNum(), h.GetBusy(), h.GetLeaderAddr(), h.GetDirectory().GetSpares(), nil
 }
