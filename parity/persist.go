@@ -13,8 +13,8 @@ import (
 //	meta                          configuration hash, op numbers (node.Enc)
 //	cfg                           gob of the configuration the server is in
 //	rc                            gob of parityRC: incarnation, fences,
-//	                              degraded blocks, snapshot copies, early
-//	                              stream messages, kept deltas, rebuild nonce,
+//	                              degraded blocks, snapshots (not their
+//	                              copies), early stream messages, kept deltas, rebuild nonce,
 //	                              versions of rebuilt blocks, whether msg.Rebuilt
 //	                              awaits its acknowledgement
 //	c/<shard>/<client>            a client record (hex fields; node.Enc)
@@ -24,7 +24,10 @@ import (
 // Blocks, PREPAREs and client records are written when they change, cfg
 // and rc when their hash changes; meta on every Persist. The rebuild in
 // progress is not kept: after a restart, Init starts it again with a
-// fresh nonce.
+// fresh nonce. Nor are snapshot copies: a snapshot the server had not
+// answered when it stopped is abandoned (restored as answered, so a
+// marker of its nonce takes no second cut), and its requester, hearing
+// nothing, asks again under a new nonce (docs/recovery.md).
 
 // parityRC is the durable part of reconfState.
 type parityRC struct {
@@ -48,9 +51,6 @@ type snapRec struct {
 	Requester node.Addr
 	Stripe    int
 	Nonce     uint64
-	HasCopy   bool
-	Copy      []byte
-	Rest      [][]byte // the run's later stripes' copies (empty: none)
 	Seen      uint64
 	Sent      bool
 }
@@ -105,7 +105,7 @@ func (s *Server) Persist(w node.Writer) {
 	h := node.NewHasher()
 	rest := s.rc
 	rest.clients = nil // persisted on their own
-	rest.hash(h)
+	rest.hashWith(h, false)
 	s.saved.state.Write(w, s.cfg, s.cfgHash, h.Sum(), s.rcRecord, func(m *node.Enc) {
 		m.Uint64(uint64(len(s.opNums)))
 		for _, n := range s.opNums {
@@ -122,11 +122,7 @@ func (s *Server) rcRecord() any {
 		rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Count: v.count, Prims: v.prims, OpNums: v.opNums})
 	}
 	for _, sn := range s.rc.snaps {
-		r := snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce, Seen: sn.seen, Sent: sn.sent}
-		if !sn.sent {
-			r.HasCopy, r.Copy, r.Rest = sn.copies[0] != nil, sn.copies[0], sn.copies[1:]
-		}
-		rc.Snaps = append(rc.Snaps, r)
+		rc.Snaps = append(rc.Snaps, snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce, Seen: sn.seen, Sent: sn.sent})
 	}
 	return rc
 }
@@ -182,12 +178,8 @@ func (s *Server) restoreRC(rc parityRC) error {
 		s.rc.versions = append(s.rc.versions, version{stripe: v.Stripe, count: max(v.Count, 1), prims: v.Prims, opNums: v.OpNums})
 	}
 	for _, sn := range rc.Snaps {
-		x := &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen, sent: sn.Sent}
-		if !sn.Sent {
-			x.copies = msg.RestoreRun(sn.Copy, sn.HasCopy, sn.Rest)
-			x.own = make([]bool, len(x.copies))
-		}
-		s.rc.snaps = append(s.rc.snaps, x)
+		// Abandoned if unanswered: its copies were not persisted.
+		s.rc.snaps = append(s.rc.snaps, &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen, sent: true})
 	}
 	var err error
 	s.rc.early, err = backup.EarlyFromRecords(rc.Early)

@@ -87,7 +87,11 @@ func (r reconfState) clone() reconfState {
 	return c
 }
 
-func (r reconfState) hash(h *node.Hasher) {
+func (r reconfState) hash(h *node.Hasher) { r.hashWith(h, true) }
+
+// hashWith hashes the state, the snapshot copies only with copies (the
+// persisted record leaves them out).
+func (r reconfState) hashWith(h *node.Hasher, copies bool) {
 	h.Uint64(r.inc)
 	for _, b := range r.stopped {
 		h.Bool(b)
@@ -110,7 +114,9 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.String(string(sn.requester))
 		h.Int(sn.stripe)
 		h.Uint64(sn.nonce)
-		h.OptBytesList(sn.copies)
+		if copies {
+			h.OptBytesList(sn.copies)
+		}
 		h.Uint64(sn.seen)
 		h.Bool(sn.sent)
 	}
