@@ -113,7 +113,7 @@ func (s *Server) Persist(w node.Writer) {
 	clear(s.clients.changed)
 	s.persistPending(w)
 	h := node.NewHasher()
-	s.rc.hash(h)
+	s.rc.hashWith(h, false)
 	s.saved.state.Write(w, s.cfg, s.cfgHash, h.Sum(), s.rcRecord, func(m *node.Enc) { m.Uint64(s.opNum) })
 }
 

@@ -220,7 +220,12 @@ func (r reconfState) clone() reconfState {
 	return c
 }
 
-func (r reconfState) hash(h *node.Hasher) {
+func (r reconfState) hash(h *node.Hasher) { r.hashWith(h, true) }
+
+// hashWith hashes the state, the rebuilds in flight only with recov (they
+// are not persisted, and hashing their answers' blocks on every Persist
+// cost as much as writing them).
+func (r reconfState) hashWith(h *node.Hasher, recov bool) {
 	h.Uint64(r.inc)
 	node.HashStrings(h, r.stopped)
 	h.Bools(r.degraded)
@@ -232,7 +237,9 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.String(string(a))
 	}
 	for _, x := range r.recov {
-		x.Hash(h)
+		if recov {
+			x.Hash(h)
+		}
 	}
 	for _, a := range r.answers {
 		h.String(string(a.requester))
