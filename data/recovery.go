@@ -34,8 +34,9 @@ const (
 	rebuildPaused = node.TagTimer(node.TagDataRebuildPaused)
 )
 
-// SetRebuildPause makes the background rebuild wait d between stripes (0:
-// no wait). Blocks that requests need are rebuilt at once regardless.
+// SetRebuildPause makes a background run of k stripes take at least k
+// times d, from its start to the next run's (0: no limit). Blocks that
+// requests need are rebuilt at once regardless.
 func (s *Server) SetRebuildPause(d time.Duration) { s.pace.Pause = max(d, 0) }
 
 // RebuildPause is the pause set by SetRebuildPause.
@@ -315,25 +316,18 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 		}
 	}
 	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery.Rebuild) bool { return o == r })
-	n := len(s.rc.bg)
 	s.rc.bg = slices.DeleteFunc(s.rc.bg, func(st int) bool { return st == r.Stripe })
-	background := len(s.rc.bg) < n
 	s.runHeld(ctx)
 	s.noteRebuilt(ctx)
-	if background && s.pace.Pause > 0 {
-		if !s.pace.Waiting && slices.Contains(s.rc.degraded, true) {
-			s.pace.Waiting = true
-			ctx.SetTimer(rebuildPaused, s.pace.Pause*time.Duration(r.Count), s.pace.Pause*time.Duration(r.Count))
-		}
-		return
-	}
 	s.rebuildNext(ctx)
 }
 
 // rebuildNext keeps the background rebuild going, in stripe order, with
-// up to the window's runs in flight (one with a pause), each of up to
-// pace.Run stripes, skipping stripes already being rebuilt for requests,
-// which do not hold it up.
+// up to the window's runs in flight, each of up to pace.Run stripes,
+// skipping stripes already being rebuilt for requests, which do not hold
+// it up. With a pause, one run is in flight, and the next starts once it
+// is rebuilt and its stripes times the pause have passed since it
+// started: the pause limits the rate, it does not add to the rebuild time.
 func (s *Server) rebuildNext(ctx node.Context) {
 	window := max(s.pace.Window, 1)
 	if s.pace.Pause > 0 {
@@ -347,6 +341,10 @@ func (s *Server) rebuildNext(ctx node.Context) {
 		if free(st) {
 			r := s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, free))
 			s.rc.bg = append(s.rc.bg, r.Stripe)
+			if s.pace.Pause > 0 {
+				s.pace.Waiting = true
+				ctx.SetTimer(rebuildPaused, s.pace.Pause*time.Duration(r.Count), s.pace.Pause*time.Duration(r.Count))
+			}
 		}
 	}
 }

@@ -25,8 +25,8 @@ const (
 	rebuildPaused = node.TagTimer(node.TagParityRebuildPaused)
 )
 
-// SetRebuildPause makes the background rebuild wait d per stripe between
-// runs (0: no wait).
+// SetRebuildPause makes a background run of k stripes take at least k
+// times d, from its start to the next run's (0: no limit).
 func (s *Server) SetRebuildPause(d time.Duration) { s.pace.Pause = max(d, 0) }
 
 // SetRebuildRun makes a run snapshot up to n stripes (n < 1: one).
@@ -86,6 +86,11 @@ func (s *Server) rebuildNext(ctx node.Context) {
 	s.rc.rebuild = recovery.NewRun(s.cfg.Layout, sts, s.rc.nonce, -1)
 	s.rc.rebuild.Ask(ctx, s.cfg.Layout, s.cfg.Num)
 	s.tick(ctx)
+	if s.pace.Pause > 0 && !s.pace.Waiting {
+		s.pace.Waiting = true
+		wait := s.pace.Pause * time.Duration(len(sts))
+		ctx.SetTimer(rebuildPaused, wait, wait)
+	}
 }
 
 // rebuilt is this incarnation's msg.Rebuilt.
@@ -172,13 +177,8 @@ func (s *Server) tryRebuild(ctx node.Context) {
 			s.prepares.MarkApplied(h.P.Key()) // the rebuilt block has it
 		}
 	}
-	if s.pace.Pause > 0 && slices.Contains(s.rc.degraded, true) {
-		s.rc.rebuild = nil
-		if !s.pace.Waiting {
-			s.pace.Waiting = true
-			wait := s.pace.Pause * time.Duration(r.Count)
-			ctx.SetTimer(rebuildPaused, wait, wait)
-		}
+	if s.pace.Waiting && slices.Contains(s.rc.degraded, true) {
+		s.rc.rebuild = nil // the pause timer starts the next run
 		return
 	}
 	s.rebuildNext(ctx)

@@ -9,18 +9,18 @@ const (
 )
 
 // Pacing limits the background rebuild's rate of a data or parity server:
-// after each run it rebuilt in the background, the server waits Pause per
-// stripe of the run before the next one. Pause is a setting of the host (SetRebuildPause),
+// with a Pause, one background run is in flight, and the next starts once
+// it is rebuilt and Pause per stripe of the run has passed since it
+// started (a rate: the pause overlaps the run's own time). Pause is a setting of the host (SetRebuildPause),
 // not protocol state: not hashed, not persisted, kept across incarnations.
 // Waiting (the server's rebuildPaused timer is pending) is hashed, because
 // handlers act on it; it is not persisted, because a restart ends timers
-// and Init resumes the rebuild. With Pause 0 (the default) the next stripe
+// and Init resumes the rebuild. With Pause 0 (the default) the next run
 // starts at once.
 //
 // Window (a setting too; 0 counts as 1) is how many snapshot runs a data
 // server's background rebuild keeps in flight when Pause is 0. Run (a
-// setting; 0 counts as 1) is how many stripes one background run covers;
-// with a pause, the wait after a run is Pause times its stripes.
+// setting; 0 counts as 1) is how many stripes one background run covers.
 type Pacing struct {
 	Pause   time.Duration
 	Window  int
