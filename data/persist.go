@@ -19,8 +19,9 @@ import (
 //	                 whether it committed (node.Enc)
 //	cfg              gob of the configuration the server is in
 //	rc               gob of dataRC: incarnation, fences, degraded blocks,
-//	                 snapshot nonce and answers, backups to re-send to,
-//	                 whether msg.Rebuilt awaits its acknowledgement
+//	                 snapshot nonce and answers (not their blocks), backups
+//	                 to re-send to, whether msg.Rebuilt awaits its
+//	                 acknowledgement
 //	b/<block, hex>   the block's contents
 //	c/<client, hex>  the client's clientEntry (node.Enc)
 //
@@ -29,7 +30,10 @@ import (
 // when it leaves pending_ops; cfg and rc when their hash changes; meta on
 // every Persist (a few bytes). Snapshots this server runs to rebuild its
 // own blocks are not kept: after a restart, Init starts them again with
-// fresh nonces.
+// fresh nonces. Nor are the blocks of snapshot answers: an answer not
+// sent when the server stopped is abandoned (restored as sent, so a
+// request repeated under its nonce takes no second cut), and its
+// requester, hearing nothing, asks again under a new nonce.
 
 // dataRC is the durable part of reconfState.
 type dataRC struct {
@@ -46,9 +50,6 @@ type answerRec struct {
 	Requester   node.Addr
 	Stripe      int
 	Nonce       uint64
-	HasBlock    bool
-	Block       []byte
-	Rest        [][]byte // the run's later stripes' blocks (empty: degraded)
 	Upto, OpNum uint64
 	Sent        bool
 }
@@ -122,11 +123,8 @@ func (s *Server) rcRecord() any {
 	rc := dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend,
 		Report: s.rc.report}
 	for _, a := range s.rc.answers {
-		r := answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce, Upto: a.upto, OpNum: a.opNum, Sent: a.sent}
-		if !a.sent {
-			r.HasBlock, r.Block, r.Rest = a.blocks[0] != nil, a.blocks[0], a.blocks[1:]
-		}
-		rc.Answers = append(rc.Answers, r)
+		rc.Answers = append(rc.Answers, answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce, Upto: a.upto,
+			OpNum: a.opNum, Sent: a.sent})
 	}
 	return rc
 }
@@ -276,11 +274,9 @@ func (s *Server) restoreRC(rc dataRC) {
 		s.rc.degraded = rc.Degraded
 	}
 	for _, a := range rc.Answers {
-		x := &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto, opNum: a.OpNum, sent: a.Sent}
-		if !a.Sent {
-			x.blocks = msg.RestoreRun(a.Block, a.HasBlock, a.Rest)
-		}
-		s.rc.answers = append(s.rc.answers, x)
+		// Abandoned if unsent: its blocks were not persisted.
+		s.rc.answers = append(s.rc.answers, &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto,
+			opNum: a.OpNum, sent: true})
 	}
 }
 

@@ -222,10 +222,10 @@ func (r reconfState) clone() reconfState {
 
 func (r reconfState) hash(h *node.Hasher) { r.hashWith(h, true) }
 
-// hashWith hashes the state, the rebuilds in flight only with recov (they
-// are not persisted, and hashing their answers' blocks on every Persist
-// cost as much as writing them).
-func (r reconfState) hashWith(h *node.Hasher, recov bool) {
+// hashWith hashes the state; the rebuilds in flight and the blocks of
+// snapshot answers only with all (they are not persisted, and hashing
+// them on every Persist cost as much as writing them).
+func (r reconfState) hashWith(h *node.Hasher, all bool) {
 	h.Uint64(r.inc)
 	node.HashStrings(h, r.stopped)
 	h.Bools(r.degraded)
@@ -237,7 +237,7 @@ func (r reconfState) hashWith(h *node.Hasher, recov bool) {
 		h.String(string(a))
 	}
 	for _, x := range r.recov {
-		if recov {
+		if all {
 			x.Hash(h)
 		}
 	}
@@ -245,7 +245,9 @@ func (r reconfState) hashWith(h *node.Hasher, recov bool) {
 		h.String(string(a.requester))
 		h.Int(a.stripe)
 		h.Uint64(a.nonce)
-		h.OptBytesList(a.blocks)
+		if all {
+			h.OptBytesList(a.blocks)
+		}
 		h.Uint64(a.upto)
 		h.Uint64(a.opNum)
 		h.Bool(a.sent)

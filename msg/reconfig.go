@@ -262,23 +262,6 @@ func RunCount(k int) int {
 	return k
 }
 
-// RestoreRun is a snapshot run's blocks as persisted: the first (absent
-// unless has) and the rest (an empty one is absent: blocks are never
-// empty).
-func RestoreRun(first []byte, has bool, rest [][]byte) [][]byte {
-	out := [][]byte{nil}
-	if has {
-		out[0] = first
-	}
-	for _, b := range rest {
-		if len(b) == 0 {
-			b = nil
-		}
-		out = append(out, b)
-	}
-	return out
-}
-
 // RunStripes is the run's stripes in a layout of n machines.
 func RunStripes(first, count, n int) []int {
 	out := make([]int, max(count, 1))
