@@ -13,15 +13,17 @@ import (
 //	meta                          configuration hash, op numbers (node.Enc)
 //	cfg                           gob of the configuration the server is in
 //	rc                            gob of parityRC: incarnation, fences,
-//	                              degraded blocks, snapshots (not their
-//	                              copies), early stream messages, kept deltas, rebuild nonce,
+//	                              degraded blocks, early stream messages, kept deltas, rebuild nonce,
 //	                              versions of rebuilt blocks, whether msg.Rebuilt
 //	                              awaits its acknowledgement
 //	c/<shard>/<client>            a client record (hex fields; node.Enc)
+//	s/<requester>/<stripe, hex>   a snapshot but its copies (node.Enc)
 //	b/<stripe, hex>               the stripe's parity block
 //	p/<shard>/<op_num>/<stripe>   a held PREPARE (backup.PersistPrepares)
 //
-// Blocks, PREPAREs and client records are written when they change, cfg
+// Blocks, PREPAREs, client records and snapshots are written when they
+// change (a snapshot run per marker would otherwise rewrite rc with every
+// snapshot of the rebuild), cfg
 // and rc when their hash changes; meta on every Persist. The rebuild in
 // progress is not kept: after a restart, Init starts it again with a
 // fresh nonce. Nor are snapshot copies: a snapshot the server had not
@@ -34,7 +36,6 @@ type parityRC struct {
 	Inc      uint64
 	Stopped  []bool
 	Degraded []bool
-	Snaps    []snapRec
 	Early    []backup.EarlyRecord
 	Nonce    uint64
 	Kept     []msg.Prepare
@@ -47,20 +48,27 @@ type versionRec struct {
 	Prims, OpNums []uint64
 }
 
-type snapRec struct {
-	Requester node.Addr
-	Stripe    int
-	Nonce     uint64
-	Seen      uint64
-	Sent      bool
-}
-
 // persistMemo remembers the hashes of what Persist last wrote, and the
-// client records changed since (nil until TrackChanges).
+// client records and snapshots changed since (nil until TrackChanges).
 type persistMemo struct {
 	state   msg.StateMemo
 	clients map[clientKey]bool
+	snaps   map[snapKey]bool
 }
+
+// snapKey names a snapshot record: a requester has one snapshot per run.
+type snapKey struct {
+	requester node.Addr
+	stripe    int
+}
+
+func (m *persistMemo) snapChanged(sn *snapshot) {
+	if m.snaps != nil {
+		m.snaps[snapKey{sn.requester, sn.stripe}] = true
+	}
+}
+
+func snapRecKey(k snapKey) string { return fmt.Sprintf("s/%s/%08x", k.requester, uint32(k.stripe)) }
 
 func (m *persistMemo) clientChanged(k clientKey) {
 	if m.clients != nil {
@@ -79,9 +87,12 @@ var _ node.Persistent = (*Server)(nil)
 
 // TrackChanges implements node.Persistent.
 func (s *Server) TrackChanges() {
-	s.saved = persistMemo{clients: make(map[clientKey]bool, len(s.rc.clients))}
+	s.saved = persistMemo{clients: make(map[clientKey]bool, len(s.rc.clients)), snaps: map[snapKey]bool{}}
 	for k := range s.rc.clients {
 		s.saved.clients[k] = true
+	}
+	for _, sn := range s.rc.snaps {
+		s.saved.snapChanged(sn)
 	}
 	s.blocks.Track()
 	s.prepares.Track()
@@ -102,10 +113,24 @@ func (s *Server) Persist(w node.Writer) {
 		}
 	}
 	clear(s.saved.clients)
+	for k := range s.saved.snaps {
+		if sn := s.findRun(k.requester, k.stripe); sn != nil {
+			var b node.Enc
+			b.String(string(sn.requester))
+			b.Int(sn.stripe)
+			b.Uint64(sn.nonce)
+			b.Uint64(sn.seen)
+			b.Bool(sn.sent)
+			w.Put(snapRecKey(k), b.B)
+		} else {
+			w.Delete(snapRecKey(k))
+		}
+	}
+	clear(s.saved.snaps)
 	h := node.NewHasher()
 	rest := s.rc
-	rest.clients = nil // persisted on their own
-	rest.hashWith(h, false)
+	rest.clients, rest.snaps = nil, nil // persisted on their own
+	rest.hash(h)
 	s.saved.state.Write(w, s.cfg, s.cfgHash, h.Sum(), s.rcRecord, func(m *node.Enc) {
 		m.Uint64(uint64(len(s.opNums)))
 		for _, n := range s.opNums {
@@ -120,9 +145,6 @@ func (s *Server) rcRecord() any {
 		Nonce: s.rc.nonce, Kept: s.rc.kept, Report: s.rc.report}
 	for _, v := range s.rc.versions {
 		rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Count: v.count, Prims: v.prims, OpNums: v.opNums})
-	}
-	for _, sn := range s.rc.snaps {
-		rc.Snaps = append(rc.Snaps, snapRec{Requester: sn.requester, Stripe: sn.stripe, Nonce: sn.nonce, Seen: sn.seen, Sent: sn.sent})
 	}
 	return rc
 }
@@ -151,6 +173,9 @@ func (s *Server) Restore(r node.Reader) error {
 	if err := s.restoreClients(r); err != nil {
 		return fmt.Errorf("%s: %w", who, err)
 	}
+	if err := s.restoreSnaps(r); err != nil {
+		return fmt.Errorf("%s: %w", who, err)
+	}
 	if len(opNums) != len(s.opNums) {
 		return fmt.Errorf("%s: stored state is for another layout", who)
 	}
@@ -177,13 +202,24 @@ func (s *Server) restoreRC(rc parityRC) error {
 	for _, v := range rc.Versions {
 		s.rc.versions = append(s.rc.versions, version{stripe: v.Stripe, count: max(v.Count, 1), prims: v.Prims, opNums: v.OpNums})
 	}
-	for _, sn := range rc.Snaps {
-		// Abandoned if unanswered: its copies were not persisted.
-		s.rc.snaps = append(s.rc.snaps, &snapshot{requester: sn.Requester, stripe: sn.Stripe, nonce: sn.Nonce, seen: sn.Seen, sent: true})
-	}
 	var err error
 	s.rc.early, err = backup.EarlyFromRecords(rc.Early)
 	return err
+}
+
+// restoreSnaps reads back the snapshot records. A snapshot not answered
+// is abandoned: its copies were not persisted.
+func (s *Server) restoreSnaps(r node.Reader) error {
+	return r.Scan("s/", func(k string, v []byte) error {
+		d := node.NewDec(v)
+		sn := &snapshot{requester: node.Addr(d.String()), stripe: d.Int(), nonce: d.Uint64(), seen: d.Uint64(), sent: d.Bool()}
+		if err := d.Err(); err != nil {
+			return fmt.Errorf("bad snapshot record %q: %v", k, err)
+		}
+		sn.sent = true
+		s.rc.snaps = append(s.rc.snaps, sn)
+		return nil
+	})
 }
 
 // restoreClients reads back the client records.

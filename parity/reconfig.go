@@ -87,11 +87,7 @@ func (r reconfState) clone() reconfState {
 	return c
 }
 
-func (r reconfState) hash(h *node.Hasher) { r.hashWith(h, true) }
-
-// hashWith hashes the state, the snapshot copies only with copies (the
-// persisted record leaves them out).
-func (r reconfState) hashWith(h *node.Hasher, copies bool) {
+func (r reconfState) hash(h *node.Hasher) {
 	h.Uint64(r.inc)
 	for _, b := range r.stopped {
 		h.Bool(b)
@@ -114,9 +110,7 @@ func (r reconfState) hashWith(h *node.Hasher, copies bool) {
 		h.String(string(sn.requester))
 		h.Int(sn.stripe)
 		h.Uint64(sn.nonce)
-		if copies {
-			h.OptBytesList(sn.copies)
-		}
+		h.OptBytesList(sn.copies)
 		h.Uint64(sn.seen)
 		h.Bool(sn.sent)
 	}
@@ -227,6 +221,9 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	s.cfg = m.Config
 	s.cfgHash = node.HashOf(s.cfg)
 	clear(s.rc.stopped)
+	for _, sn := range s.rc.snaps {
+		s.saved.snapChanged(sn)
+	}
 	s.rc.snaps = nil // 3.3.2.3: snapshots end with their configuration
 	if s.rc.rebuild != nil {
 		defer s.rebuildNext(ctx) // start over in the new configuration
@@ -315,6 +312,7 @@ func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
 		s.rc.snaps = append(s.rc.snaps, sn)
 	}
 	sn.seen |= 1 << pos
+	s.saved.snapChanged(sn)
 	if m.Requester == msg.ParityAddr(s.me) {
 		return // this server's own rebuild: it waits for the markers, copies and answers nothing
 	}
@@ -350,8 +348,16 @@ func (s *Server) copyAt(sn *snapshot, i, st, idx int) {
 }
 
 func (s *Server) findSnapshot(req node.Addr, st int, nonce uint64) *snapshot {
+	if sn := s.findRun(req, st); sn != nil && sn.nonce == nonce {
+		return sn
+	}
+	return nil
+}
+
+// findRun is req's snapshot of the run starting at stripe st, if any.
+func (s *Server) findRun(req node.Addr, st int) *snapshot {
 	for _, sn := range s.rc.snaps {
-		if sn.requester == req && sn.stripe == st && sn.nonce == nonce {
+		if sn.requester == req && sn.stripe == st {
 			return sn
 		}
 	}

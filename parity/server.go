@@ -143,6 +143,7 @@ func (s *Server) Clone() node.Node {
 	c.blocks = s.blocks.Clone()
 	c.rc = s.rc.clone()
 	c.saved.clients = maps.Clone(s.saved.clients)
+	c.saved.snaps = maps.Clone(s.saved.snaps)
 	return &c
 }
 
