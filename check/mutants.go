@@ -71,6 +71,8 @@ var mutants = []Mutant{
 		"restart-data-two", mc.BFS, 1, InvParity},
 	{"ack-before-durable", "persistence", "a parity server acknowledges a PREPARE before holding it is durable: restarted, it has forgotten the PREPARE",
 		"restart-parity", mc.BFS, 1, InvParity},
+	{"snapshot-restart-recopy", "persistence", "a restarted parity server answers a snapshot it had not answered, from copies taken again at the restart (a later cut than its first marker's)",
+		"restart-parity-snapshot", mc.Random, 1, InvParity},
 	{"witness-no-fence", "persistence", "a witness does not persist its incarnation and fences: restarted, it takes PREPAREs from the replaced data server",
 		"restart-witness-replace-data", mc.Random, 3, InvLinear},
 

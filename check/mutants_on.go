@@ -31,6 +31,7 @@ func SetMutant(name string) error {
 	}
 	if m.Kind == "persistence" {
 		persistMutant, releaseEarly = diskBugs[name], earlyReleases[name]
+		parity.Mutant = name // snapshot-restart-recopy: what Restore makes of what it read
 		return nil
 	}
 	// Names are unique: each package reacts to its own only.

@@ -63,6 +63,16 @@ var (
 		"b0, read b0; data/0 replaced at any moment) with parity/3 crashing and restarting from what it persisted "+
 		"(mid-snapshot among others); up to 2 timer firings per path", ReplaceData, msg.ParityAddr(3), 2)
 
+	// RestartParitySnapshot restarts a parity server of a stripe whose
+	// data server is rebuilt while the stripe's other data servers write:
+	// a restart between two markers of the snapshot finds PREPAREs that
+	// came after the first marker, so the snapshot's copy cannot be taken
+	// again; the restarted server must abandon the snapshot (its copies
+	// are not persisted) and answer the requester's next round.
+	RestartParitySnapshot = restarting("restart-parity-snapshot", "snapshot-under-writes (g=3 f=2 w=0, clients 0 and 1 "+
+		"write b1 and b2 twice; data/0 replaced at any moment) with parity/3 crashing and restarting from what it "+
+		"persisted; up to 2 timer firings per path", SnapshotUnderWrites, msg.ParityAddr(3), 2)
+
 	// RestartWitnessReplaceData restarts the witness of a stripe whose
 	// data server is replaced at a moment the search chooses: the witness
 	// must come back still fencing the replaced incarnation (its

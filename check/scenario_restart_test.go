@@ -95,6 +95,24 @@ func TestRestartScenariosReach(t *testing.T) {
 	}
 	noViolationByWalks(t, p, d/2)
 
+	// A parity server restarting while the stripe's other data servers
+	// write during the snapshot: the walks reach a restart mid-rebuild,
+	// the rebuild still ends, and no violation.
+	q := RestartParitySnapshot.MC()
+	r := reachByWalks(q, midRebuild)
+	if r.Outcome != mc.GoalFound {
+		t.Fatalf("%s: %q not reached: %s after %d states", q.Name, midRebuild.Name, r.Outcome, r.States)
+	}
+	o := q.Options(mc.Random)
+	o.MaxTime, o.Seed = d, 1
+	o.Goals = []mc.Predicate{mc.Pred("data/0 rebuilt", func(s *mc.State) (bool, string) {
+		return s.Node(msg.DataAddr(0)).(*data.Server).DegradedBlocks() == 0, ""
+	})}
+	if r2 := mc.Search(r.Final, o); r2.Outcome != mc.GoalFound {
+		t.Errorf("%s: data/0 never rebuilt after %q: %s", q.Name, midRebuild.Name, r2.Outcome)
+	}
+	noViolationByWalks(t, q, d/2)
+
 	m := RestartReplaceData.MC()
 	race := mc.Pred("data/0 restarted, then replaced", func(s *mc.State) (bool, string) {
 		n := s.Node(msg.DataAddr(0)).(*data.Server)

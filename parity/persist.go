@@ -186,6 +186,13 @@ func (s *Server) Restore(r node.Reader) error {
 	if err := backup.RestorePrepares(&s.prepares, r); err != nil {
 		return fmt.Errorf("%s: %w", who, err)
 	}
+	for _, sn := range s.rc.snaps {
+		if Mutant == "snapshot-restart-recopy" && !sn.sent { // copies of one stripe taken again: a later cut
+			_, idx := s.cfg.Layout.RoleOf(sn.stripe, s.me)
+			sn.copies, sn.own = make([][]byte, 1), make([]bool, 1)
+			s.copyAt(sn, 0, sn.stripe, idx)
+		}
+	}
 	return nil
 }
 
@@ -216,7 +223,7 @@ func (s *Server) restoreSnaps(r node.Reader) error {
 		if err := d.Err(); err != nil {
 			return fmt.Errorf("bad snapshot record %q: %v", k, err)
 		}
-		sn.sent = true
+		sn.sent = sn.sent || Mutant != "snapshot-restart-recopy"
 		s.rc.snaps = append(s.rc.snaps, sn)
 		return nil
 	})
