@@ -28,6 +28,7 @@ type replaceRun struct {
 	suspected    []msg.Replace // asked with replace, of servers that stay alive (false suspicions)
 	pause        time.Duration // background rebuild pause (SetRebuildPause)
 	runStripes   int           // stripes per snapshot run (SetRebuildRun)
+	window       int           // background runs in flight (SetRebuildWindow)
 	watch        func(mc.Step) // if set, sees every step of the run
 }
 
@@ -59,6 +60,9 @@ func (r replaceRun) try() (*mc.State, error) {
 	for _, n := range nodes {
 		if p, ok := n.(interface{ SetRebuildPause(time.Duration) }); ok {
 			p.SetRebuildPause(r.pause)
+		}
+		if p, ok := n.(interface{ SetRebuildWindow(int) }); ok {
+			p.SetRebuildWindow(r.window)
 		}
 	}
 	s := mc.NewState(nodes)
@@ -217,6 +221,22 @@ func TestRandomizedReplaceMultiStripe(t *testing.T) {
 	seeds := sweep(60, 30, 16)
 	for seed := 1; seed <= seeds; seed++ {
 		runSeed(seed).run(t)
+	}
+	t.Logf("%d seeds", seeds)
+}
+
+// Several background runs in flight at once (the runtime's default), at
+// data and parity servers: runs of up to 2 stripes, 3 in flight, and a
+// parity replacement in every seed.
+func TestRandomizedReplaceWindow(t *testing.T) {
+	seeds := sweep(60, 30, 16)
+	for seed := 1; seed <= seeds; seed++ {
+		r := runSeed(seed)
+		r.runStripes, r.window = 2, 3
+		if len(r.replace) == 1 {
+			r.replace = append(r.replace, msg.Replace{Role: erasure.RoleParity, Machine: (seed + 3) % r.layout.N, Inc: 1})
+		}
+		r.run(t)
 	}
 	t.Logf("%d seeds", seeds)
 }

@@ -18,10 +18,10 @@ type reconfState struct {
 	inc      uint64 // this incarnation
 	stopped  []bool // per shard: fenced by StopShard until the next configuration
 	clients  map[clientKey]msg.ClientRecord
-	degraded []bool       // per stripe: parity block not rebuilt (new incarnation)
-	snaps    []*snapshot  // snapshots of the current configuration
-	early    backup.Early // stream messages from a newer configuration
-	rebuild  *recovery.Rebuild
+	degraded []bool              // per stripe: parity block not rebuilt (new incarnation)
+	snaps    []*snapshot         // snapshots of the current configuration
+	early    backup.Early        // stream messages from a newer configuration
+	rebuilds []*recovery.Rebuild // background runs in flight, oldest first
 	nonce    uint64
 	kept     []msg.Prepare // committed deltas for stripes not rebuilt yet
 	versions []version     // of the blocks this incarnation rebuilt
@@ -73,8 +73,9 @@ func (r reconfState) clone() reconfState {
 	c.early = slices.Clone(r.early)
 	c.kept = slices.Clone(r.kept)
 	c.versions = slices.Clone(r.versions)
-	if r.rebuild != nil {
-		c.rebuild = r.rebuild.Clone()
+	c.rebuilds = make([]*recovery.Rebuild, len(r.rebuilds))
+	for i, x := range r.rebuilds {
+		c.rebuilds[i] = x.Clone()
 	}
 	c.snaps = make([]*snapshot, len(r.snaps))
 	for i, sn := range r.snaps {
@@ -115,9 +116,9 @@ func (r reconfState) hash(h *node.Hasher) {
 		h.Bool(sn.sent)
 	}
 	r.early.Hash(h)
-	h.Bool(r.rebuild != nil)
-	if r.rebuild != nil {
-		r.rebuild.Hash(h)
+	h.Int(len(r.rebuilds))
+	for _, x := range r.rebuilds {
+		x.Hash(h)
 	}
 	h.Uint64(r.nonce)
 	for _, p := range r.kept {
@@ -206,7 +207,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	if fresh {
 		pace := s.pace // a setting, kept by a new incarnation; the old one's timers end
 		*s = *New(m.Config, s.me, s.code)
-		s.pace = recovery.Pacing{Pause: pace.Pause, Run: pace.Run}
+		s.pace = recovery.Pacing{Pause: pace.Pause, Window: pace.Window, Run: pace.Run}
 		s.rc.degraded = make([]bool, s.cfg.Layout.Stripes)
 		for _, st := range s.cfg.Layout.StripesAs(s.me, erasure.RoleParity) {
 			s.rc.degraded[st] = true
@@ -225,7 +226,8 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 		s.saved.snapChanged(sn)
 	}
 	s.rc.snaps = nil // 3.3.2.3: snapshots end with their configuration
-	if s.rc.rebuild != nil {
+	if len(s.rc.rebuilds) > 0 {
+		s.rc.rebuilds = nil
 		defer s.rebuildNext(ctx) // start over in the new configuration
 	}
 	ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})

@@ -29,6 +29,10 @@ const (
 // times d, from its start to the next run's (0: no limit).
 func (s *Server) SetRebuildPause(d time.Duration) { s.pace.Pause = max(d, 0) }
 
+// SetRebuildWindow makes the background rebuild keep up to n runs in
+// flight when there is no pause (n < 1: one).
+func (s *Server) SetRebuildWindow(n int) { s.pace.Window = n }
+
 // SetRebuildRun makes a run snapshot up to n stripes (n < 1: one).
 func (s *Server) SetRebuildRun(n int) { s.pace.Run = n }
 
@@ -40,13 +44,11 @@ func (s *Server) RebuildPause() time.Duration { return s.pace.Pause }
 func (s *Server) Timer(ctx node.Context, t node.Timer) {
 	if t == rebuildPaused {
 		s.pace.Waiting = false
-		if s.rc.rebuild == nil {
-			s.rebuildNext(ctx)
-		}
+		s.rebuildNext(ctx)
 		return
 	}
 	s.rc.ticking = false
-	if r := s.rc.rebuild; r != nil {
+	for _, r := range s.rc.rebuilds {
 		if r.Retry(&s.rc.nonce) {
 			r.Ask(ctx, s.cfg.Layout, s.cfg.Num)
 		}
@@ -65,32 +67,59 @@ func (s *Server) tick(ctx node.Context) {
 	}
 }
 
-// rebuildNext starts rebuilding the first degraded stripe, if any. Once
-// none is left, the server reports to the reconfiguration service, which
-// counts it as degraded until then (SLC, thesis 3.4.2); degraded becomes
-// nil again, as for a server that never had anything to rebuild.
+// rebuildNext starts background runs from the first degraded stripe not
+// in flight, up to the window's runs in flight (one with a pause, whose
+// timer must have fired). Once none is left, the server reports to the
+// reconfiguration service, which counts it as degraded until then (SLC,
+// thesis 3.4.2); degraded becomes nil again, as for a server that never
+// had anything to rebuild.
 func (s *Server) rebuildNext(ctx node.Context) {
-	s.rc.rebuild = nil
-	st := slices.Index(s.rc.degraded, true)
-	if st < 0 {
-		if s.rc.degraded != nil {
-			s.rc.degraded = nil
-			s.rc.report = true
-			s.reportRebuilt(ctx)
-			s.tick(ctx)
+	window := max(s.pace.Window, 1)
+	if s.pace.Pause > 0 {
+		window = 1
+	}
+	free := func(st int) bool {
+		return s.isDegraded(st) && !slices.ContainsFunc(s.rc.rebuilds, func(r *recovery.Rebuild) bool { return r.Has(s.cfg.Layout, st) })
+	}
+	for len(s.rc.rebuilds) < window && !s.pace.Waiting {
+		st := -1
+		for i := range s.rc.degraded {
+			if free(i) {
+				st = i
+				break
+			}
 		}
-		return
+		if st < 0 {
+			break
+		}
+		s.rc.nonce++
+		sts := recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, free)
+		r := recovery.NewRun(s.cfg.Layout, sts, s.rc.nonce, -1)
+		s.rc.rebuilds = append(s.rc.rebuilds, r)
+		r.Ask(ctx, s.cfg.Layout, s.cfg.Num)
+		s.tick(ctx)
+		if s.pace.Pause > 0 {
+			s.pace.Waiting = true
+			wait := s.pace.Pause * time.Duration(len(sts))
+			ctx.SetTimer(rebuildPaused, wait, wait)
+		}
 	}
-	s.rc.nonce++
-	sts := recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, s.isDegraded)
-	s.rc.rebuild = recovery.NewRun(s.cfg.Layout, sts, s.rc.nonce, -1)
-	s.rc.rebuild.Ask(ctx, s.cfg.Layout, s.cfg.Num)
-	s.tick(ctx)
-	if s.pace.Pause > 0 && !s.pace.Waiting {
-		s.pace.Waiting = true
-		wait := s.pace.Pause * time.Duration(len(sts))
-		ctx.SetTimer(rebuildPaused, wait, wait)
+	if len(s.rc.rebuilds) == 0 && s.rc.degraded != nil && !slices.Contains(s.rc.degraded, true) {
+		s.rc.degraded = nil
+		s.rc.report = true
+		s.reportRebuilt(ctx)
+		s.tick(ctx)
 	}
+}
+
+// run is the background run in flight that starts at stripe st, if any.
+func (s *Server) run(st int) *recovery.Rebuild {
+	for _, r := range s.rc.rebuilds {
+		if r.Stripe == st {
+			return r
+		}
+	}
+	return nil
 }
 
 // rebuilt is this incarnation's msg.Rebuilt.
@@ -104,13 +133,13 @@ func (s *Server) reportRebuilt(ctx node.Context) { ctx.Send(msg.ReconfigAddr, s.
 func (s *Server) onRebuiltOK(m msg.RebuiltOK) { s.rc.report = s.rc.report && !m.Acks(s.rebuilt()) }
 
 func (s *Server) onSnapshotData(m msg.SnapshotData) {
-	if r := s.rc.rebuild; r != nil && m.Num == s.cfg.Num {
+	if r := s.run(m.Stripe); r != nil && m.Num == s.cfg.Num {
 		r.OnData(s.cfg.Layout, m)
 	}
 }
 
 func (s *Server) onSnapshotParity(m msg.SnapshotParity) {
-	if r := s.rc.rebuild; r != nil && m.Num == s.cfg.Num {
+	if r := s.run(m.Stripe); r != nil && m.Num == s.cfg.Num {
 		r.OnParity(s.cfg.Layout, m)
 	}
 }
@@ -136,11 +165,11 @@ func (s *Server) reflected(p msg.Prepare) bool {
 	return false
 }
 
-// tryRebuild finishes the rebuild once the stripe decodes and this server
-// has itself seen every data server's marker, so that every PREPARE the
-// snapshot reflects has reached it.
-func (s *Server) tryRebuild(ctx node.Context) {
-	r := s.rc.rebuild
+// tryRebuild finishes the run starting at stripe st, if one is in flight,
+// once it decodes and this server has itself seen every data server's
+// marker, so that every PREPARE the snapshot reflects has reached it.
+func (s *Server) tryRebuild(ctx node.Context, st int) {
+	r := s.run(st)
 	if r == nil {
 		return
 	}
@@ -153,6 +182,7 @@ func (s *Server) tryRebuild(ctx node.Context) {
 	if !ok {
 		return
 	}
+	s.rc.rebuilds = slices.DeleteFunc(s.rc.rebuilds, func(o *recovery.Rebuild) bool { return o == r })
 	_, idx := l.RoleOf(r.Stripe, s.me)
 	sts := r.Stripes(l)
 	in := map[int]bool{}
@@ -177,9 +207,5 @@ func (s *Server) tryRebuild(ctx node.Context) {
 			s.prepares.MarkApplied(h.P.Key()) // the rebuilt block has it
 		}
 	}
-	if s.pace.Waiting && slices.Contains(s.rc.degraded, true) {
-		s.rc.rebuild = nil // the pause timer starts the next run
-		return
-	}
-	s.rebuildNext(ctx)
+	s.rebuildNext(ctx) // with a pause, its timer may start the next run instead
 }

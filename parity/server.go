@@ -89,13 +89,13 @@ func (s *Server) Handle(ctx node.Context, from node.Addr, m node.Message) {
 		s.onNewConfig(ctx, from, m)
 	case msg.SnapshotMarker:
 		s.onMarker(ctx, m)
-		s.tryRebuild(ctx)
+		s.tryRebuild(ctx, m.Stripe)
 	case msg.SnapshotData:
 		s.onSnapshotData(m)
-		s.tryRebuild(ctx)
+		s.tryRebuild(ctx, m.Stripe)
 	case msg.SnapshotParity:
 		s.onSnapshotParity(m)
-		s.tryRebuild(ctx)
+		s.tryRebuild(ctx, m.Stripe)
 	}
 }
 

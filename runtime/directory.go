@@ -114,6 +114,7 @@ func (mc *Machine) fresh(a node.Addr) node.Node {
 	case "parity":
 		s := parity.New(cfg, m, mc.code)
 		s.SetRebuildPause(mc.o.RebuildPause)
+		s.SetRebuildWindow(cmp.Or(mc.o.RebuildWindow, DefaultRebuildWindow))
 		s.SetRebuildRun(rebuildRun(mc.o.RebuildRun, cfg.Layout.BlockSize))
 		return s
 	case "witness":
