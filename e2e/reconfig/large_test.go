@@ -21,7 +21,7 @@ var (
 	large        = flag.Bool("large-recovery", false, "run TestRecoverLargeMachine (minutes; durable cluster of separate processes)")
 	largeMiB     = flag.Int("large-recovery-mib", 64, "TestRecoverLargeMachine: MiB of blocks (data and parity) each machine holds")
 	largeBlock   = flag.Int("large-recovery-block", 64<<10, "TestRecoverLargeMachine: block size in bytes")
-	largePredict = flag.Float64("large-recovery-predict", 0, "TestRecoverLargeMachine: the rebuild rate in MB/s the recovery benchmark measured; if set, the rebuild must finish within 1.5x the time it predicts")
+	largePredict = flag.Float64("large-recovery-predict", 0, "TestRecoverLargeMachine: the rebuild rate in MB/s that amalgam-cli bench recovery measured (same block size, a smaller machine); if set, the rebuild must finish within 1.5x the time it predicts")
 	largeWait    = flag.Duration("large-recovery-max-wait", 5*time.Second, "TestRecoverLargeMachine: the longest a client operation may wait")
 )
 
@@ -34,7 +34,9 @@ var (
 // still pending when the clients stopped), no client operation may wait
 // longer than -large-recovery-max-wait, and with
 // -large-recovery-predict the rebuild must finish within 1.5x the time
-// the benchmark's rate predicts.
+// the rate predicts (the "replaced to healthy" rate of amalgam-cli bench
+// recovery for a smaller machine of the same block size, so the test
+// checks that the rebuild scales linearly with the machine's size).
 func TestRecoverLargeMachine(t *testing.T) {
 	if !*large {
 		t.Skip("-large-recovery runs it")
