@@ -13,8 +13,9 @@ import (
 //	meta                          configuration hash, op numbers (node.Enc)
 //	cfg                           gob of the configuration the server is in
 //	rc                            gob of parityRC: incarnation, fences,
-//	                              degraded blocks, early stream messages, kept deltas, rebuild nonce,
-//	                              versions of rebuilt blocks, whether msg.Rebuilt
+//	                              degraded blocks, early stream messages,
+//	                              kept deltas, rebuild nonce, versions of
+//	                              rebuilt blocks, whether msg.Rebuilt
 //	                              awaits its acknowledgement
 //	c/<shard>/<client>            a client record (hex fields; node.Enc)
 //	s/<requester>/<stripe, hex>   a snapshot but its copies (node.Enc)
@@ -22,8 +23,7 @@ import (
 //	p/<shard>/<op_num>/<stripe>   a held PREPARE (backup.PersistPrepares)
 //
 // Blocks, PREPAREs, client records and snapshots are written when they
-// change (a snapshot run per marker would otherwise rewrite rc with every
-// snapshot of the rebuild), cfg
+// change (in rc, every marker rewrote every snapshot of the rebuild), cfg
 // and rc when their hash changes; meta on every Persist. The rebuild in
 // progress is not kept: after a restart, Init starts it again with a
 // fresh nonce. Nor are snapshot copies: a snapshot the server had not
