@@ -272,13 +272,11 @@ func fillBlocks(ctx context.Context, clients []*client.Client, l erasure.Layout)
 	var wg sync.WaitGroup
 	errs := make([]error, len(clients))
 	for i, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for b := uint64(i); b < l.NumBlocks() && errs[i] == nil; b += uint64(len(clients)) {
 				errs[i] = c.Write(ctx, b, 0, data)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {
