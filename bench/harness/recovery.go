@@ -3,13 +3,10 @@ package harness
 import (
 	"context"
 	"fmt"
-	"os"
-	ossignal "os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/amalgam-store/amalgam/bench/loadgen"
@@ -117,13 +114,11 @@ func Recovery(o RecoveryOptions) (*RecoveryReport, error) {
 			o.Progress(fmt.Sprintf(f, a...))
 		}
 	}
-	ctx, stop := ossignal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	tmp, err := os.MkdirTemp("", "amalgam-recovery-")
+	ctx, tmp, release, err := scratch("amalgam-recovery-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer release()
 	server := filepath.Join(tmp, "amalgam-server")
 	if err := goBuild(ctx, src, server, "./cmd/amalgam-server", o.Progress); err != nil {
 		return nil, err
