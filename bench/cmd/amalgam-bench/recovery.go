@@ -13,13 +13,7 @@ import (
 // newRecoveryCmd is amalgam-bench recovery: client throughput over time
 // through a machine's failure, detection, replacement and rebuild.
 func newRecoveryCmd() *cobra.Command {
-	var (
-		o          harness.RecoveryOptions
-		output     string
-		jsonFile   string
-		plotDir    string
-		noProgress bool
-	)
+	var o harness.RecoveryOptions
 	cmd := &cobra.Command{
 		Use:   "recovery",
 		Short: "Client throughput over time through a machine's SIGKILL, its replacement and rebuild (durable, separate processes)",
@@ -47,42 +41,22 @@ only, and replace no replica, so this command measures Amalgam alone.`,
 		Example: `  amalgam-cli bench recovery
   amalgam-cli bench recovery --block-size 65536 --mib-per-machine 16 --plot docs/bench/recovery
   amalgam-cli bench recovery --rebuild-rate 2MB/s --duration 2m --output json`,
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return fmt.Errorf("--output must be text or json, got %q", output)
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if !noProgress {
-				o.Progress = progressTo("recovery")
-			}
-			rep, err := harness.Recovery(o)
-			if err != nil {
-				return err
-			}
-			plot := func(dir string) error {
-				files, err := rep.Plot(dir)
-				if err == nil && o.Progress != nil {
-					o.Progress(fmt.Sprintf("plots: %s", strings.Join(files, ", ")))
-				}
-				return err
-			}
-			if err := saveReport(rep, jsonFile, plotDir, plot); err != nil {
-				return err
-			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), rep)
-			}
-			return rep.WriteText(cmd.OutOrStdout())
-		},
 	}
-	f := cmd.Flags()
-	ignoreCLIFlags(f)
-	f.StringVar(&output, "output", "text", "output format: text or json")
+	f := reportCmd(cmd, []string{"text", "json"}, "also draw SVG plots into this directory",
+		func(progress func(string)) (*harness.RecoveryReport, error) {
+			if err := o.Validate(); err != nil {
+				return nil, err
+			}
+			o.Progress = progress
+			return harness.Recovery(o)
+		},
+		func(rep *harness.RecoveryReport, dir string) error {
+			files, err := rep.Plot(dir)
+			if err == nil && o.Progress != nil {
+				o.Progress(fmt.Sprintf("plots: %s", strings.Join(files, ", ")))
+			}
+			return err
+		})
 	f.IntVar(&o.N, "n", 6, "machines (a spare is added)")
 	f.IntVar(&o.G, "g", 3, "data blocks per stripe")
 	f.IntVar(&o.F, "f", 2, "parity blocks per stripe")
@@ -97,8 +71,5 @@ only, and replace no replica, so this command measures Amalgam alone.`,
 	f.IntVar(&o.Victim, "victim", 1, "the machine killed")
 	f.Uint64Var(&o.Seed, "seed", 1, "workload seed")
 	f.StringVar(&o.Src, "src", ".", "Amalgam source tree to build amalgam-server from (or a directory inside it)")
-	f.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file")
-	f.StringVar(&plotDir, "plot", "", "also draw SVG plots into this directory")
-	f.BoolVar(&noProgress, "no-progress", false, "do not report progress on stderr")
 	return cmd
 }

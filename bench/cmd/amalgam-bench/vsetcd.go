@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,13 +11,7 @@ import (
 // newVsEtcdCmd is amalgam-bench vs-etcd: durable Amalgam against stock etcd
 // clusters, as separate server processes, alternated round by round.
 func newVsEtcdCmd() *cobra.Command {
-	var (
-		o          harness.VsEtcdOptions
-		output     string
-		jsonFile   string
-		plotDir    string
-		noProgress bool
-	)
+	var o harness.VsEtcdOptions
 	cmd := &cobra.Command{
 		Use:   "vs-etcd",
 		Short: "Durable Amalgam (amalgam-server dev) against 3- and 5-member etcd clusters, alternated",
@@ -35,36 +28,13 @@ and fdatasync calls per operation (perf stat; etcd's own sync metrics beside
 them), bytes written to disk per logical byte (/proc/<pid>/io), and Amalgam's
 per-round ratio to each etcd cluster as a median with its min-max spread.
 See docs/benchmarks.md.`,
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" && output != "markdown" {
-				return fmt.Errorf("--output must be text, json or markdown, got %q", output)
-			}
-			if !noProgress {
-				o.Progress = progressTo("vs-etcd")
-			}
-			rep, err := harness.VsEtcd(o)
-			if err != nil {
-				return err
-			}
-			if err := saveReport(rep, jsonFile, plotDir, func(dir string) error { _, err := rep.Plot(dir); return err }); err != nil {
-				return err
-			}
-			switch output {
-			case "json":
-				return writeJSON(cmd.OutOrStdout(), rep)
-			case "markdown":
-				rep.Markdown(cmd.OutOrStdout())
-				return nil
-			}
-			return rep.WriteText(cmd.OutOrStdout())
-		},
 	}
-	f := cmd.Flags()
-	ignoreCLIFlags(f)
-	f.StringVar(&output, "output", "text", "output format: text, json or markdown")
+	f := reportCmd(cmd, []string{"text", "json", "markdown"}, "also draw the ratios into DIR/vs-etcd.svg",
+		func(progress func(string)) (*harness.VsReport, error) {
+			o.Progress = progress
+			return harness.VsEtcd(o)
+		},
+		func(rep *harness.VsReport, dir string) error { _, err := rep.Plot(dir); return err })
 	f.IntVar(&o.Rounds, "rounds", 3, "rounds; every round runs every system once")
 	f.DurationVar(&o.Warmup, "warmup", 0, "warm-up before each measured run (default 1s)")
 	f.DurationVar(&o.Duration, "duration", 0, "measured interval of each run (default 5s)")
@@ -72,11 +42,8 @@ See docs/benchmarks.md.`,
 	f.IntSliceVar(&o.Members, "members", []int{3, 5}, "etcd cluster sizes")
 	f.StringSliceVar(&o.Workloads, "workloads", nil, "run only these workloads (default all: "+strings.Join(vsNames(), ",")+")")
 	f.StringVar(&o.Src, "src", ".", "Amalgam source tree to build the servers from (or a directory inside it)")
-	f.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file")
-	f.StringVar(&plotDir, "plot", "", "also draw the ratios into DIR/vs-etcd.svg")
 	f.Int64Var(&o.MinOps, "min-ops", 0, "measure past --duration until this many operations completed")
 	f.BoolVar(&o.NoPerf, "no-perf", false, "do not run the servers under perf stat (which counts their fsync and fdatasync calls)")
-	f.BoolVar(&noProgress, "no-progress", false, "do not report progress on stderr")
 	return cmd
 }
 
