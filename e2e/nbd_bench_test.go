@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	nbdBench       = flag.Bool("nbd-bench", false, "run TestNBDBench: fio through NBD against the Go client and an nbdkit memory export (several minutes)")
+	nbdBench       = e2etest.NewOptIn("nbd-bench", "run TestNBDBench: fio through NBD against the Go client and an nbdkit memory export (several minutes)")
 	nbdBenchRounds = flag.Int("nbd-bench-rounds", 5, "TestNBDBench: rounds (each runs every system once, in turn)")
 	nbdBenchSecs   = flag.Int("nbd-bench-seconds", 4, "TestNBDBench: seconds per run")
 	nbdBenchMode   = flag.String("nbd-bench-durability", "memory", "TestNBDBench: the dev cluster's --durability")
@@ -31,9 +31,7 @@ var (
 //
 //	go test -run TestNBDBench -v -timeout 30m ./e2e/ -args -nbd-bench
 func TestNBDBench(t *testing.T) {
-	if !*nbdBench {
-		t.Skip("benchmark: run with -args -nbd-bench")
-	}
+	nbdBench.Require(t)
 	needTools(t, "fio", "nbdkit")
 	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
 	startDev(t, addr, t.TempDir(), "--blocks", "4096", "--block-size", "4096", "--durability", *nbdBenchMode)

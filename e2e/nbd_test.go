@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -259,7 +258,7 @@ func TestNBDTools(t *testing.T) {
 	}
 }
 
-var nbdLong = flag.Bool("nbd-long", false, "run TestNBDKillReplace: fio through NBD while a machine is killed and replaced by a spare (a few minutes)")
+var nbdLong = e2etest.NewOptIn("nbd-long", "run TestNBDKillReplace: fio through NBD while a machine is killed and replaced by a spare (a few minutes)")
 
 // TestNBDKillReplace runs fio's verified random writes through an NBD
 // export of a durable cluster of separate processes (a reconfiguration
@@ -268,9 +267,7 @@ var nbdLong = flag.Bool("nbd-long", false, "run TestNBDKillReplace: fio through 
 // spare, which rebuilds; fio must finish with no I/O or verification
 // error. Run with: go test -run TestNBDKillReplace -v ./e2e/ -args -nbd-long
 func TestNBDKillReplace(t *testing.T) {
-	if !*nbdLong {
-		t.Skip("long: run with -nbd-long")
-	}
+	nbdLong.Require(t)
 	needTools(t, "fio")
 	const machines = 5
 	dir := t.TempDir()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 )
@@ -122,12 +123,7 @@ func countAcks(t *testing.T, path string, round int) int {
 
 // killValue is the value of client c's seq-th write in a round.
 func killValue(round, c, seq int) []byte {
-	r := rand.New(rand.NewPCG(uint64(round)<<32|uint64(c), uint64(seq)))
-	v := make([]byte, killLayout.BlockSize)
-	for i := range v {
-		v[i] = byte(r.Uint32())
-	}
-	return v
+	return randBytes(rand.New(rand.NewPCG(uint64(round)<<32|uint64(c), uint64(seq))), killLayout.BlockSize)
 }
 
 // TestKillChild is TestRestartAfterSIGKILL's child process; alone, it does
@@ -151,29 +147,20 @@ func TestKillChild(t *testing.T) {
 		defer mu.Unlock()
 		fmt.Printf(format+"\n", args...)
 	}
-	var wg sync.WaitGroup
-	for c := 0; c < killClients; c++ {
-		cl := e2etest.Dial(t, lc.EntryAddr)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(round), uint64(c)))
-			n := killLayout.NumBlocks()
-			for seq := 0; ; seq++ {
-				b := uint64(c) + killClients*r.Uint64N((n+killClients-1-uint64(c))/killClients)
-				say("w %d %d %d %d", round, c, seq, b)
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				err := cl.Write(ctx, b, 0, killValue(round, c, seq))
-				cancel()
-				if err != nil {
-					t.Errorf("write to block %d: %v", b, err)
-					return
-				}
-				say("a %d %d %d %d", round, c, seq, b)
+	startClients(t, lc, killClients, round, func(c int, cl *client.Client, r *rand.Rand) {
+		for seq := 0; ; seq++ {
+			b := ownBlock(r, c, killClients, killLayout.NumBlocks())
+			say("w %d %d %d %d", round, c, seq, b)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := cl.Write(ctx, b, 0, killValue(round, c, seq))
+			cancel()
+			if err != nil {
+				t.Errorf("write to block %d: %v", b, err)
+				return
 			}
-		}()
-	}
-	wg.Wait() // until killed
+			say("a %d %d %d %d", round, c, seq, b)
+		}
+	}).Wait() // until killed
 }
 
 // checkKilled checks the blocks against the log of writes: a block holds

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
@@ -54,40 +55,30 @@ func TestPowerLoss(t *testing.T) {
 		var frozen atomic.Bool
 		var acked atomic.Int64
 		crashAt := int64(50 + rnd.IntN(150))
-		var wg sync.WaitGroup
-		for i := 0; i < clients; i++ {
-			c := e2etest.Dial(t, lc.EntryAddr)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := rand.New(rand.NewPCG(uint64(round), uint64(i)))
-				for !frozen.Load() {
-					b := uint64(i) + uint64(clients)*r.Uint64N((l.NumBlocks()+clients-1-uint64(i))/clients)
-					v := make([]byte, l.BlockSize)
-					for j := range v {
-						v[j] = byte(r.Uint32())
+		wg := startClients(t, lc, clients, round, func(i int, c *client.Client, r *rand.Rand) {
+			for !frozen.Load() {
+				b := ownBlock(r, i, clients, l.NumBlocks())
+				v := randBytes(r, l.BlockSize)
+				mu.Lock()
+				later[b] = append(later[b], v)
+				mu.Unlock()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := c.Write(ctx, b, 0, v)
+				cancel()
+				if err != nil {
+					if !frozen.Load() {
+						t.Errorf("write to block %d: %v", b, err)
 					}
-					mu.Lock()
-					later[b] = append(later[b], v)
-					mu.Unlock()
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					err := c.Write(ctx, b, 0, v)
-					cancel()
-					if err != nil {
-						if !frozen.Load() {
-							t.Errorf("write to block %d: %v", b, err)
-						}
-						return
-					}
-					if !frozen.Load() { // synced before the power went
-						mu.Lock()
-						last[b], later[b] = v, nil
-						mu.Unlock()
-						acked.Add(1)
-					}
+					return
 				}
-			}()
-		}
+				if !frozen.Load() { // synced before the power went
+					mu.Lock()
+					last[b], later[b] = v, nil
+					mu.Unlock()
+					acked.Add(1)
+				}
+			}
+		})
 		for acked.Load() < crashAt && !t.Failed() {
 			time.Sleep(time.Millisecond)
 		}
@@ -116,6 +107,21 @@ func TestPowerLoss(t *testing.T) {
 		waitParityConsistent(t, lc)
 		lc.Close()
 	}
+}
+
+// startClients runs n clients on lc, each in its goroutine with its own
+// random source seeded by round and its number.
+func startClients(t *testing.T, lc *Local, n, round int, run func(i int, c *client.Client, r *rand.Rand)) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		c := e2etest.Dial(t, lc.EntryAddr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(i, c, rand.New(rand.NewPCG(uint64(round), uint64(i))))
+		}()
+	}
+	return &wg
 }
 
 // checkRestored checks that every block holds its value in want.

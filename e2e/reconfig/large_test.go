@@ -18,7 +18,7 @@ import (
 )
 
 var (
-	large        = flag.Bool("large-recovery", false, "run TestRecoverLargeMachine (minutes; durable cluster of separate processes)")
+	large        = e2etest.NewOptIn("large-recovery", "run TestRecoverLargeMachine (minutes; durable cluster of separate processes)")
 	largeMiB     = flag.Int("large-recovery-mib", 64, "TestRecoverLargeMachine: MiB of blocks (data and parity) each machine holds")
 	largeBlock   = flag.Int("large-recovery-block", 64<<10, "TestRecoverLargeMachine: block size in bytes")
 	largePredict = flag.Float64("large-recovery-predict", 0, "TestRecoverLargeMachine: the rebuild rate in MB/s the recovery benchmark measured; if set, the rebuild must finish within 1.5x the time it predicts")
@@ -36,9 +36,7 @@ var (
 // -large-recovery-predict the rebuild must finish within 1.5x the time
 // the benchmark's rate predicts.
 func TestRecoverLargeMachine(t *testing.T) {
-	if !*large {
-		t.Skip("-large-recovery runs it")
-	}
+	large.Require(t)
 	bs := *largeBlock
 	l := erasure.Layout{N: 6, G: 3, F: 2, W: 0, BlockSize: bs}
 	perMachine := int64(*largeMiB) << 20
@@ -54,7 +52,7 @@ func TestRecoverLargeMachine(t *testing.T) {
 	entry, machines, spareAddr := addrs[0], addrs[1:1+l.N], addrs[1+l.N]
 	var procs []*e2etest.Proc
 	defer func() {
-		if t.Failed() || *keep {
+		if t.Failed() || *e2etest.KeepLogs {
 			for _, p := range procs {
 				t.Logf("%s", p.Out.String())
 			}

@@ -6,7 +6,6 @@ package reconfig_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -23,8 +22,6 @@ import (
 )
 
 var bin string
-
-var keep = flag.Bool("keep-logs", false, "print every process's output even when the test passes")
 
 func TestMain(m *testing.M) { e2etest.Main(m, &bin, true, "amalgam-server", "amalgam-cli") }
 
@@ -70,7 +67,7 @@ func TestReplaceMachines(t *testing.T) {
 		return b.String()
 	}
 	defer func() {
-		if t.Failed() || *keep {
+		if t.Failed() || *e2etest.KeepLogs {
 			t.Logf("process output:\n%s", logs())
 		}
 	}()
