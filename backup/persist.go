@@ -72,14 +72,10 @@ func prepKey(k msg.PrepKey) string {
 // last call (for parity servers and witnesses).
 func PersistPrepares(s *PrepareSet, w node.Writer) {
 	s.TakeChanged(func(k msg.PrepKey, e Held, ok bool) {
-		if ok {
-			var b node.Enc
+		node.PutOrDelete(w, prepKey(k), ok, func(b *node.Enc) {
 			b.Bool(e.Applied)
-			e.P.Encode(&b)
-			w.Put(prepKey(k), b.B)
-		} else {
-			w.Delete(prepKey(k))
-		}
+			e.P.Encode(b)
+		})
 	})
 }
 

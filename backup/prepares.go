@@ -107,6 +107,26 @@ func (s *PrepareSet) Remove(k msg.PrepKey) {
 	}
 }
 
+// OfShard returns the held PREPAREs of shard, in key order.
+func (s *PrepareSet) OfShard(shard int) []msg.Prepare {
+	var out []msg.Prepare
+	for _, h := range s.List() {
+		if h.P.Shard == shard {
+			out = append(out, h.P)
+		}
+	}
+	return out
+}
+
+// RemoveShard drops the held PREPAREs of shard.
+func (s *PrepareSet) RemoveShard(shard int) {
+	for k := range s.m {
+		if k.Shard == shard {
+			s.Remove(k)
+		}
+	}
+}
+
 // HoldsOn reports whether a held PREPARE is for stripe st.
 func (s *PrepareSet) HoldsOn(st int) bool {
 	for k := range s.m {

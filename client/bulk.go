@@ -130,11 +130,9 @@ func (p *Pool) each(groups [][]segment, f func([]segment) error) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(groups))
 	for i, g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			errs[i] = f(g)
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

@@ -48,6 +48,17 @@ type Writer interface {
 	Delete(key string)
 }
 
+// PutOrDelete puts under key what enc encodes if present, else deletes key.
+func PutOrDelete(w Writer, key string, present bool, enc func(*Enc)) {
+	if !present {
+		w.Delete(key)
+		return
+	}
+	var b Enc
+	enc(&b)
+	w.Put(key, b.B)
+}
+
 // Reader reads back what a node persisted.
 type Reader interface {
 	// Get returns the value stored under key, if any.

@@ -103,14 +103,11 @@ func (s *Server) Persist(w node.Writer) {
 	msg.PersistBlocks(s.blocks, w)
 	backup.PersistPrepares(&s.prepares, w)
 	for k := range s.saved.clients {
-		if r, ok := s.rc.clients[k]; ok {
-			var b node.Enc
+		r, ok := s.rc.clients[k]
+		node.PutOrDelete(w, clientRecKey(k), ok, func(b *node.Enc) {
 			b.Uint64(r.Seq)
-			r.Reply.Encode(&b)
-			w.Put(clientRecKey(k), b.B)
-		} else {
-			w.Delete(clientRecKey(k))
-		}
+			r.Reply.Encode(b)
+		})
 	}
 	clear(s.saved.clients)
 	for k := range s.saved.snaps {

@@ -167,14 +167,8 @@ func (s *Server) onStopShard(ctx node.Context, from node.Addr, m msg.StopShard) 
 		return
 	}
 	s.rc.stopped[m.Shard] = Mutant != "no-fence"
-	ok := msg.StopShardOK{Num: m.Num, Shard: m.Shard, OpNum: s.opNums[m.Shard]}
-	for _, h := range s.prepares.List() {
-		if h.P.Shard == m.Shard {
-			ok.Prepares = append(ok.Prepares, h.P)
-		}
-	}
-	ok.Clients = shardRecords(s.rc.clients, m.Shard)
-	ctx.Send(from, ok)
+	ctx.Send(from, msg.StopShardOK{Num: m.Num, Shard: m.Shard, OpNum: s.opNums[m.Shard],
+		Prepares: s.prepares.OfShard(m.Shard), Clients: shardRecords(s.rc.clients, m.Shard)})
 }
 
 func shardRecords(all map[clientKey]msg.ClientRecord, shard int) []msg.ClientRecord {
@@ -269,11 +263,7 @@ func (s *Server) install(in *msg.Install) {
 	for _, r := range in.Clients {
 		s.setClient(clientKey{d, r.Client}, r)
 	}
-	for _, h := range s.prepares.List() {
-		if h.P.Shard == d {
-			s.prepares.Remove(h.P.Key())
-		}
-	}
+	s.prepares.RemoveShard(d)
 	s.opNums[d] = 0
 }
 

@@ -14,9 +14,8 @@ import (
 var l = erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 4}
 
 func TestRebuildDecodesOnceEveryDataServerAnswered(t *testing.T) {
-	code, _ := erasure.NewCode(3, 2)
 	data := [][]byte{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 9, 9, 9}}
-	par, _ := code.Encode(data)
+	par := encode(t, data)
 	const st = 2
 	r := recovery.New(l, st, 7, -1)
 	c := nodetest.New("parity/0")
@@ -94,7 +93,6 @@ func checkDecode(t *testing.T, r *recovery.Rebuild, l erasure.Layout, data, par 
 // without a block for every stripe of the run does not count.
 func TestRunDecodesEveryStripe(t *testing.T) {
 	ll := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 10, BlockSize: 4}
-	code, _ := erasure.NewCode(3, 2)
 	data := [][][]byte{{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 9, 9, 9}}, {{7, 7, 7, 7}, {0, 1, 0, 1}, {3, 3, 3, 3}}}
 	sts := recovery.RunFrom(ll, 1, 4, func(st int) bool { return true })
 	if len(sts) != 2 || sts[1] != 6 {
@@ -115,8 +113,7 @@ func TestRunDecodesEveryStripe(t *testing.T) {
 	for pos := 1; pos < 3; pos++ {
 		r.OnData(ll, msg.SnapshotData{Stripe: 1, Nonce: 3, Shard: ll.DataMachine(1, pos), Block: data[0][pos], Rest: [][]byte{data[1][pos]}})
 	}
-	par0, _ := code.Encode(data[0])
-	par1, _ := code.Encode(data[1])
+	par0, par1 := encode(t, data[0]), encode(t, data[1])
 	r.OnParity(ll, msg.SnapshotParity{Stripe: 1, Nonce: 3, Index: 0, Block: par0[0], Rest: [][]byte{par1[0]}})
 	got, gotPar, ok := r.Decode(ll)
 	if !ok {

@@ -34,18 +34,11 @@ var defaultReclaim = reclaimConfig{every: time.Second}
 // reclaimLoop reclaims in the background until the store closes.
 func (s *Store) reclaimLoop() {
 	defer close(s.rcDone)
-	t := time.NewTicker(s.rc.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-s.rcStop:
-			return
-		}
+	tickUntil(s.rc.every, s.rcStop, func() {
 		if err := s.reclaim(); err != nil {
 			panic(fmt.Sprintf("runtime: reclaiming block slots: %v", err))
 		}
-	}
+	})
 }
 
 // reclaim frees the slots blocks left whose switch away is durable.

@@ -19,12 +19,22 @@ import (
 // blockVal is a value of a block of the size, different for every (key,
 // version).
 func blockVal(size int, k string, ver int) []byte {
-	v := make([]byte, size)
-	r := rand.New(rand.NewPCG(uint64(ver), uint64(len(k))*7919+uint64(k[len(k)-1])))
+	return randBytes(rand.New(rand.NewPCG(uint64(ver), uint64(len(k))*7919+uint64(k[len(k)-1]))), size)
+}
+
+// randBytes draws n bytes from r.
+func randBytes(r *rand.Rand, n int) []byte {
+	v := make([]byte, n)
 	for i := range v {
 		v[i] = byte(r.Uint32())
 	}
 	return v
+}
+
+// ownBlock draws one of the blocks of client c of clients, each writing
+// its own blocks: those b < n with b % clients == c.
+func ownBlock(r *rand.Rand, c, clients int, n uint64) uint64 {
+	return uint64(c) + uint64(clients)*r.Uint64N((n+uint64(clients-1-c))/uint64(clients))
 }
 
 // commitBlocks writes the blocks of node a in one synced batch.

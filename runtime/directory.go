@@ -182,14 +182,7 @@ func (mc *Machine) heartbeat() {
 	}
 	leader := 0
 	evicted := false
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-mc.hb:
-			return
-		case <-t.C:
-		}
+	tickUntil(every, mc.hb, func() {
 		req := &wire.HeartbeatRequest{Host: mc.self, Machine: int32(mc.Slot())}
 		for i := range clients {
 			k := (leader + i) % len(clients)
@@ -210,7 +203,7 @@ func (mc *Machine) heartbeat() {
 				}
 			}
 		}
-	}
+	})
 }
 
 // adopt takes a newer address book and acts on what it says about this

@@ -41,3 +41,17 @@ func randomID() uint64 {
 		}
 	}
 }
+
+// tickUntil calls fn every d until stop is closed.
+func tickUntil(d time.Duration, stop <-chan struct{}, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			fn()
+		case <-stop:
+			return
+		}
+	}
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the Go code for wire/amalgam.proto, reconfig.proto and snapshot.proto.
+# Regenerates the Go code for wire/amalgam.proto.
 # Pinned tool versions:
 #
 #   protoc              3.21.12  (Debian 12: apt-get install -y protobuf-compiler)
@@ -18,4 +18,4 @@ fi
 protoc --proto_path=. \
 	--go_out=. --go_opt=paths=source_relative \
 	--go-grpc_out=. --go-grpc_opt=paths=source_relative \
-	amalgam.proto reconfig.proto snapshot.proto
+	amalgam.proto

@@ -19,13 +19,7 @@ func (s *Server) onStopShard(ctx node.Context, from node.Addr, m msg.StopShard) 
 		return
 	}
 	s.stopped[m.Shard] = true
-	ok := msg.StopShardOK{Num: m.Num, Shard: m.Shard}
-	for _, h := range s.prepares.List() {
-		if h.P.Shard == m.Shard {
-			ok.Prepares = append(ok.Prepares, h.P)
-		}
-	}
-	ctx.Send(from, ok)
+	ctx.Send(from, msg.StopShardOK{Num: m.Num, Shard: m.Shard, Prepares: s.prepares.OfShard(m.Shard)})
 }
 
 // onNewConfig moves to the next configuration: a new incarnation of this
@@ -47,11 +41,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 		*s = *New(m.Config, s.me)
 	} else {
 		if in := m.Install; in != nil {
-			for _, h := range s.prepares.List() {
-				if h.P.Shard == in.Shard {
-					s.prepares.Remove(h.P.Key())
-				}
-			}
+			s.prepares.RemoveShard(in.Shard)
 		}
 		s.cfg = m.Config
 		s.cfgHash = node.HashOf(s.cfg)

@@ -25,7 +25,6 @@ import (
 // Redirects; after a retry timeout the client tries the next member.
 type Client struct {
 	paxos.ClientScript
-	cfg Config
 
 	// Progress of the transaction in flight.
 	seq    uint64   // sequence number of the last GET or PUT sent
@@ -39,7 +38,7 @@ type Client struct {
 
 // NewClient returns client id (ids start at 1) running script.
 func NewClient(id uint64, cfg Config, script [][]msg.Op) *Client {
-	return &Client{ClientScript: paxos.NewClientScript(id, script, cfg.Groups()), cfg: cfg}
+	return &Client{ClientScript: paxos.NewClientScript(id, script, cfg.Layout, cfg.params())}
 }
 
 // StartAt makes the client number its GETs and PUTs from seq (before
@@ -53,14 +52,11 @@ func (c *Client) Init(ctx node.Context) { c.begin(ctx) }
 // begin starts the next transaction, finishing those that need no
 // request (invalid ones).
 func (c *Client) begin(ctx node.Context) {
-	l := c.cfg.Layout
+	l := c.Layout()
 	for !c.Done() {
 		_, ops := c.Current()
-		shard := -1
-		if len(ops) > 0 && ops[0].Block < l.NumBlocks() {
-			shard = l.Shard(ops[0].Block)
-		}
-		owns := func(b uint64) bool { return b < l.NumBlocks() && l.Shard(b) == shard }
+		shard, ok := c.Shard(ops)
+		owns := func(b uint64) bool { return ok && b < l.NumBlocks() && l.Shard(b) == shard }
 		if err := msg.ValidateTxn(ops, l.BlockSize, owns); err != nil {
 			c.finish(msg.Reply{Err: err.Error()})
 			continue
@@ -96,18 +92,16 @@ func (c *Client) request() msg.Request {
 	return msg.Request{Client: c.ID(), Seq: c.seq, Ops: []msg.Op{{Kind: msg.OpWrite, Block: c.puts[i], Data: c.data[i]}}}
 }
 
-func (c *Client) group() int { return c.cfg.Layout.Shard(c.request().Ops[0].Block) }
+func (c *Client) group() int { return c.Layout().Shard(c.request().Ops[0].Block) }
 
 // send sends the current request, a new one (with a new sequence number
 // and a retry timer) when fresh is set.
 func (c *Client) send(ctx node.Context, fresh bool) {
 	if fresh {
 		c.seq++
-		lo, hi := c.cfg.Timing.WithDefaults().RetryTimeout()
-		ctx.SetTimer(Retry{Seq: c.seq}, lo, hi)
+		c.SetRetry(ctx, Retry{Seq: c.seq})
 	}
-	g := c.group()
-	ctx.Send(c.cfg.Addr(g, c.Leader(g)), c.request())
+	c.Send(ctx, c.group(), c.request())
 }
 
 // Handle implements node.Node.
@@ -126,7 +120,7 @@ func (c *Client) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 			return
 		}
 		if c.step < len(c.gets) {
-			if len(m.Outcome.Results) != 1 || len(m.Outcome.Results[0].Data) != c.cfg.Layout.BlockSize {
+			if len(m.Outcome.Results) != 1 || len(m.Outcome.Results[0].Data) != c.Layout().BlockSize {
 				return
 			}
 			c.got = append(c.got[:len(c.got):len(c.got)], m.Outcome.Results[0].Data)
@@ -144,7 +138,7 @@ func (c *Client) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 		}
 		c.send(ctx, true)
 	case Redirect:
-		if g := c.group(); m.Seq == c.seq && m.Group == g && c.Follow(g, m.Leader, c.cfg.Members()) {
+		if g := c.group(); m.Seq == c.seq && m.Group == g && c.Follow(g, m.Leader) {
 			c.send(ctx, false)
 		}
 	}
@@ -169,10 +163,9 @@ func (c *Client) Timer(ctx node.Context, t node.Timer) {
 	if !ok || c.Done() || r.Seq != c.seq {
 		return
 	}
-	c.TryNext(c.group(), c.cfg.Members())
+	c.TryNext(c.group())
 	c.send(ctx, false)
-	lo, hi := c.cfg.Timing.WithDefaults().RetryTimeout()
-	ctx.SetTimer(r, lo, hi)
+	c.SetRetry(ctx, r)
 }
 
 // Clone implements node.Node. Slices are never modified in place once

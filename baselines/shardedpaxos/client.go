@@ -15,14 +15,13 @@ import (
 // replica, so it finds a new leader after a failure.
 type Client struct {
 	paxos.ClientScript
-	cfg   Config
 	first uint64 // the sequence number of script[0]
 }
 
 // NewClient returns client id (ids start at 1) running script. Every
 // transaction's ops must be on one shard.
 func NewClient(id uint64, cfg Config, script [][]msg.Op) *Client {
-	return &Client{ClientScript: paxos.NewClientScript(id, script, cfg.Groups()), cfg: cfg, first: 1}
+	return &Client{ClientScript: paxos.NewClientScript(id, script, cfg.Layout, cfg.params()), first: 1}
 }
 
 // StartAt numbers the script from seq instead of 1 (before Init): the
@@ -36,12 +35,10 @@ func (c *Client) seq() uint64 {
 	return c.first + uint64(i)
 }
 
+// group is the group of ops: the first block's shard (0 if none).
 func (c *Client) group(ops []msg.Op) int {
-	l := c.cfg.Layout
-	if len(ops) > 0 && ops[0].Block < l.NumBlocks() {
-		return l.Shard(ops[0].Block)
-	}
-	return 0
+	g, _ := c.Shard(ops)
+	return g
 }
 
 // Init implements node.Node.
@@ -53,14 +50,12 @@ func (c *Client) start(ctx node.Context) {
 		return
 	}
 	c.send(ctx)
-	lo, hi := c.cfg.Timing.WithDefaults().RetryTimeout()
-	ctx.SetTimer(Retry{Seq: c.seq()}, lo, hi)
+	c.SetRetry(ctx, Retry{Seq: c.seq()})
 }
 
 func (c *Client) send(ctx node.Context) {
 	_, ops := c.Current()
-	g := c.group(ops)
-	ctx.Send(c.cfg.Addr(g, c.Leader(g)), msg.Request{Client: c.ID(), Seq: c.seq(), Ops: ops})
+	c.Send(ctx, c.group(ops), msg.Request{Client: c.ID(), Seq: c.seq(), Ops: ops})
 }
 
 // Handle implements node.Node.
@@ -78,7 +73,7 @@ func (c *Client) Handle(ctx node.Context, _ node.Addr, m node.Message) {
 		c.start(ctx)
 	case Redirect:
 		_, ops := c.Current()
-		if g := c.group(ops); m.Seq == seq && m.Group == g && c.Follow(g, m.Leader, c.cfg.Full()) {
+		if g := c.group(ops); m.Seq == seq && m.Group == g && c.Follow(g, m.Leader) {
 			c.send(ctx)
 		}
 	}
@@ -91,7 +86,7 @@ func (c *Client) Timer(ctx node.Context, t node.Timer) {
 		return
 	}
 	_, ops := c.Current()
-	c.TryNext(c.group(ops), c.cfg.Full())
+	c.TryNext(c.group(ops))
 	c.start(ctx)
 }
 

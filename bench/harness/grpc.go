@@ -96,9 +96,7 @@ func runGRPC(s RunSpec) (Point, error) {
 		}
 		defer c.Close()
 		g := newGen(s.Workload, l.NumBlocks(), l.BlockSize, i, &seq)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer done.Add(1)
 			for phase.Load() < 2 {
 				ops, ok := g.next()
@@ -118,7 +116,7 @@ func runGRPC(s RunSpec) (Point, error) {
 					rec.errs++
 				}
 			}
-		}()
+		})
 	}
 	elapsed, cpu := measure(s, warm, &phase, recs, func() {}, func() bool { return seqRun && int(done.Load()) == s.Clients })
 	if !seqRun {

@@ -3,13 +3,10 @@ package harness
 import (
 	"context"
 	"fmt"
-	"os"
-	ossignal "os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/amalgam-store/amalgam/bench/loadgen"
@@ -117,13 +114,11 @@ func Recovery(o RecoveryOptions) (*RecoveryReport, error) {
 			o.Progress(fmt.Sprintf(f, a...))
 		}
 	}
-	ctx, stop := ossignal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	tmp, err := os.MkdirTemp("", "amalgam-recovery-")
+	ctx, tmp, release, err := scratch("amalgam-recovery-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer release()
 	server := filepath.Join(tmp, "amalgam-server")
 	if err := goBuild(ctx, src, server, "./cmd/amalgam-server", o.Progress); err != nil {
 		return nil, err
@@ -272,13 +267,11 @@ func fillBlocks(ctx context.Context, clients []*client.Client, l erasure.Layout)
 	var wg sync.WaitGroup
 	errs := make([]error, len(clients))
 	for i, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for b := uint64(i); b < l.NumBlocks() && errs[i] == nil; b += uint64(len(clients)) {
 				errs[i] = c.Write(ctx, b, 0, data)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

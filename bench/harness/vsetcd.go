@@ -197,14 +197,11 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 	if len(wls) == 0 {
 		return nil, fmt.Errorf("no workload matches %v (known: %s)", o.Workloads, strings.Join(vsWorkloadNames(), ", "))
 	}
-	// SIGINT or SIGTERM stops the run, and with it every process started.
-	ctx, stop := ossignal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	tmp, err := os.MkdirTemp("", "amalgam-vs-etcd-")
+	ctx, tmp, release, err := scratch("amalgam-vs-etcd-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer release()
 	bins, err := buildVsBinaries(ctx, src, tmp, o.Progress)
 	if err != nil {
 		return nil, err
@@ -292,6 +289,23 @@ func buildVsBinaries(ctx context.Context, src, dir string, progress func(string)
 		}
 	}
 	return b, nil
+}
+
+// scratch starts a run of server processes: a context that SIGINT or
+// SIGTERM cancels, stopping the run and every process started with it, and
+// a new temporary directory (named from prefix) for its binaries and data.
+// release removes the directory and stops the signal handling.
+func scratch(prefix string) (ctx context.Context, dir string, release func(), err error) {
+	ctx, stop := ossignal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	return ctx, dir, func() {
+		os.RemoveAll(dir)
+		stop()
+	}, nil
 }
 
 // goBuild runs go build -o out pkg in dir.

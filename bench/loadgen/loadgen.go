@@ -160,9 +160,7 @@ func Run(ctx context.Context, s Spec, doers []Doer, mark func(string)) Result {
 		r := &rec{}
 		recs[i] = r
 		g := NewGen(s, i)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for phase.Load() < 2 {
 				// With s.Ops, an operation counts if it claimed one of
 				// them when it began.
@@ -186,7 +184,7 @@ func Run(ctx context.Context, s Spec, doers []Doer, mark func(string)) Result {
 					}
 				}
 			}
-		}()
+		})
 	}
 	select {
 	case <-time.After(s.Warmup):

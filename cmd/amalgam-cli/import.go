@@ -146,9 +146,7 @@ func runImport(cmd *cobra.Command, gl *globalFlags, bf bulkFlags, path, statePat
 	)
 	todo := make(chan int)
 	for range bf.concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range todo {
 				off := int64(i) * hdr.ChunkBytes
 				buf := make([]byte, min(hdr.ChunkBytes, st.Size()-off))
@@ -166,7 +164,7 @@ func runImport(cmd *cobra.Command, gl *globalFlags, bf bulkFlags, path, statePat
 					progress(int64(len(buf)))
 				}
 			}
-		}()
+		})
 	}
 feed:
 	for i := range chunks {

@@ -7,12 +7,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/internal/layoutflag"
 	"github.com/spf13/cobra"
 )
 
 func newLayoutCmd(gl *globalFlags) *cobra.Command {
-	var machines, g, f, w, blocks, blockSize int
-	var all bool
+	var (
+		lf  layoutflag.Flags
+		all bool
+	)
 	cmd := &cobra.Command{
 		Use:   "layout",
 		Short: "Print which role each machine plays in each stripe",
@@ -29,14 +32,8 @@ Examples:
   amalgam-cli layout --machines 6 --w 1 --blocks 12 --all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if blocks < 1 {
-				return fmt.Errorf("layout: --blocks must be at least 1, got %d", blocks)
-			}
-			if g < 1 {
-				return fmt.Errorf("layout: --g must be at least 1, got %d", g)
-			}
-			l := erasure.Layout{N: machines, G: g, F: f, W: w, Stripes: (blocks + g - 1) / g, BlockSize: blockSize}
-			if err := l.Validate(); err != nil {
+			l, err := lf.Layout()
+			if err != nil {
 				return fmt.Errorf("layout: %w", err)
 			}
 			if gl.output == "json" {
@@ -46,12 +43,7 @@ Examples:
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&machines, "machines", 5, "number of machines n")
-	fl.IntVar(&g, "g", 3, "data blocks per stripe")
-	fl.IntVar(&f, "f", 2, "parity blocks per stripe")
-	fl.IntVar(&w, "w", 0, "witnesses per stripe")
-	fl.IntVar(&blocks, "blocks", 1024, "number of addressable blocks (rounded up to whole stripes)")
-	fl.IntVar(&blockSize, "block-size", 4096, "bytes per block")
+	lf.Register(fl, true)
 	fl.BoolVar(&all, "all", false, "print every stripe, not one rotation")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/internal/layoutflag"
 	"github.com/amalgam-store/amalgam/runtime"
 	"github.com/amalgam-store/amalgam/runtime/cluster"
 	"github.com/spf13/cobra"
@@ -20,10 +21,7 @@ import (
 type devFlags struct {
 	dataDir    string
 	addr       string
-	machines   int
-	g, f, w    int
-	blockSize  int
-	blocks     int
+	lf         layoutflag.Flags
 	durability string
 	spares     int
 	replicas   int
@@ -84,12 +82,7 @@ Examples:
 	f := cmd.Flags()
 	f.StringVar(&fl.dataDir, "data-dir", "./amalgam-data", "directory for blocks and protocol state")
 	f.StringVar(&fl.addr, "addr", "127.0.0.1:7400", "entry address clients connect to")
-	f.IntVar(&fl.machines, "machines", 5, "number of machines n")
-	f.IntVar(&fl.g, "g", 3, "data blocks per stripe")
-	f.IntVar(&fl.f, "f", 2, "parity blocks per stripe (failures tolerated)")
-	f.IntVar(&fl.w, "w", 0, "replication witnesses per stripe")
-	f.IntVar(&fl.blockSize, "block-size", 4096, "bytes per block")
-	f.IntVar(&fl.blocks, "blocks", 1024, "number of addressable blocks (rounded up to whole stripes)")
+	fl.lf.Register(f, true)
 	f.StringVar(&fl.durability, "durability", "durable", "durable (pebble, fsync before replying) or memory")
 	f.IntVar(&fl.spares, "spares", 0, "spare machines that replace failed ones")
 	f.IntVar(&fl.replicas, "reconfig-replicas", 1, "replicas of the reconfiguration service (1, 3 or 5)")
@@ -123,24 +116,15 @@ func (fl devFlags) layout() (erasure.Layout, error) {
 	if _, err := rebuildPause(fl.rebuild, 1); err != nil {
 		return erasure.Layout{}, err
 	}
-	return layoutFromFlags(fl.machines, fl.g, fl.f, fl.w, fl.blockSize, fl.blocks)
+	return serverLayout(fl.lf)
 }
 
-func layoutFromFlags(machines, g, f, w, blockSize, blocks int) (erasure.Layout, error) {
-	if blocks < 1 {
-		return erasure.Layout{}, fmt.Errorf("--blocks must be at least 1, got %d", blocks)
+// serverLayout is the layout the flags describe, in blocks of at most 16 MiB.
+func serverLayout(fl layoutflag.Flags) (erasure.Layout, error) {
+	if fl.BlockSize > 16<<20 {
+		return erasure.Layout{}, fmt.Errorf("--block-size must be at most 16 MiB, got %d", fl.BlockSize)
 	}
-	if g < 1 {
-		return erasure.Layout{}, fmt.Errorf("--g must be at least 1, got %d", g)
-	}
-	if blockSize > 16<<20 {
-		return erasure.Layout{}, fmt.Errorf("--block-size must be at most 16 MiB, got %d", blockSize)
-	}
-	l := erasure.Layout{N: machines, G: g, F: f, W: w, Stripes: (blocks + g - 1) / g, BlockSize: blockSize}
-	if err := l.Validate(); err != nil {
-		return erasure.Layout{}, err
-	}
-	return l, nil
+	return fl.Layout()
 }
 
 func printDevPlan(w io.Writer, fl devFlags, l erasure.Layout) {

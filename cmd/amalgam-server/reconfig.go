@@ -9,20 +9,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amalgam-store/amalgam/internal/layoutflag"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/runtime/raftreconfig"
 )
 
 func newReconfigCmd() *cobra.Command {
 	var (
-		dataDir, addr              string
-		id                         uint64
-		peers, machineAddrs        []string
-		g, f, w, blockSize, blocks int
-		durability                 string
-		suspect                    time.Duration
-		snapEvery                  uint64
-		common                     commonFlags
+		dataDir, addr       string
+		id                  uint64
+		peers, machineAddrs []string
+		layout              layoutflag.Flags
+		durability          string
+		suspect             time.Duration
+		snapEvery           uint64
+		common              commonFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "reconfig",
@@ -73,7 +74,8 @@ is left alone.`,
 					return cmdError(cmd, fmt.Errorf("--machine-addrs entry %d %q: %v", i, a, err))
 				}
 			}
-			l, err := layoutFromFlags(len(machineAddrs), g, f, w, blockSize, blocks)
+			layout.Machines = len(machineAddrs)
+			l, err := serverLayout(layout)
 			if err != nil {
 				return cmdError(cmd, err)
 			}
@@ -106,11 +108,7 @@ is left alone.`,
 	fl.Uint64Var(&id, "id", 1, "Raft replica ID (at least 1)")
 	fl.StringSliceVar(&peers, "peers", nil, "other replicas as id=host:port, comma-separated")
 	fl.StringSliceVar(&machineAddrs, "machine-addrs", nil, "host:port of machine 0, 1, ... (comma-separated); their number is n")
-	fl.IntVar(&g, "g", 3, "data blocks per stripe")
-	fl.IntVar(&f, "f", 2, "parity blocks per stripe")
-	fl.IntVar(&w, "w", 0, "witnesses per stripe")
-	fl.IntVar(&blockSize, "block-size", 4096, "bytes per block")
-	fl.IntVar(&blocks, "blocks", 1024, "number of addressable blocks (rounded up to whole stripes)")
+	layout.Register(fl, false)
 	fl.StringVar(&durability, "durability", "durable", "durability the machines run with (reported by status)")
 	fl.DurationVar(&suspect, "suspect-after", 3*time.Second, "replace a machine silent this long by a live spare (0: never)")
 	fl.Uint64Var(&snapEvery, "snapshot-every", 1000, "log entries between snapshots of the state (the log is compacted)")

@@ -23,6 +23,30 @@ import (
 	"github.com/amalgam-store/amalgam/client"
 )
 
+// KeepLogs asks the tests that run server processes to print every
+// process's output even when they pass.
+var KeepLogs = flag.Bool("keep-logs", false, "print every process's output even when the test passes")
+
+// OptIn is a bool flag, off by default, that a long test needs set.
+type OptIn struct {
+	name string
+	on   *bool
+}
+
+// NewOptIn registers the flag -name; usage says what it runs.
+func NewOptIn(name, usage string) OptIn { return OptIn{name, flag.Bool(name, false, usage)} }
+
+// On reports whether the flag is set.
+func (o OptIn) On() bool { return *o.on }
+
+// Require skips t unless the flag is set.
+func (o OptIn) Require(t testing.TB) {
+	t.Helper()
+	if !*o.on {
+		t.Skipf("runs with -%s", o.name)
+	}
+}
+
 // Tags are the build tags Main builds the commands with ("": none); a
 // test file behind a build tag sets them in its init, so that its
 // binaries carry what the tag adds (-tags mutants: the mutants).

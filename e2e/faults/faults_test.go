@@ -26,12 +26,11 @@ import (
 )
 
 var (
-	long    = flag.Bool("faults.long", false, "run the long fault suite (see docs/reliability.md)")
+	long    = e2etest.NewOptIn("faults.long", "run the long fault suite (see docs/reliability.md)")
 	seeds   = flag.Int("faults.seeds", 5, "long suite: seeds (one cluster each)")
 	perSeed = flag.Int("faults.per-seed", 28, "long suite: faults per seed")
 	workers = flag.Int("faults.workers", 8, "clients")
 	only    = flag.String("faults.kinds", "", "long suite: only these kinds of fault, comma-separated")
-	keep    = flag.Bool("keep-logs", false, "print every process's output even when the test passes")
 )
 
 var bin string
@@ -168,7 +167,7 @@ func (r *run) fault(k kind, rng *rand.Rand) {
 func runSchedule(t *testing.T, seed uint64, schedule []kind, net *netns) ([]outcome, int, int, int) {
 	c := newCluster(t, 2, net)
 	defer func() {
-		if t.Failed() || *keep {
+		if t.Failed() || *e2etest.KeepLogs {
 			t.Logf("process output:\n%s", c.logs())
 		}
 	}()
@@ -258,7 +257,7 @@ func TestFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process fault injection: a few minutes")
 	}
-	if *long {
+	if long.On() {
 		t.Skip("-faults.long runs TestFaultsLong instead")
 	}
 	net := partitions(t)
@@ -275,9 +274,7 @@ func TestFaults(t *testing.T) {
 // TestFaultsLong runs -faults.seeds clusters with -faults.per-seed random
 // faults each (go test ./e2e/faults -faults.long -timeout 3h -v).
 func TestFaultsLong(t *testing.T) {
-	if !*long {
-		t.Skip("the long fault suite runs with -faults.long")
-	}
+	long.Require(t)
 	net := partitions(t)
 	kinds := []kind{kill, kill, pause, double, double, killRestart, leaderKill, leaderPause}
 	if net != nil {

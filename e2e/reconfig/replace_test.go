@@ -5,6 +5,7 @@ package reconfig_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,8 +25,6 @@ import (
 )
 
 var bin string
-
-var keep = flag.Bool("keep-logs", false, "print every process's output even when the test passes")
 
 func TestMain(m *testing.M) { e2etest.Main(m, &bin, true, "amalgam-server", "amalgam-cli") }
 
@@ -70,7 +70,7 @@ func TestReplaceMachines(t *testing.T) {
 		return b.String()
 	}
 	defer func() {
-		if t.Failed() || *keep {
+		if t.Failed() || *e2etest.KeepLogs {
 			t.Logf("process output:\n%s", logs())
 		}
 	}()
@@ -215,4 +215,247 @@ func clusterHistory(admin *client.Client) (hosts []string, num uint64, busy bool
 	}
 	cfgs := h.GetConfigs()
 	return h.GetDirectory().GetHosts(), cfgs[len(cfgs)-1].GetNum(), h.GetBusy(), h.GetLeaderAddr(), h.GetDirectory().GetSpares(), nil
+}
+
+var (
+	large        = e2etest.NewOptIn("large-recovery", "run TestRecoverLargeMachine (minutes; durable cluster of separate processes)")
+	largeMiB     = flag.Int("large-recovery-mib", 64, "TestRecoverLargeMachine: MiB of blocks (data and parity) each machine holds")
+	largeBlock   = flag.Int("large-recovery-block", 64<<10, "TestRecoverLargeMachine: block size in bytes")
+	largePredict = flag.Float64("large-recovery-predict", 0, "TestRecoverLargeMachine: the rebuild rate in MB/s that amalgam-cli bench recovery measured (same block size, a smaller machine); if set, the rebuild must finish within 1.5x the time it predicts")
+	largeWait    = flag.Duration("large-recovery-max-wait", 5*time.Second, "TestRecoverLargeMachine: the longest a client operation may wait")
+)
+
+// TestRecoverLargeMachine (-large-recovery) fills a durable cluster of 6
+// machines (g=3, f=2) and a spare until each machine holds
+// -large-recovery-mib of blocks, runs 8 clients writing whole blocks,
+// and SIGKILLs one machine. The reconfiguration service moves its slot
+// to the spare, whose servers rebuild while the clients keep writing.
+// Every block must then read back as last acknowledged (or as a write
+// still pending when the clients stopped), no client operation may wait
+// longer than -large-recovery-max-wait, and with
+// -large-recovery-predict the rebuild must finish within 1.5x the time
+// the rate predicts (the "replaced to healthy" rate of amalgam-cli bench
+// recovery for a smaller machine of the same block size, so the test
+// checks that the rebuild scales linearly with the machine's size).
+func TestRecoverLargeMachine(t *testing.T) {
+	large.Require(t)
+	bs := *largeBlock
+	l := erasure.Layout{N: 6, G: 3, F: 2, W: 0, BlockSize: bs}
+	perMachine := int64(*largeMiB) << 20
+	// Each stripe puts g+f of its blocks on g+f of the n machines.
+	l.Stripes = int((perMachine*int64(l.N) + int64((l.G+l.F)*bs) - 1) / int64((l.G+l.F)*bs))
+	held := int64(l.Stripes*(l.G+l.F)/l.N) * int64(bs)
+	seed := uint64(time.Now().UnixNano())
+	victim := rand.New(rand.NewPCG(seed, 1)).IntN(l.N)
+	t.Logf("seed %d: %d stripes of %d-byte blocks, %.1f MiB per machine; killing machine %d", seed, l.Stripes, bs, float64(held)/(1<<20), victim)
+
+	dir := t.TempDir()
+	addrs := e2etest.FreeAddrs(t, "127.0.0.1", 1+l.N+1)
+	entry, machines, spareAddr := addrs[0], addrs[1:1+l.N], addrs[1+l.N]
+	var procs []*e2etest.Proc
+	defer func() {
+		if t.Failed() || *e2etest.KeepLogs {
+			for _, p := range procs {
+				t.Logf("%s", p.Out.String())
+			}
+		}
+	}()
+	procs = append(procs, start(t, "reconfig", "reconfiguration service", "reconfig", "--id", "1", "--addr", entry,
+		"--data-dir", filepath.Join(dir, "reconfig"), "--machine-addrs", strings.Join(machines, ","),
+		"--g", fmt.Sprint(l.G), "--f", fmt.Sprint(l.F), "--w", fmt.Sprint(l.W), "--block-size", fmt.Sprint(bs),
+		"--blocks", fmt.Sprint(l.NumBlocks()), "--suspect-after", "1500ms"))
+	nodes := make([]*e2etest.Proc, l.N)
+	for m, a := range machines {
+		nodes[m] = start(t, fmt.Sprintf("node %d", m), "serving at", "node", "--machine", fmt.Sprint(m), "--addr", a,
+			"--reconfig", entry, "--data-dir", filepath.Join(dir, fmt.Sprintf("node-%d", m)))
+		procs = append(procs, nodes[m])
+	}
+	procs = append(procs, start(t, "spare", "spare serving at", "node", "--spare", "--addr", spareAddr,
+		"--reconfig", entry, "--data-dir", filepath.Join(dir, "spare")))
+	e2etest.WaitFor(t, "healthy at first", 60*time.Second, func() (bool, string) { return clusterHealthy(entry, 0) })
+
+	admin := e2etest.Dial(t, entry)
+	const workers = 8
+	w := &blockWriters{t: t, entry: entry, bs: bs, blocks: l.NumBlocks(), last: make([]uint64, l.NumBlocks()), pending: map[uint64]uint64{}}
+	fillStart := time.Now()
+	w.fill(workers)
+	fillTime := time.Since(fillStart)
+	t.Logf("filled %d blocks (%.0f MiB of data) in %v: %.1f MB/s", l.NumBlocks(), float64(l.NumBlocks())*float64(bs)/(1<<20),
+		fillTime.Round(time.Millisecond), float64(l.NumBlocks())*float64(bs)/1e6/fillTime.Seconds())
+
+	w.run(workers)
+	time.Sleep(2 * time.Second)
+	before := w.completed()
+	killed := time.Now()
+	nodes[victim].Kill()
+	t.Logf("killed machine %d at %s", victim, machines[victim])
+	detect := e2etest.WaitFor(t, "the victim's slot moved to the spare", 60*time.Second, func() (bool, string) {
+		hosts, _, _, _, _, err := clusterHistory(admin)
+		if err != nil {
+			return false, err.Error()
+		}
+		return hosts[victim] == spareAddr, fmt.Sprint(hosts)
+	})
+	replaced := e2etest.WaitFor(t, "the victim's servers replaced", 120*time.Second, func() (bool, string) {
+		_, n, busy, _, _, err := clusterHistory(admin)
+		if err != nil {
+			return false, err.Error()
+		}
+		return n == 2 && !busy, fmt.Sprintf("configuration %d, busy %v", n, busy)
+	})
+	rebuilt := e2etest.WaitFor(t, "healthy again", 30*time.Minute, func() (bool, string) { return clusterHealthy(entry, 2) })
+	total := time.Since(killed)
+	during := w.completed() - before
+	time.Sleep(2 * time.Second)
+	w.stop()
+
+	rate := float64(held) / 1e6 / rebuilt.Seconds()
+	t.Logf("detected and moved in %v; servers replaced %v later; rebuilt and healthy %v later (%v in all): %.1f MB of blocks at %.2f MB/s; %d writes completed meanwhile",
+		detect.Round(time.Millisecond), replaced.Round(time.Millisecond), rebuilt.Round(time.Millisecond), total.Round(time.Millisecond), float64(held)/1e6, rate, during)
+	t.Logf("client operations: %d acknowledged, longest wait %v", w.completed(), w.maxWait().Round(time.Millisecond))
+
+	ctx := context.Background()
+	cl := admin
+	bad := 0
+	for b := uint64(0); b < l.NumBlocks(); b++ {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		got, err := cl.Read(rctx, b, 0, bs)
+		cancel()
+		if err != nil {
+			t.Fatalf("final read of block %d: %v", b, err)
+		}
+		v := binary.LittleEndian.Uint64(got)
+		if want, pend := w.last[b], w.pending[b]; (v != want && (pend == 0 || v != pend)) || string(got) != string(content(b, v, bs)) {
+			if bad++; bad <= 5 {
+				t.Errorf("block %d holds version %d, want the last acknowledged %d (or the pending %d)", b, v, want, pend)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d blocks are not as last acknowledged", bad, l.NumBlocks())
+	}
+	if mw := w.maxWait(); mw > *largeWait {
+		t.Errorf("a client operation waited %v, more than %v", mw.Round(time.Millisecond), *largeWait)
+	}
+	if *largePredict > 0 {
+		want := time.Duration(float64(held) / 1e6 / *largePredict * 1.5 * float64(time.Second))
+		if rebuilt > want {
+			t.Errorf("rebuilt in %v, more than 1.5x the %v the benchmark's %.1f MB/s predicts", rebuilt.Round(time.Millisecond), (want * 2 / 3).Round(time.Millisecond), *largePredict)
+		}
+	}
+}
+
+// content is version v of block b: the version, then bytes derived from
+// both, so a block holding another block's or another version's bytes
+// shows.
+func content(b, v uint64, bs int) []byte {
+	out := make([]byte, bs)
+	binary.LittleEndian.PutUint64(out, v)
+	x := b*0x9e3779b97f4a7c15 ^ v
+	for i := 8; i < bs; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+		out[i] = byte(x >> 56)
+	}
+	return out
+}
+
+// blockWriters write whole blocks, each block only by one worker, so the
+// last acknowledged version of a block is well defined.
+type blockWriters struct {
+	t       *testing.T
+	entry   string
+	bs      int
+	blocks  uint64
+	mu      sync.Mutex
+	last    []uint64          // last acknowledged version of each block
+	pending map[uint64]uint64 // a version whose write did not return
+	done    int
+	longest time.Duration
+	quit    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func (w *blockWriters) dial() *client.Client {
+	cl, err := client.Dial(context.Background(), w.entry, client.Options{AttemptTimeout: time.Second})
+	if err != nil {
+		w.t.Fatalf("dial %s: %v", w.entry, err)
+	}
+	return cl
+}
+
+// write writes version v of block b, timing it.
+func (w *blockWriters) write(cl *client.Client, b, v uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	began := time.Now()
+	err := cl.Write(ctx, b, 0, content(b, v, w.bs))
+	took := time.Since(began)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.pending[b] = v
+		w.t.Errorf("write of version %d of block %d: %v after %v", v, b, err, took.Round(time.Millisecond))
+		return
+	}
+	w.last[b], w.done, w.longest = v, w.done+1, max(w.longest, took)
+}
+
+// fill writes version 1 of every block with n workers.
+func (w *blockWriters) fill(n int) {
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := w.dial()
+			defer cl.Close()
+			for b := uint64(k); b < w.blocks; b += uint64(n) {
+				w.write(cl, b, 1)
+			}
+		}()
+	}
+	wg.Wait()
+	w.mu.Lock()
+	w.longest = 0 // the fill's waits do not count
+	w.mu.Unlock()
+}
+
+// run starts n workers writing random blocks of their own until stop.
+func (w *blockWriters) run(n int) {
+	w.quit = make(chan struct{})
+	for k := range n {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			cl := w.dial()
+			defer cl.Close()
+			rng := rand.New(rand.NewPCG(uint64(k), 7))
+			for {
+				select {
+				case <-w.quit:
+					return
+				default:
+				}
+				b := uint64(k) + uint64(n)*rng.Uint64N((w.blocks-uint64(k)+uint64(n)-1)/uint64(n))
+				w.mu.Lock()
+				v := w.last[b] + 1
+				w.mu.Unlock()
+				w.write(cl, b, v)
+			}
+		}()
+	}
+}
+
+func (w *blockWriters) stop() { close(w.quit); w.wg.Wait() }
+
+func (w *blockWriters) completed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.done
+}
+
+func (w *blockWriters) maxWait() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.longest
 }

@@ -53,16 +53,16 @@ type (
 // The messages' hash type tags. A protocol's tags need only differ from
 // each other: no checker run mixes two protocols.
 const (
-	tagPut      node.Tag = 1
-	tagPutOK    node.Tag = 2
-	tagGet      node.Tag = 3
-	tagGetOK    node.Tag = 4
-	tagPrepare  node.Tag = 5
-	tagPromise  node.Tag = 6
-	tagAccept   node.Tag = 7
-	tagAccepted node.Tag = 8
-	tagDecided  node.Tag = 9
-	tagRetry    node.Tag = 10
+	tagPut node.Tag = iota + 1
+	tagPutOK
+	tagGet
+	tagGetOK
+	tagPrepare
+	tagPromise
+	tagAccept
+	tagAccepted
+	tagDecided
+	tagRetry
 )
 
 // Hash implements node.Message.

@@ -34,10 +34,10 @@ type (
 // The hash type tags of the messages and the timer. A protocol's tags
 // need only differ from each other: no checker run mixes two protocols.
 const (
-	tagPrepared node.Tag = 1
-	tagCommit   node.Tag = 2
-	tagAbort    node.Tag = 3
-	tagDecide   node.Tag = 4
+	tagPrepared node.Tag = iota + 1
+	tagCommit
+	tagAbort
+	tagDecide
 )
 
 // Hash implements node.Message.

@@ -23,7 +23,7 @@ import (
 //
 //	go test -p 1 -run TestRecoveryBench -recovery-bench -v ./runtime/cluster/
 var (
-	recoveryBench   = flag.Bool("recovery-bench", false, "run the recovery benchmarks (TestRecoveryBench)")
+	recoveryBench   = e2etest.NewOptIn("recovery-bench", "run the recovery benchmarks (TestRecoveryBench)")
 	benchStripes    = flag.Int("recovery-bench-stripes", 2000, "stripes of the benchmark cluster")
 	benchClients    = flag.Int("recovery-bench-clients", 8, "concurrent clients")
 	benchDuration   = flag.Duration("recovery-bench-duration", 5*time.Second, "how long the normal write throughput is measured")
@@ -216,9 +216,7 @@ func replace(t *testing.T, lc *Local, server string, num uint64) time.Duration {
 }
 
 func TestRecoveryBench(t *testing.T) {
-	if !*recoveryBench {
-		t.Skip("run with -recovery-bench")
-	}
+	recoveryBench.Require(t)
 	l := benchLayout()
 	shardBlocks := len(l.ShardBlocks(1))
 	mb := float64(shardBlocks*l.BlockSize) / 1e6

@@ -161,26 +161,70 @@ func ignoreCLIFlags(f *pflag.FlagSet) {
 	}
 }
 
-// progressTo reports a command's progress on stderr.
-func progressTo(name string) func(string) {
-	return func(s string) { fmt.Fprintf(os.Stderr, "%s: %s\n", name, s) }
+// report is what a subcommand prints.
+type report interface{ WriteText(io.Writer) error }
+
+// reportCmd completes cmd, a subcommand (vs-etcd, recovery) that runs one
+// benchmark with run and reports on it: --output (formats, text first),
+// --json, --plot (plotHelp; plot draws rep into the directory) and
+// --no-progress (otherwise run reports progress on stderr). It returns
+// cmd's flags, for the benchmark's own.
+func reportCmd[R report](cmd *cobra.Command, formats []string, plotHelp string,
+	run func(progress func(string)) (R, error), plot func(rep R, dir string) error) *pflag.FlagSet {
+	var (
+		output, jsonFile, plotDir string
+		noProgress                bool
+	)
+	cmd.Args = cobra.NoArgs
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if !slices.Contains(formats, output) {
+			return fmt.Errorf("--output must be %s, got %q", oneOf(formats), output)
+		}
+		var progress func(string)
+		if !noProgress {
+			progress = func(s string) { fmt.Fprintf(os.Stderr, "%s: %s\n", cmd.Name(), s) }
+		}
+		rep, err := run(progress)
+		if err != nil {
+			return err
+		}
+		if jsonFile != "" {
+			if err := createFile(jsonFile, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
+				return fmt.Errorf("--json %s: %w", jsonFile, err)
+			}
+		}
+		if plotDir != "" {
+			if err := os.MkdirAll(plotDir, 0o755); err != nil {
+				return err
+			}
+			if err := plot(rep, plotDir); err != nil {
+				return err
+			}
+		}
+		w := cmd.OutOrStdout()
+		switch output {
+		case "json":
+			return writeJSON(w, rep)
+		case "markdown":
+			any(rep).(interface{ Markdown(io.Writer) }).Markdown(w)
+			return nil
+		}
+		return rep.WriteText(w)
+	}
+	f := cmd.Flags()
+	ignoreCLIFlags(f)
+	f.StringVar(&output, "output", formats[0], "output format: "+oneOf(formats))
+	f.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file")
+	f.StringVar(&plotDir, "plot", "", plotHelp)
+	f.BoolVar(&noProgress, "no-progress", false, "do not report progress on stderr")
+	return f
 }
 
-// saveReport writes rep as JSON into jsonFile and its plots into plotDir
-// (created if need be), each if set.
-func saveReport(rep any, jsonFile, plotDir string, plot func(dir string) error) error {
-	if jsonFile != "" {
-		if err := createFile(jsonFile, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
-			return fmt.Errorf("--json %s: %w", jsonFile, err)
-		}
-	}
-	if plotDir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(plotDir, 0o755); err != nil {
-		return err
-	}
-	return plot(plotDir)
+// oneOf lists two or more choices: "a, b or c".
+func oneOf(choices []string) string {
+	n := len(choices)
+	return strings.Join(choices[:n-1], ", ") + " or " + choices[n-1]
 }
 
 // createFile writes a new file with write.

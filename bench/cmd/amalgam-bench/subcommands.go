@@ -1,3 +1,6 @@
+// amalgam-bench's subcommands: vs-etcd and recovery, which run separate
+// server processes built from the source tree.
+
 package main
 
 import (
@@ -10,16 +13,57 @@ import (
 	"github.com/amalgam-store/amalgam/bench/harness"
 )
 
+// newVsEtcdCmd is amalgam-bench vs-etcd: durable Amalgam against stock etcd
+// clusters, as separate server processes, alternated round by round.
+func newVsEtcdCmd() *cobra.Command {
+	var o harness.VsEtcdOptions
+	cmd := &cobra.Command{
+		Use:   "vs-etcd",
+		Short: "Durable Amalgam (amalgam-server dev) against 3- and 5-member etcd clusters, alternated",
+		Long: `vs-etcd builds amalgam-server and amalgam-etcd (the nested Go module bench/etcd)
+from the source tree (--src, default: the one around the working directory),
+then in every round starts, loads and stops each system in turn: Amalgam
+(amalgam-server dev --durability durable, n=5 g=3 f=2, one process) and stock
+etcd clusters (--members, default 3 and 5 member processes). Every system gets
+the same closed-loop generator (amalgam-etcd load: bench/loadgen) on the same
+workloads: ` + strings.Join(vsNames(), ", ") + `
+(workload-blocksize-clients; add is a read-modify-write increment).
+It reports ops/s, MB/s, latency, the servers' CPU per operation, their fsync
+and fdatasync calls per operation (perf stat; etcd's own sync metrics beside
+them), bytes written to disk per logical byte (/proc/<pid>/io), and Amalgam's
+per-round ratio to each etcd cluster as a median with its min-max spread.
+See docs/benchmarks.md.`,
+	}
+	f := reportCmd(cmd, []string{"text", "json", "markdown"}, "also draw the ratios into DIR/vs-etcd.svg",
+		func(progress func(string)) (*harness.VsReport, error) {
+			o.Progress = progress
+			return harness.VsEtcd(o)
+		},
+		func(rep *harness.VsReport, dir string) error { _, err := rep.Plot(dir); return err })
+	f.IntVar(&o.Rounds, "rounds", 3, "rounds; every round runs every system once")
+	f.DurationVar(&o.Warmup, "warmup", 0, "warm-up before each measured run (default 1s)")
+	f.DurationVar(&o.Duration, "duration", 0, "measured interval of each run (default 5s)")
+	f.Uint64Var(&o.Seed, "seed", 1, "workload seed")
+	f.IntSliceVar(&o.Members, "members", []int{3, 5}, "etcd cluster sizes")
+	f.StringSliceVar(&o.Workloads, "workloads", nil, "run only these workloads (default all: "+strings.Join(vsNames(), ",")+")")
+	f.StringVar(&o.Src, "src", ".", "Amalgam source tree to build the servers from (or a directory inside it)")
+	f.Int64Var(&o.MinOps, "min-ops", 0, "measure past --duration until this many operations completed")
+	f.BoolVar(&o.NoPerf, "no-perf", false, "do not run the servers under perf stat (which counts their fsync and fdatasync calls)")
+	return cmd
+}
+
+func vsNames() []string {
+	var out []string
+	for _, w := range harness.VsWorkloads {
+		out = append(out, w.Name())
+	}
+	return out
+}
+
 // newRecoveryCmd is amalgam-bench recovery: client throughput over time
 // through a machine's failure, detection, replacement and rebuild.
 func newRecoveryCmd() *cobra.Command {
-	var (
-		o          harness.RecoveryOptions
-		output     string
-		jsonFile   string
-		plotDir    string
-		noProgress bool
-	)
+	var o harness.RecoveryOptions
 	cmd := &cobra.Command{
 		Use:   "recovery",
 		Short: "Client throughput over time through a machine's SIGKILL, its replacement and rebuild (durable, separate processes)",
@@ -47,42 +91,22 @@ only, and replace no replica, so this command measures Amalgam alone.`,
 		Example: `  amalgam-cli bench recovery
   amalgam-cli bench recovery --block-size 65536 --mib-per-machine 16 --plot docs/bench/recovery
   amalgam-cli bench recovery --rebuild-rate 2MB/s --duration 2m --output json`,
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return fmt.Errorf("--output must be text or json, got %q", output)
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if !noProgress {
-				o.Progress = progressTo("recovery")
-			}
-			rep, err := harness.Recovery(o)
-			if err != nil {
-				return err
-			}
-			plot := func(dir string) error {
-				files, err := rep.Plot(dir)
-				if err == nil && o.Progress != nil {
-					o.Progress(fmt.Sprintf("plots: %s", strings.Join(files, ", ")))
-				}
-				return err
-			}
-			if err := saveReport(rep, jsonFile, plotDir, plot); err != nil {
-				return err
-			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), rep)
-			}
-			return rep.WriteText(cmd.OutOrStdout())
-		},
 	}
-	f := cmd.Flags()
-	ignoreCLIFlags(f)
-	f.StringVar(&output, "output", "text", "output format: text or json")
+	f := reportCmd(cmd, []string{"text", "json"}, "also draw SVG plots into this directory",
+		func(progress func(string)) (*harness.RecoveryReport, error) {
+			if err := o.Validate(); err != nil {
+				return nil, err
+			}
+			o.Progress = progress
+			return harness.Recovery(o)
+		},
+		func(rep *harness.RecoveryReport, dir string) error {
+			files, err := rep.Plot(dir)
+			if err == nil && o.Progress != nil {
+				o.Progress(fmt.Sprintf("plots: %s", strings.Join(files, ", ")))
+			}
+			return err
+		})
 	f.IntVar(&o.N, "n", 6, "machines (a spare is added)")
 	f.IntVar(&o.G, "g", 3, "data blocks per stripe")
 	f.IntVar(&o.F, "f", 2, "parity blocks per stripe")
@@ -97,8 +121,5 @@ only, and replace no replica, so this command measures Amalgam alone.`,
 	f.IntVar(&o.Victim, "victim", 1, "the machine killed")
 	f.Uint64Var(&o.Seed, "seed", 1, "workload seed")
 	f.StringVar(&o.Src, "src", ".", "Amalgam source tree to build amalgam-server from (or a directory inside it)")
-	f.StringVar(&jsonFile, "json", "", "also write the report as JSON to this file")
-	f.StringVar(&plotDir, "plot", "", "also draw SVG plots into this directory")
-	f.BoolVar(&noProgress, "no-progress", false, "do not report progress on stderr")
 	return cmd
 }
