@@ -274,9 +274,19 @@ func (s *Server) restoreRC(rc dataRC) {
 		s.rc.degraded = rc.Degraded
 	}
 	for _, a := range rc.Answers {
-		// Abandoned if unsent: its blocks were not persisted.
 		s.rc.answers = append(s.rc.answers, &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto,
-			opNum: a.OpNum, sent: true})
+			opNum: a.OpNum, sent: a.Sent})
+	}
+	s.AbandonUnanswered()
+}
+
+// AbandonUnanswered marks every snapshot answer not yet sent as sent,
+// dropping its blocks, as a restart does (the blocks are not persisted):
+// a request repeated under its nonce takes no second cut, and the
+// requester's next round covers it.
+func (s *Server) AbandonUnanswered() {
+	for _, a := range s.rc.answers {
+		a.sent, a.blocks = true, nil
 	}
 }
 

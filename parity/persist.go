@@ -1,7 +1,9 @@
 package parity
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/amalgam-store/amalgam/backup"
 	"github.com/amalgam-store/amalgam/msg"
@@ -54,6 +56,7 @@ type persistMemo struct {
 	state   msg.StateMemo
 	clients map[clientKey]bool
 	snaps   map[snapKey]bool
+	ord     uint64 // the newest snapshot's ord
 }
 
 // snapKey names a snapshot record: a requester has one snapshot per run.
@@ -93,6 +96,7 @@ func (s *Server) TrackChanges() {
 	}
 	for _, sn := range s.rc.snaps {
 		s.saved.snapChanged(sn)
+		s.saved.ord = max(s.saved.ord, sn.ord)
 	}
 	s.blocks.Track()
 	s.prepares.Track()
@@ -118,6 +122,7 @@ func (s *Server) Persist(w node.Writer) {
 			b.Uint64(sn.nonce)
 			b.Uint64(sn.seen)
 			b.Bool(sn.sent)
+			b.Uint64(sn.ord)
 			w.Put(snapRecKey(k), b.B)
 		} else {
 			w.Delete(snapRecKey(k))
@@ -183,14 +188,28 @@ func (s *Server) Restore(r node.Reader) error {
 	if err := backup.RestorePrepares(&s.prepares, r); err != nil {
 		return fmt.Errorf("%s: %w", who, err)
 	}
+	if Mutant != "snapshot-restart-recopy" {
+		s.AbandonUnanswered()
+		return nil
+	}
 	for _, sn := range s.rc.snaps {
-		if Mutant == "snapshot-restart-recopy" && !sn.sent { // copies of one stripe taken again: a later cut
+		if !sn.sent { // copies of one stripe taken again: a later cut
 			_, idx := s.cfg.Layout.RoleOf(sn.stripe, s.me)
 			sn.copies, sn.own = make([][]byte, 1), make([]bool, 1)
 			s.copyAt(sn, 0, sn.stripe, idx)
 		}
 	}
 	return nil
+}
+
+// AbandonUnanswered marks every snapshot not yet answered as answered,
+// dropping its copies, as a restart does (the copies are not persisted):
+// a marker of its nonce takes no second cut, and the requester's next
+// round covers it.
+func (s *Server) AbandonUnanswered() {
+	for _, sn := range s.rc.snaps {
+		sn.sent, sn.copies, sn.own = true, nil, nil
+	}
 }
 
 // restoreRC takes back the durable part of reconfState but its client
@@ -211,19 +230,22 @@ func (s *Server) restoreRC(rc parityRC) error {
 	return err
 }
 
-// restoreSnaps reads back the snapshot records. A snapshot not answered
-// is abandoned: its copies were not persisted.
+// restoreSnaps reads back the snapshot records, in the order they were
+// made.
 func (s *Server) restoreSnaps(r node.Reader) error {
-	return r.Scan("s/", func(k string, v []byte) error {
+	err := r.Scan("s/", func(k string, v []byte) error {
 		d := node.NewDec(v)
-		sn := &snapshot{requester: node.Addr(d.String()), stripe: d.Int(), nonce: d.Uint64(), seen: d.Uint64(), sent: d.Bool()}
+		sn := &snapshot{requester: node.Addr(d.String()), stripe: d.Int(), nonce: d.Uint64(), seen: d.Uint64(), sent: d.Bool(),
+			ord: d.Uint64()}
 		if err := d.Err(); err != nil {
 			return fmt.Errorf("bad snapshot record %q: %v", k, err)
 		}
-		sn.sent = sn.sent || Mutant != "snapshot-restart-recopy"
 		s.rc.snaps = append(s.rc.snaps, sn)
+		s.saved.ord = max(s.saved.ord, sn.ord)
 		return nil
 	})
+	slices.SortFunc(s.rc.snaps, func(a, b *snapshot) int { return cmp.Compare(a.ord, b.ord) })
+	return err
 }
 
 // restoreClients reads back the client records.

@@ -49,6 +49,7 @@ type snapshot struct {
 	own       []bool   // copies[i] is not shared (not hashed: a clone shares every copy)
 	seen      uint64   // data positions whose marker arrived
 	sent      bool     // the copies went to the requester and were dropped
+	ord       uint64   // creation order, persisted so a restart keeps the snapshots' order (not hashed)
 }
 
 // mutable returns copies[i] for changing in place, copying it first if
@@ -291,8 +292,9 @@ func (s *Server) onMarker(ctx node.Context, m msg.SnapshotMarker) {
 	}
 	sn := s.findSnapshot(m.Requester, m.Stripe, m.Nonce)
 	if sn == nil {
+		s.saved.ord++
 		sn = &snapshot{requester: m.Requester, stripe: m.Stripe, nonce: m.Nonce,
-			copies: make([][]byte, len(sts)), own: make([]bool, len(sts))}
+			copies: make([][]byte, len(sts)), own: make([]bool, len(sts)), ord: s.saved.ord}
 		for i, st := range sts {
 			if m.Requester != msg.ParityAddr(s.me) && !s.isDegraded(st) && (i == 0 || Mutant != "snapshot-mixed-cuts") {
 				s.copyAt(sn, i, st, idx)
