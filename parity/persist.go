@@ -117,11 +117,7 @@ func (s *Server) Persist(w node.Writer) {
 	for k := range s.saved.snaps {
 		if sn := s.findRun(k.requester, k.stripe); sn != nil {
 			var b node.Enc
-			b.String(string(sn.requester))
-			b.Int(sn.stripe)
-			b.Uint64(sn.nonce)
-			b.Uint64(sn.seen)
-			b.Bool(sn.sent)
+			sn.fields(&b)
 			b.Uint64(sn.ord)
 			w.Put(snapRecKey(k), b.B)
 		} else {

@@ -52,6 +52,21 @@ type snapshot struct {
 	ord       uint64   // creation order, persisted so a restart keeps the snapshots' order (not hashed)
 }
 
+// fields writes the snapshot's record, but its copies and ord, to w (a
+// node.Hasher or node.Enc).
+func (sn *snapshot) fields(w interface {
+	String(string)
+	Int(int)
+	Uint64(uint64)
+	Bool(bool)
+}) {
+	w.String(string(sn.requester))
+	w.Int(sn.stripe)
+	w.Uint64(sn.nonce)
+	w.Uint64(sn.seen)
+	w.Bool(sn.sent)
+}
+
 // mutable returns copies[i] for changing in place, copying it first if
 // it is shared.
 func (sn *snapshot) mutable(i int) []byte {
@@ -109,12 +124,8 @@ func (r reconfState) hash(h *node.Hasher) {
 	}
 	h.Bools(r.degraded)
 	for _, sn := range r.snaps {
-		h.String(string(sn.requester))
-		h.Int(sn.stripe)
-		h.Uint64(sn.nonce)
+		sn.fields(h)
 		h.OptBytesList(sn.copies)
-		h.Uint64(sn.seen)
-		h.Bool(sn.sent)
 	}
 	r.early.Hash(h)
 	h.Int(len(r.rebuilds))
