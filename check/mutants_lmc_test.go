@@ -41,9 +41,9 @@ func lmcMutant(t *testing.T, name string, sc *mc.Scenario, limit time.Duration) 
 	}
 	defer func() { _ = SetMutant("") }()
 	r, st := sc.RunLMC(mc.Options{MaxTime: limit})
-	t.Logf("%s on %s: %s %q after %d local states (causal bound %d, per node %v, longest path %d, confirmed %v), %d built, %d candidates, checks %d/%d, %d unchecked, %d dropped, %d unbuilt, %v",
+	t.Logf("%s on %s: %s %q after %d local states (causal bound %d, per node %v, longest path %d, confirmed %v), %d built, %d candidates, checks %d/%d, %d unchecked, %d dropped, %d unbuilt, %d walks (found by a walk's own execution: %v), %v",
 		name, sc.Name, r.Outcome, r.Predicate, r.States, st.Bound, st.Local, r.MaxDepth, st.Confirmed, st.Built, st.Candidates, st.Passed, st.Checks,
-		st.Unchecked, st.Dropped, st.Unbuilt, r.Elapsed.Round(time.Millisecond))
+		st.Unchecked, st.Dropped, st.Unbuilt, st.Walks, st.ByWalk, r.Elapsed.Round(time.Millisecond))
 	if r.Outcome != mc.Violation {
 		return r
 	}

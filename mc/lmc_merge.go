@@ -19,21 +19,27 @@ const (
 	lmcMergeTries = 16
 )
 
-// confirm records path as an execution taking l's node to l.
+// confirm records path as an execution taking l's node to l
+// (a walk's path is copied if kept).
 func (e *lmc) confirm(l *lmcLocal, path []lmcMove) {
 	l.confirmed = true
-	if len(l.wits) >= lmcWitnesses {
-		return
-	}
-	l.wits = append(l.wits, path)
 	per := make([]int, e.n)
 	for _, mv := range path {
-		per[mv.ed.from.i]++
+		if mv.ed.ev.Kind != Crash {
+			per[mv.ed.from.i]++
+		}
 	}
 	for i, c := range per {
 		e.stats.Confirmed[i] = max(e.stats.Confirmed[i], c)
 	}
 	e.stats.Longest = max(e.stats.Longest, len(path))
+	if len(l.wits) >= lmcWitnesses {
+		return
+	}
+	if len(l.wits) == 0 && !l.crashed {
+		e.known = append(e.known, l)
+	}
+	l.wits = append(l.wits, slices.Clone(path))
 }
 
 // witnesses are the executions known to l (the initial state's: the
