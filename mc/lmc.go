@@ -37,7 +37,9 @@ type LMCOptions struct {
 	// lmc.reaches): the paper's LMC, whose local view over-approximates.
 	NoPrune bool
 	// NoWalk runs no walks (mc/lmc_walk.go): the uniform deepening alone.
-	NoWalk bool
+	// WalkUnjudged runs them without judging the invariants on the walks'
+	// own states: violations are then found only through combinations.
+	NoWalk, WalkUnjudged bool
 	// valid, if set, gets every system state a check confirms, and the
 	// run goes on (tests).
 	valid func(*State)
@@ -109,6 +111,7 @@ type lmc struct {
 	rng                    *rand.Rand  // walks'
 	known                  []*lmcLocal // confirmed states with an execution, not crashed (walk starts)
 	walking                bool        // lmc.step runs for a walk, which confirms what it adds
+	walkWork               int         // the walks' work (not in work)
 }
 
 // lmcLocal is one local state: the node, its pending timers, how many
@@ -288,6 +291,7 @@ func (e *lmc) explore() Outcome {
 						if l := e.locals[i][k]; l.clock < bound {
 							e.expand(l, bound)
 						}
+						e.walks()
 						if e.out != nil {
 							return Violation
 						}
@@ -318,11 +322,6 @@ func (e *lmc) explore() Outcome {
 		if e.drain(last); e.out != nil {
 			return Violation
 		}
-		if !last {
-			if e.walks(); e.out != nil {
-				return Violation
-			}
-		}
 		if out, stop := e.limit(); stop {
 			return out
 		}
@@ -339,9 +338,13 @@ func (e *lmc) explore() Outcome {
 func (e *lmc) unprune() bool {
 	found := false
 	keep := e.pruned[:0]
-	for _, p := range e.pruned {
+	for k, p := range e.pruned {
 		if !p.pruned { // a walk reached it
 			continue
+		}
+		if e.walks(); e.out != nil {
+			keep = append(keep, e.pruned[k:]...)
+			break
 		}
 		if (p.foot == nil || p.foot.stale()) && e.out == nil && !e.late() && !e.yielded() {
 			if yes, _ := e.reaches(p, false); yes {

@@ -164,6 +164,9 @@ func (e *lmc) drain(final bool) {
 	for (len(e.pending) > 0 || len(e.builds) > 0) && !stop() {
 		switch {
 		case len(e.pending) > 0: // what is built is checked first
+			if e.walks(); e.out != nil {
+				return
+			}
 			c := e.pending[0]
 			e.pending = e.pending[1:]
 			e.resolve(c)

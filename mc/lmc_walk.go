@@ -8,27 +8,36 @@ import (
 
 // Walks: LMC's uniform deepening confirms local states one causal bound
 // at a time, and the states of a bound grow with every order in which a
-// node can hear its peers. A walk goes deep instead: it starts at the end
+// node can hear its peers. A walk goes deep instead. It starts at the end
 // of an execution found to a confirmed local state (or at the initial
-// state), and extends it one enabled event at a time, chosen at random
-// with events that are no edge of the graph yet first. Each step is
-// applied with State.Apply (a global execution, nothing relaxed) and taken
-// along the local-state graph (the edge found or recorded by lmc.step),
-// so every local state a walk enters is confirmed by the walk's prefix and
-// joins the graph, its classes and their combinations like any other.
-// The invariants are also judged on each state a walk reaches. Walks take
-// no duplicates and respect MaxDepth and the budgets.
+// state) and extends it one enabled event at a time, chosen at random.
+// Walks take turns in three kinds: one favours a focus node's events and,
+// among them, events that are no edge of the graph yet; one favours only
+// those new events; one starts at the initial state and chooses uniformly
+// (random search's walk). Each event is applied with State.Apply (global
+// semantics, nothing relaxed) and taken along the local-state graph (the
+// edge found or recorded by lmc.step), so every local state a walk enters
+// is confirmed by the walk's prefix and joins the graph, its classes and
+// their combinations like any other. The invariants are judged on each
+// state a walk reaches (unless WalkUnjudged). Walks take no duplicates
+// and respect MaxDepth and the budgets.
 
 // lmcWalkLen bounds the events of one walk (its start's execution
 // included).
 const lmcWalkLen = 400
 
-// lmcWalkFocus: a walk favours one node, taking one of its events first at
-// lmcWalkFocus of every lmcWalkFocus+1 steps, so that node goes deep.
-const lmcWalkFocus = 3
+// lmcWalkFocus: a focused walk takes one of its node's events first at
+// lmcWalkFocus of every lmcWalkFocus+1 steps, so that node goes deep. lmcWalkShare is the walks' share of the work (lmc.walks).
+const (
+	lmcWalkFocus = 3
+	lmcWalkShare = 3
+)
 
-// walks runs walks until they have done as much work as the current
-// bound did so far (lmc.work), or the run stops.
+// walks runs walks while they have done less than lmcWalkShare times the
+// work of the rest of the run (lmc.work; a walk's event counts one), about
+// half of the run's time on Amalgam's scenarios. explore calls it between
+// the local states it expands, the candidates it checks and the pruned
+// states it checks again.
 func (e *lmc) walks() {
 	if e.o.NoWalk {
 		return
@@ -36,13 +45,14 @@ func (e *lmc) walks() {
 	if e.rng == nil {
 		e.rng = rand.New(rand.NewPCG(1, 2))
 	}
-	e.yield = e.work + max(e.work-e.boundWork, 1000)
-	defer func() { e.yield = 0 }()
-	for e.out == nil && !e.late() && !e.yielded() {
+	for e.walkWork < lmcWalkShare*e.work && e.out == nil && !e.late() {
 		if _, stop := e.limit(); stop {
 			return
 		}
+		w := e.work
 		e.walk()
+		e.walkWork += e.work - w
+		e.work = w
 	}
 }
 
@@ -78,9 +88,13 @@ type lmcWalkEvent struct {
 
 // walk runs one walk.
 func (e *lmc) walk() {
+	kind := e.stats.Walks % 3
 	e.stats.Walks++
 	focus := int32(e.rng.IntN(e.n))
-	start := e.walkStart(focus)
+	var start []lmcMove
+	if kind != 2 {
+		start = e.walkStart(focus)
+	}
 	q := e.initial()
 	path := make([]lmcMove, 0, len(start)+16)
 	crashes := 0
@@ -97,14 +111,16 @@ func (e *lmc) walk() {
 	if !ok {
 		return
 	}
-	for len(path) < lmcWalkLen && e.out == nil && !e.late() && !e.yielded() {
+	for len(path) < lmcWalkLen && e.out == nil && !e.late() {
 		evs := q.enabledEvents(crashes)
 		e.rng.Shuffle(len(evs), func(a, b int) { evs[a], evs[b] = evs[b], evs[a] })
 		// the focus node's events first (mostly), and within, events that
 		// are no edge yet
-		f := e.rng.IntN(lmcWalkFocus+1) > 0
-		rank := func(c lmcWalkEvent) int { return 2*boolInt(f && c.l.i != focus) + boolInt(c.l.edge(c.ev, c.m) != nil) }
-		slices.SortStableFunc(evs, func(a, b lmcWalkEvent) int { return rank(a) - rank(b) })
+		if kind != 2 {
+			f := kind == 0 && e.rng.IntN(lmcWalkFocus+1) > 0
+			rank := func(c lmcWalkEvent) int { return 2*boolInt(f && c.l.i != focus) + boolInt(c.l.edge(c.ev, c.m) != nil) }
+			slices.SortStableFunc(evs, func(a, b lmcWalkEvent) int { return rank(a) - rank(b) })
+		}
 		took := false
 		for _, c := range evs {
 			ns, err := s.Apply(c.ev)
@@ -139,8 +155,8 @@ func (e *lmc) walk() {
 			e.walked(ed.to, path)
 			took = true
 			for _, p := range e.preds {
-				if e.o.valid != nil {
-					break // every combination is confirmed by its own check
+				if e.o.valid != nil || e.o.WalkUnjudged {
+					break
 				}
 				if ok, why := p.p.Check(s); !ok {
 					e.stats.ByWalk = true
