@@ -4,8 +4,8 @@ import "slices"
 
 // The causal merge (the LMC paper's greedy replay): a local state reached
 // by edge ed from l, taking message m, is reachable if the execution found
-// to l (its witness) and the one found to m's sender, followed by the
-// sender's edge, can be run together. Each node follows the longer of its
+// to l (its witness) leaves m in flight, or if it and the one found to m's
+// sender, followed by the sender's edge, can be run together. Each node follows the longer of its
 // two paths (they must agree where both go), then the new edge; the
 // moves are scheduled greedily, any node whose next move is enabled taking
 // it. A schedule that gets stuck proves nothing: the DFS of lmcSearch
@@ -69,11 +69,13 @@ func (e *lmc) mergeEdge(ed *lmcEdge, tries *int) []lmcMove {
 		return nil
 	}
 	for _, w := range ed.from.witnesses() {
-		if ed.m == nil || len(ed.m.producers) == 0 {
-			*tries++
-			if p := e.merge([][]lmcMove{w}, ed, nil); p != nil || *tries >= lmcMergeTries {
-				return p
-			}
+		// the execution to ed.from alone, if it leaves ed's message in
+		// flight (or ed takes none)
+		*tries++
+		if p := e.merge([][]lmcMove{w}, ed, nil); p != nil || *tries >= lmcMergeTries {
+			return p
+		}
+		if ed.m == nil {
 			continue
 		}
 		for _, pr := range ed.m.producers {
