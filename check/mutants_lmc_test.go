@@ -50,9 +50,9 @@ func lmcMutant(t *testing.T, name string, sc *mc.Scenario, limit time.Duration) 
 		o.Invariants = sc.Invariants()
 	}
 	r, st := mc.RunLMC(sc.Init(), o)
-	t.Logf("%s on %s: %s %q after %d local states (causal bound %d, per node %v, longest path %d, confirmed %v), %d built, %d candidates, checks %d/%d, %d unchecked, %d dropped, %d unbuilt, %d walks (found by a walk's own execution: %v), %v",
+	t.Logf("%s on %s: %s %q after %d local states (causal bound %d, per node %v, longest path %d, confirmed %v), %d built, %d candidates, checks %d/%d, %d unchecked, %d dropped, %d unbuilt, %d walks (found by a walk's own execution: %v), %d violations not reported (no fresh replay), %v",
 		name, sc.Name, r.Outcome, r.Predicate, r.States, st.Bound, st.Local, r.MaxDepth, st.Confirmed, st.Built, st.Candidates, st.Passed, st.Checks,
-		st.Unchecked, st.Dropped, st.Unbuilt, st.Walks, st.ByWalk, r.Elapsed.Round(time.Millisecond))
+		st.Unchecked, st.Dropped, st.Unbuilt, st.Walks, st.ByWalk, st.Corrupt, r.Elapsed.Round(time.Millisecond))
 	if r.Outcome != mc.Violation {
 		return r
 	}

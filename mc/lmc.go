@@ -72,6 +72,7 @@ type LMCStats struct {
 	Walks       int      // walks run (mc/lmc_walk.go)
 	WalkSteps   int      // events the walks took
 	ByWalk      bool     // the violation was found on a walk's own execution
+	Corrupt     int      // violations not reported: a handler changed shared memory (lmc.report)
 }
 
 // lmc is one run.

@@ -126,9 +126,9 @@ func (e *lmc) walk() {
 			ns, err := s.Apply(c.ev)
 			var hp *HandlerPanic
 			if errors.As(err, &hp) {
-				e.stats.ByWalk = true
-				e.out = &Result{Outcome: Violation, Predicate: HandlerPanicPredicate, Explanation: hp.Error(),
-					Trace: append(events(path, 1), c.ev), Final: ns}
+				e.report(&Result{Outcome: Violation, Predicate: HandlerPanicPredicate, Explanation: hp.Error(),
+					Trace: append(events(path, 1), c.ev), Final: ns})
+				e.stats.ByWalk = e.out != nil
 				return
 			}
 			if err != nil {
@@ -159,8 +159,8 @@ func (e *lmc) walk() {
 					break
 				}
 				if ok, why := p.p.Check(s); !ok {
-					e.stats.ByWalk = true
-					e.out = &Result{Outcome: Violation, Predicate: p.p.Name, Explanation: why, Trace: events(path, 0), Final: s}
+					e.report(&Result{Outcome: Violation, Predicate: p.p.Name, Explanation: why, Trace: events(path, 0), Final: s})
+					e.stats.ByWalk = e.out != nil
 					return
 				}
 			}

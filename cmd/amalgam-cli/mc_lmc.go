@@ -23,6 +23,9 @@ func printLMCStats(w io.Writer, sc *mc.Scenario, st *mc.LMCStats) {
 	if st.ByWalk {
 		fmt.Fprint(w, "; the violation is on a walk's own execution")
 	}
+	if st.Corrupt > 0 {
+		fmt.Fprintf(w, "; %d violations not reported: their traces did not replay afresh (a handler changed memory a clone shares)", st.Corrupt)
+	}
 	fmt.Fprintln(w)
 	if len(st.Unprojected) > 0 {
 		fmt.Fprintf(w, "  invariants without a projection (every node read whole): %v\n", st.Unprojected)
