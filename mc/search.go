@@ -76,6 +76,9 @@ type Options struct {
 	// false for (an execution-steering filter: a message it refuses is
 	// never delivered). BFS only.
 	Filter func(Event) bool
+	// FilterAt is Filter given the state the event happens in (a filter
+	// that refuses a step by its result). BFS only.
+	FilterAt func(*State, Event) bool
 	// NoMemo runs every handler afresh instead of reusing the result of
 	// the same node state handling the same event (tests compare both).
 	NoMemo bool
@@ -548,6 +551,9 @@ func (sr *searcher) bfs(init *State) Outcome {
 						}
 						if sr.opt.Filter != nil {
 							evs = slices.DeleteFunc(evs, func(e Event) bool { return !sr.opt.Filter(e) })
+						}
+						if sr.opt.FilterAt != nil {
+							evs = slices.DeleteFunc(evs, func(e Event) bool { return !sr.opt.FilterAt(it.s, e) })
 						}
 						var z []sleepEv
 						if sr.sleep != nil {

@@ -45,6 +45,10 @@ type Options struct {
 	// SteerFor (default 1s).
 	Steer    Steerer
 	SteerFor time.Duration
+	// CheckFilters makes steering try, before the trace's other
+	// candidates, check filters (runtime.CheckPrefix): the immediate
+	// check on the node that takes the trace's bad step, while it holds.
+	CheckFilters bool
 }
 
 // Report is what a run did.
@@ -102,7 +106,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 		case <-ctx.Done():
 			return rep, nil
 		}
-		f, r, err := search(c, o, len(rep.States), allowAll(st.active(renewWithin*o.Every)))
+		f, r, err := search(c, o, len(rep.States), st.active(renewWithin*o.Every))
 		if err != nil {
 			return rep, err
 		}
@@ -181,13 +185,13 @@ func pull(ctx context.Context, src Source, o Options, cuts chan *Cut, n *struct{
 
 // search runs the bounded search from cut c (number i of the run), with
 // the events allow refuses left out (nil: none).
-func search(c *Cut, o Options, i int, allow func(mc.Event) bool) (*Found, *mc.Result, error) {
+func search(c *Cut, o Options, i int, live []Filter) (*Found, *mc.Result, error) {
 	init, err := c.State()
 	if err != nil {
 		return nil, nil, err
 	}
 	sc := c.Scenario()
-	r := mc.Search(init, searchOptions(c, o, allow))
+	r := mc.Search(init, searchOptions(c, o, live))
 	if r.Outcome != mc.Violation {
 		return nil, r, nil
 	}
@@ -222,11 +226,11 @@ func (o Options) withDefaults() Options {
 }
 
 // searchOptions is the search of o from cut c, with filter (nil: none).
-func searchOptions(c *Cut, o Options, filter func(mc.Event) bool) mc.Options {
+func searchOptions(c *Cut, o Options, live []Filter) mc.Options {
 	o = o.withDefaults()
 	opt := c.Scenario().Options(mc.BFS)
 	opt.Settings, opt.MaxStates, opt.MaxTime, opt.MaxDepth, opt.Workers = o.Settings, o.MaxStates, o.MaxTime, o.MaxDepth, o.Workers
-	opt.Consequence, opt.Filter = o.Consequence, filter
+	opt.Consequence, opt.Filter, opt.FilterAt = o.Consequence, allowAll(live), allowAllAt(live)
 	return opt
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +79,19 @@ var (
 	steerWindows = flag.Int("steer-windows", 4, "TestSteeringTable: stall windows per run")
 	steerWriters = flag.Int("steer-writers", 2, "TestSteeringTable: writers")
 	steerAbandon = flag.Duration("steer-abandon", 300*time.Millisecond, "TestSteeringTable: a writer gives up an operation after this long")
+	steerModes   = flag.String("steer-modes", "off,steer,steer-check,steer+check", "TestSteeringTable: the modes")
 )
+
+// steerMode is a mode of TestSteeringTable: steering (filters from
+// predictions), check filters among its candidates, and the immediate
+// check on every machine.
+type steerMode struct {
+	name                 string
+	steer, checks, check bool
+}
+
+var steerModeList = []steerMode{{"off", false, false, false}, {"steer", true, false, false},
+	{"steer-check", true, true, false}, {"steer+check", true, false, true}}
 
 // steerWindow is one stall window of a run (stallSchedule) and what
 // happened in it.
@@ -86,6 +99,7 @@ type steerWindow struct {
 	violated  bool // a data server step broke data.CheckStep and was applied
 	inGap     bool // such a step came before the stall began
 	postponed bool // the immediate check postponed a message
+	held      bool // a check filter postponed a message
 	predicted bool // a search predicted a violation ahead (1 event or more)
 	atCut     bool // a cut showed a violation (0 events)
 	filters   int  // filters installed
@@ -99,7 +113,8 @@ type steerRun struct {
 	ops     int64
 }
 
-func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) steerRun {
+func runSteered(t *testing.T, mutant string, seed uint64, mode steerMode) steerRun {
+	steer, check := mode.steer, mode.check
 	var out steerRun
 	t.Run(fmt.Sprintf("%s/%d", mutant, seed), func(t *testing.T) {
 		data.Mutant = mutant
@@ -109,19 +124,20 @@ func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) ste
 		ic := runtime.DataCommitCheck()
 		ic.Monitor = !check
 		lc, stop, h := seededLoadAbandon(t, seed, *steerWriters, *steerAbandon, immediateCheck(ic))
-		counts := func() (bad, postponed int64) {
+		counts := func() (bad, postponed, held int64) {
 			for _, m := range lc.Machines {
 				st := m.ImmediateStats()
 				postponed += st.Refused
 				bad += st.LetThrough
+				held += st.Steered
 			}
 			if !check {
 				bad, postponed = postponed, 0
 			}
-			return bad, postponed
+			return bad, postponed, held
 		}
 		o := Options{Every: 100 * time.Millisecond, MaxStates: 3000, Consequence: true,
-			Settings: mc.Settings{MaxTimerFires: 1}, SteerFor: *steerFor}
+			Settings: mc.Settings{MaxTimerFires: 1}, SteerFor: *steerFor, CheckFilters: mode.checks}
 		if steer {
 			o.Steer = LocalSteerer(lc.Machines)
 		}
@@ -137,14 +153,14 @@ func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) ste
 		}()
 		var ends []time.Time
 		for _, w := range stallSchedule(seed, *steerWindows) {
-			b0, p0 := counts()
+			b0, p0, h0 := counts()
 			time.Sleep(w.gap)
-			bs, _ := counts()
+			bs, _, _ := counts()
 			stall(lc, w)
 			time.Sleep(w.d + stallSettle)
-			b1, p1 := counts()
+			b1, p1, h1 := counts()
 			ends = append(ends, time.Now())
-			out.windows = append(out.windows, steerWindow{violated: b1 > b0, inGap: bs > b0, postponed: p1 > p0})
+			out.windows = append(out.windows, steerWindow{violated: b1 > b0, inGap: bs > b0, postponed: p1 > p0, held: h1 > h0})
 			out.bad += b1 - b0
 		}
 		cancel()
@@ -202,18 +218,18 @@ func TestSteeringTable(t *testing.T) {
 		t.Skip("-steer-runs N runs the table")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-24s %-11s %4s %7s %9s %8s %6s %7s %6s %6s %6s %7s %7s %7s\n", "mutant", "mode", "runs", "windows", "predicted",
-		"violated", "in-gap", "avoided", "caught", "missed", "at-cut", "filters", "ops/run", "bad/kop")
+	fmt.Fprintf(&b, "%-24s %-11s %4s %7s %9s %8s %6s %7s %4s %6s %6s %6s %7s %7s %7s\n", "mutant", "mode", "runs", "windows", "predicted",
+		"violated", "in-gap", "avoided", "held", "caught", "missed", "at-cut", "filters", "ops/run", "bad/kop")
 	for _, mutant := range strings.Split(*steerMutants, ",") {
 		base := 0
-		for _, mode := range []struct {
-			name         string
-			steer, check bool
-		}{{"off", false, false}, {"steer", true, false}, {"steer+check", true, true}} {
-			var windows, predicted, violated, inGap, atCut, avoided, caught, filters int
+		for _, mode := range steerModeList {
+			if !slices.Contains(strings.Split(*steerModes, ","), mode.name) {
+				continue
+			}
+			var windows, predicted, violated, inGap, atCut, avoided, held, caught, filters int
 			var ops, bad int64
 			for seed := range uint64(*steerRuns) {
-				r := runSteered(t, mutant, seed+1, mode.steer, mode.check)
+				r := runSteered(t, mutant, seed+1, mode)
 				ops, bad = ops+r.ops, bad+r.bad
 				for _, w := range r.windows {
 					windows++
@@ -234,16 +250,19 @@ func TestSteeringTable(t *testing.T) {
 						caught++
 					case w.predicted && w.filters > 0:
 						avoided++
+						if w.held {
+							held++
+						}
 					}
 				}
 			}
 			missed := violated
 			if !mode.steer {
 				base = violated
-				avoided, caught, missed = 0, 0, 0
+				avoided, held, caught, missed = 0, 0, 0, 0
 			}
-			fmt.Fprintf(&b, "%-24s %-11s %4d %7d %9d %8d %6d %7d %6d %6d %6d %7d %7d %7.1f\n", mutant, mode.name, *steerRuns, windows, predicted,
-				violated, inGap, avoided, caught, missed, atCut, filters, ops/int64(*steerRuns), 1000*float64(bad)/float64(max(ops, 1)))
+			fmt.Fprintf(&b, "%-24s %-11s %4d %7d %9d %8d %6d %7d %4d %6d %6d %6d %7d %7d %7.1f\n", mutant, mode.name, *steerRuns, windows, predicted,
+				violated, inGap, avoided, held, caught, missed, atCut, filters, ops/int64(*steerRuns), 1000*float64(bad)/float64(max(ops, 1)))
 			if mode.steer && base > 0 {
 				fmt.Fprintf(&b, "%-24s %-11s windows with the violation: %d, %d without steering: %.0f%% fewer\n", "", "", violated, base,
 					100*float64(base-violated)/float64(base))
