@@ -47,8 +47,10 @@ type Options struct {
 	SteerFor time.Duration
 	// CheckFilters makes steering try, before the trace's other
 	// candidates, check filters (runtime.CheckPrefix): the immediate
-	// check on the node that takes the trace's bad step, while it holds.
+	// check on the node that takes the trace's bad step, for CheckFor
+	// (default SteerFor).
 	CheckFilters bool
+	CheckFor     time.Duration
 }
 
 // Report is what a run did.
@@ -191,7 +193,7 @@ func search(c *Cut, o Options, i int, live []Filter) (*Found, *mc.Result, error)
 		return nil, nil, err
 	}
 	sc := c.Scenario()
-	r := mc.Search(init, searchOptions(c, o, live))
+	r := explore(init, searchOptions(c, o, live))
 	if r.Outcome != mc.Violation {
 		return nil, r, nil
 	}
@@ -222,10 +224,35 @@ func (o Options) withDefaults() Options {
 	if o.SteerFor <= 0 {
 		o.SteerFor = time.Second
 	}
+	if o.CheckFor <= 0 {
+		o.CheckFor = o.SteerFor
+	}
 	return o
 }
 
-// searchOptions is the search of o from cut c, with filter (nil: none).
+// explore is the search of opt from init: breadth-first, then, if a bound
+// cut it short, walks seeded random walks of at most walkDepth events
+// within the same bounds (a cut with a dozen messages in flight can have
+// its violation 20 events deep, past the levels breadth-first reaches).
+// The result's States adds up both.
+func explore(init *mc.State, opt mc.Options) *mc.Result {
+	r := mc.Search(init, opt)
+	if r.Outcome != mc.StateLimit && r.Outcome != mc.TimeLimit {
+		return r
+	}
+	opt.Strategy, opt.Walks, opt.MaxDepth, opt.Seed, opt.Consequence = mc.Random, walks, walkDepth, init.Fingerprint(), false
+	w := mc.Search(init, opt)
+	w.States += r.States
+	return w
+}
+
+// explore's random walks: how many, and how deep at most.
+const (
+	walks     = 50
+	walkDepth = 60
+)
+
+// searchOptions is the search of o from cut c, with the live filters.
 func searchOptions(c *Cut, o Options, live []Filter) mc.Options {
 	o = o.withDefaults()
 	opt := c.Scenario().Options(mc.BFS)

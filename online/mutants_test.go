@@ -75,10 +75,14 @@ func predictsMutant(t *testing.T, mutant string) {
 var (
 	steerRuns    = flag.Int("steer-runs", 0, "TestSteeringTable: seeded runs per mutant and mode (0: skip)")
 	steerFor     = flag.Duration("steer-for", 300*time.Millisecond, "TestSteeringTable: how long a filter lasts")
+	checkFor     = flag.Duration("check-for", time.Second, "TestSteeringTable: how long a check filter lasts")
 	steerMutants = flag.String("steer-mutants", "backlog-out-of-order,backlog-txn-first-stripe", "TestSteeringTable: the mutants")
 	steerWindows = flag.Int("steer-windows", 4, "TestSteeringTable: stall windows per run")
 	steerWriters = flag.Int("steer-writers", 2, "TestSteeringTable: writers")
 	steerAbandon = flag.Duration("steer-abandon", 300*time.Millisecond, "TestSteeringTable: a writer gives up an operation after this long")
+	steerStates  = flag.Int("steer-states", 3000, "TestSteeringTable: states a search explores at most")
+	steerFires   = flag.Int("steer-timer-fires", 1, "TestSteeringTable: timer firings in a search")
+	steerLog     = flag.Bool("steer-log", false, "TestSteeringTable: log the checker's lines and the windows, with times")
 	steerModes   = flag.String("steer-modes", "off,steer,steer-check,steer+check", "TestSteeringTable: the modes")
 )
 
@@ -136,10 +140,19 @@ func runSteered(t *testing.T, mutant string, seed uint64, mode steerMode) steerR
 			}
 			return bad, postponed, held
 		}
-		o := Options{Every: 100 * time.Millisecond, MaxStates: 3000, Consequence: true,
-			Settings: mc.Settings{MaxTimerFires: 1}, SteerFor: *steerFor, CheckFilters: mode.checks}
+		o := Options{Every: 100 * time.Millisecond, MaxStates: *steerStates, Consequence: true,
+			Settings: mc.Settings{MaxTimerFires: *steerFires}, SteerFor: *steerFor, CheckFilters: mode.checks, CheckFor: *checkFor}
 		if steer {
 			o.Steer = LocalSteerer(lc.Machines)
+		}
+		start := time.Now()
+		logf := func(format string, a ...any) {
+			if *steerLog {
+				t.Logf("%5dms "+format, append([]any{time.Since(start).Milliseconds()}, a...)...)
+			}
+		}
+		if *steerLog {
+			o.Log = logWriter(logf)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		type result struct {
@@ -156,9 +169,17 @@ func runSteered(t *testing.T, mutant string, seed uint64, mode steerMode) steerR
 			b0, p0, h0 := counts()
 			time.Sleep(w.gap)
 			bs, _, _ := counts()
+			logf("stall data/%d for %v", w.k, w.d)
 			stall(lc, w)
 			time.Sleep(w.d + stallSettle)
 			b1, p1, h1 := counts()
+			if *steerLog {
+				var per []int64
+				for _, m := range lc.Machines {
+					per = append(per, m.ImmediateStats().Refused)
+				}
+				logf("window ends: %d bad steps, %d held by check filters; per machine, counted so far: %v", b1-b0, h1-h0, per)
+			}
 			ends = append(ends, time.Now())
 			out.windows = append(out.windows, steerWindow{violated: b1 > b0, inGap: bs > b0, postponed: p1 > p0, held: h1 > h0})
 			out.bad += b1 - b0
@@ -192,6 +213,14 @@ func runSteered(t *testing.T, mutant string, seed uint64, mode steerMode) steerR
 		out.ops = h.n.Load()
 	})
 	return out
+}
+
+// logWriter writes each line to logf.
+type logWriter func(format string, a ...any)
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w("%s", strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 // fastLocal is Local with the snapshot rate limit at 20 ms, so that

@@ -170,7 +170,7 @@ func (c *Cut) checkFilters(fs []Filter, o Options) (*mc.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mc.Search(init, searchOptions(c, o, fs)), nil
+	return explore(init, searchOptions(c, o, fs)), nil
 }
 
 // checkLifted is the search after filter f lifts: from the state the cut
@@ -195,7 +195,7 @@ func (c *Cut) checkLifted(live []Filter, f Filter, o Options) (*mc.Result, error
 			return nil, err
 		}
 	}
-	return mc.Search(s, searchOptions(c, o, live)), nil
+	return explore(s, searchOptions(c, o, live)), nil
 }
 
 // settleSteps bounds the deliveries checkLifted makes before f lifts.
@@ -259,10 +259,14 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 		if lr, err := c.checkLifted(live, f, o); err != nil || lr.Outcome == mc.Violation {
 			return false, err
 		}
-		if err := o.Steer(ctx, f, o.SteerFor); err != nil {
+		d := o.SteerFor
+		if strings.HasPrefix(f.Kind, runtime.CheckPrefix) {
+			d = o.CheckFor
+		}
+		if err := o.Steer(ctx, f, d); err != nil {
 			return false, err
 		}
-		s.live = append(s.live, liveFilter{f, time.Now().Add(o.SteerFor)})
+		s.live = append(s.live, liveFilter{f, time.Now().Add(d)})
 		if !again {
 			s.paths = append(s.paths, f)
 		}
@@ -272,7 +276,7 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 			if again {
 				what = "reinstalled"
 			}
-			fmt.Fprintf(log, "steer: %s %s for %v (checked: %d states, no violation)\n", what, f, o.SteerFor, cr.States)
+			fmt.Fprintf(log, "steer: %s %s for %v (checked: %d states, no violation)\n", what, f, d, cr.States)
 		}
 		return true, nil
 	}
