@@ -13,6 +13,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/runtime"
 )
 
@@ -81,7 +82,7 @@ var (
 	steerWriters = flag.Int("steer-writers", 2, "TestSteeringTable: writers")
 	steerAbandon = flag.Duration("steer-abandon", 300*time.Millisecond, "TestSteeringTable: a writer gives up an operation after this long")
 	steerStates  = flag.Int("steer-states", 3000, "TestSteeringTable: states a search explores at most")
-	steerFires   = flag.Int("steer-timer-fires", 1, "TestSteeringTable: timer firings in a search")
+	steerFires   = flag.Int("steer-timer-fires", 0, "TestSteeringTable: timer firings in a search")
 	steerLog     = flag.Bool("steer-log", false, "TestSteeringTable: log the checker's lines and the windows, with times")
 	steerModes   = flag.String("steer-modes", "off,steer,steer-check,steer+check", "TestSteeringTable: the modes")
 )
@@ -305,10 +306,27 @@ func TestSteeringTable(t *testing.T) {
 // acknowledgements never do: the check postpones the first PREPARE-OK of
 // each operation until the second is there, applies both in one batch,
 // and no cut shows the violation.
-func TestImmediateCheckCatchesMutant(t *testing.T) {
+func TestImmediateCheckCatchesMutant(t *testing.T) { catchesMutant(t, false) }
+
+// The same with check filters (runtime.CheckPrefix) on the data servers'
+// PREPARE-OKs instead of the check on every machine.
+func TestCheckFilterCatchesMutant(t *testing.T) { catchesMutant(t, true) }
+
+func catchesMutant(t *testing.T, filters bool) {
 	data.Mutant = "commit-f-1"
 	t.Cleanup(func() { data.Mutant = "" })
-	lc, stop, h := seededLoad(t, 1, 3, immediateCheck(runtime.DataCommitCheck()))
+	setup := immediateCheck(runtime.DataCommitCheck())
+	if filters {
+		setup = func(lc *runtime.Local) {
+			for k := range testLayout.N {
+				d := msg.DataAddr(k)
+				if err := LocalSteerer(lc.Machines)(context.Background(), Filter{d, d, runtime.CheckPrefix + "PrepareOK"}, time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	lc, stop, h := seededLoad(t, 1, 3, setup)
 	rep, err := Run(context.Background(), Local(lc.Machines), Options{Every: 150 * time.Millisecond, MaxStates: 1000, Cuts: 5, Consequence: true})
 	if err != nil {
 		t.Fatal(err)
@@ -320,15 +338,20 @@ func TestImmediateCheckCatchesMutant(t *testing.T) {
 	var st runtime.ImmediateStats
 	for _, m := range lc.Machines {
 		s := m.ImmediateStats()
-		st.Checked, st.Refused, st.LetThrough = st.Checked+s.Checked, st.Refused+s.Refused, st.LetThrough+s.LetThrough
+		st.Checked, st.Refused, st.LetThrough, st.Steered = st.Checked+s.Checked, st.Refused+s.Refused, st.LetThrough+s.LetThrough, st.Steered+s.Steered
 	}
-	if st.Refused == 0 || st.LetThrough != 0 {
-		t.Fatalf("the check refused %d and let through %d of %d PREPARE-OKs, want some refused and none let through", st.Refused, st.LetThrough, st.Checked)
+	postponed, other := st.Refused, st.Steered
+	if filters {
+		postponed, other = other, postponed
+	}
+	if postponed == 0 || other != 0 || st.LetThrough != 0 {
+		t.Fatalf("the check postponed %d (refused %d, check filters %d) and let through %d of %d PREPARE-OKs, want some postponed by the %s and none let through",
+			postponed, st.Refused, st.Steered, st.LetThrough, st.Checked, map[bool]string{false: "check", true: "check filters"}[filters])
 	}
 	for _, f := range rep.Found {
 		if f.Depth == 0 {
 			t.Fatalf("a cut violates %q with the immediate check on: %s", f.Predicate, f.Explanation)
 		}
 	}
-	t.Logf("%d operations; %d PREPARE-OKs checked, %d postponed; %d cuts, %d predictions ahead", h.n.Load(), st.Checked, st.Refused, len(rep.States), len(rep.Found))
+	t.Logf("%d operations; %d PREPARE-OKs checked, %d postponed; %d cuts, %d predictions ahead", h.n.Load(), st.Checked, postponed, len(rep.States), len(rep.Found))
 }
