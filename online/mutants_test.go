@@ -153,7 +153,7 @@ func runSteered(t *testing.T, mutant string, seed uint64, mode steerMode) steerR
 			}
 		}
 		if *steerLog {
-			o.Log = logWriter(logf)
+			o.Log = writerFunc(func(p []byte) { logf("%s", strings.TrimSuffix(string(p), "\n")) })
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		type result struct {
@@ -214,14 +214,6 @@ func runSteered(t *testing.T, mutant string, seed uint64, mode steerMode) steerR
 		out.ops = h.n.Load()
 	})
 	return out
-}
-
-// logWriter writes each line to logf.
-type logWriter func(format string, a ...any)
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w("%s", strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }
 
 // fastLocal is Local with the snapshot rate limit at 20 ms, so that
