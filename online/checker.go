@@ -31,7 +31,8 @@ type Options struct {
 	Settings  mc.Settings
 	// Consequence turns on consequence prediction (mc.Options.Consequence).
 	Consequence bool
-	// Cuts stops the run after this many cuts searched (0: until ctx ends).
+	// Cuts stops the run after this many cuts searched or found the same
+	// as the last one searched (0: until ctx ends).
 	Cuts int
 	// StopAtViolation ends the run at the first predicted violation.
 	StopAtViolation bool
@@ -58,6 +59,7 @@ type Report struct {
 	Pulled   int   // snapshot rounds taken
 	Rejected int   // rounds that were not a cut (or did not restore)
 	Dropped  int   // cuts dropped because the search fell behind
+	Same     int   // cuts not searched: the same state and filters as the last one searched
 	States   []int // distinct states explored from each cut searched
 	Found    []Found
 	// Steering: the filters installed, and the predictions no candidate
@@ -83,6 +85,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	defer cancel()
 	rep := &Report{}
 	var st steering
+	var last string // the last cut searched: its state's fingerprint and the live filters
 	cuts := make(chan *Cut, 1)
 	pullErr := make(chan error, 1)
 	var counts struct{ pulled, rejected, dropped int }
@@ -108,7 +111,26 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 		case <-ctx.Done():
 			return rep, nil
 		}
-		f, r, err := search(c, o, len(rep.States), st.active(renewWithin*o.Every))
+		live := st.active(renewWithin * o.Every)
+		init, err := c.State()
+		if err != nil {
+			return rep, err
+		}
+		// A stalled cluster gives the same cut round after round: it is
+		// searched once (again once the live filters change).
+		key := fmt.Sprint(init.Fingerprint(), live)
+		if key == last {
+			rep.Same++
+			if o.Log != nil {
+				fmt.Fprintln(o.Log, "cut: the same as the last one searched, with the same filters")
+			}
+			if o.Cuts > 0 && len(rep.States)+rep.Same >= o.Cuts {
+				return rep, nil
+			}
+			continue
+		}
+		last = key
+		f, r, err := search(c, init, o, len(rep.States), live)
 		if err != nil {
 			return rep, err
 		}
@@ -131,7 +153,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 				return rep, err
 			}
 		}
-		if (f != nil && o.StopAtViolation) || (o.Cuts > 0 && len(rep.States) >= o.Cuts) {
+		if (f != nil && o.StopAtViolation) || (o.Cuts > 0 && len(rep.States)+rep.Same >= o.Cuts) {
 			return rep, nil
 		}
 	}
@@ -185,13 +207,9 @@ func pull(ctx context.Context, src Source, o Options, cuts chan *Cut, n *struct{
 	}
 }
 
-// search runs the bounded search from cut c (number i of the run), with
-// the events allow refuses left out (nil: none).
-func search(c *Cut, o Options, i int, live []Filter) (*Found, *mc.Result, error) {
-	init, err := c.State()
-	if err != nil {
-		return nil, nil, err
-	}
+// search runs the bounded search from cut c (number i of the run), whose
+// state is init, with the live filters in place.
+func search(c *Cut, init *mc.State, o Options, i int, live []Filter) (*Found, *mc.Result, error) {
 	sc := c.Scenario()
 	r := explore(init, searchOptions(c, o, live))
 	if r.Outcome != mc.Violation {

@@ -249,14 +249,21 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 		if slices.Contains(live, f) {
 			return false, nil
 		}
+		// The two searches run side by side: a filter late by their time
+		// may come after the step it was to refuse.
+		var lr *mc.Result
+		var lerr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			lr, lerr = c.checkLifted(live, f, o)
+		}()
 		cr, err := c.checkFilters(append(slices.Clip(live), f), o)
-		if err != nil {
-			return false, err
+		<-done
+		if err == nil {
+			err = lerr
 		}
-		if cr.Outcome == mc.Violation {
-			return false, nil
-		}
-		if lr, err := c.checkLifted(live, f, o); err != nil || lr.Outcome == mc.Violation {
+		if err != nil || cr.Outcome == mc.Violation || lr.Outcome == mc.Violation {
 			return false, err
 		}
 		d := o.SteerFor
