@@ -94,7 +94,7 @@ no violation; it expires after --steer-for. See docs/model-checking.md,
 	searchFlags(f, &o)
 	f.IntVar(&o.MaxDepth, "max-depth", 0, "events per path from the cut (0: no bound)")
 	f.IntVar(&o.Workers, "workers", 1, "search workers")
-	f.IntVar(&o.Cuts, "cuts", 0, "stop after this many cuts searched (0: until interrupted)")
+	f.IntVar(&o.Cuts, "cuts", 0, "stop after this many cuts searched or the same as the last one searched (0: until interrupted)")
 	f.BoolVar(&o.StopAtViolation, "stop", false, "stop at the first predicted violation")
 	f.StringVar(&o.Dir, "dir", ".", "where predicted violations' cuts and traces are saved")
 	f.BoolVar(&steer, "steer", false, "install checked event filters that steer the cluster away from predicted violations")
