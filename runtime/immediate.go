@@ -69,7 +69,8 @@ func (h *Host) SetImmediateCheck(c *ImmediateCheck) {
 }
 
 // StepCheck is the invariant a check filter (CheckPrefix) runs on the
-// kinds it names: DataCommitCheck, the one node-local invariant.
+// kinds it names: DataCommitCheck, the one node-local invariant. Read
+// only: hosts use a copy made at start.
 var StepCheck = DataCommitCheck()
 
 var stepCheck = newImmCheck(StepCheck)
@@ -99,6 +100,8 @@ func (h *Host) ImmediateStats() ImmediateStats {
 // of the batch: a later message whose step from the node through the
 // speculative messages passes the check is applied together with them
 // (returned as first), in this batch, whose effects leave together.
+// A check filter (CheckPrefix) live at the node for the message's kind
+// checks it with StepCheck and postpones it, whatever the host's check.
 // Loop goroutine only.
 func (l *loop) refuses(ev event) (refused bool, first []event) {
 	ic := l.h.imm.c.Load()
