@@ -22,7 +22,7 @@ import (
 // the stripe). Such a message is encoded once and stored once, under
 // b\x00<addr>\x00<id> (id: 8 bytes big-endian, numbered by the loop in
 // the order its batches are persisted), with a header naming every
-// (stream, id, number) it was given: the references, one per stream,
+// (peer, stream id, number) it was given: the references, one per stream,
 // followed by the encoded wire.Message. A stream's meta record
 // (m\x00<addr>\x00<to>: stream id, next number) is written in the same
 // batch.
