@@ -127,6 +127,9 @@ func (l *loop) forgetAcked(b *pebble.Batch) {
 // restoreOut reads the stream log back into the queues of the streams
 // restored from their meta records.
 func (l *loop) restoreOut() error {
+	if err := l.migrateOut(); err != nil {
+		return err
+	}
 	pre := bodyPrefix(l.addr)
 	return l.h.opts.Store.scan(pre, func(k, v []byte) error {
 		if len(k) != len(pre)+8 {
@@ -177,4 +180,41 @@ func (l *loop) restoreOut() error {
 		}
 		return nil
 	})
+}
+
+// migrateOut moves a store's stream messages of the layout before the
+// shared log (one record per stream and number, under
+// o\x00<addr>\x00<to>\x00<seq>) into log records, in one synced batch.
+func (l *loop) migrateOut() error {
+	st := l.h.opts.Store
+	pre := append(key("o", string(l.addr)), 0)
+	b := st.db.NewBatch()
+	defer b.Close()
+	var id uint64
+	found := false
+	err := st.scan(pre, func(k, v []byte) error {
+		found = true
+		rest := k[len(pre):]
+		i := len(rest) - 9
+		if i < 0 || rest[i] != 0 {
+			return fmt.Errorf("bad stream key %q", k)
+		}
+		to, seq := node.Addr(rest[:i]), beUint64(rest[i+1:])
+		o := l.out[to]
+		if o == nil {
+			return nil // its stream ended
+		}
+		hdr := binary.AppendUvarint(nil, 1)
+		hdr = binary.AppendUvarint(hdr, uint64(len(to)))
+		hdr = append(hdr, to...)
+		hdr = binary.BigEndian.AppendUint64(hdr, o.sid)
+		hdr = binary.BigEndian.AppendUint64(hdr, seq)
+		id++ // ids from 1: the old layout has no log records
+		return b.Set(bodyKey(l.addr, id), append(hdr, v...), nil)
+	})
+	if err != nil || !found {
+		return err
+	}
+	_ = b.DeleteRange(pre, prefixEnd(pre), nil)
+	return b.Commit(pebble.Sync)
 }
