@@ -2,35 +2,29 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/amalgam-store/amalgam/bench/harness"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/internal/clitest"
 )
 
-var recoverySmoke = flag.Bool("recovery-smoke", false, "run TestRecoverySmoke: amalgam-bench recovery on a small durable cluster of separate processes (about a minute)")
+var recoverySmoke = e2etest.NewOptIn("recovery-smoke", "run TestRecoverySmoke: amalgam-bench recovery on a small durable cluster of separate processes (about a minute)")
 
 // TestRecoveryFlags checks that bad command lines are refused with one
 // line naming the flag, before anything is built.
 func TestRecoveryFlags(t *testing.T) {
-	for _, c := range []struct{ args, want string }{
-		{"--output xml", "--output must be text or json"},
-		{"--n 4", "--g + --f <= --n"},
-		{"--kill-after 2m", "--kill-after (2m0s) must be before the end of the load"},
-		{"--victim 6", "--victim must be a machine 0..5"},
-		{"--clients 0", "--clients must be at least 1"},
-		{"--mib-per-machine -1", "--mib-per-machine must be positive"},
-		{"--bucket 0s", "--bucket must be positive"},
-	} {
-		_, _, err := clitest.RunSplit(newRootCmd(), append([]string{"recovery"}, strings.Fields(c.args)...)...)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want %q", c.args, err, c.want)
-		}
-	}
+	clitest.Refuses(t, newRootCmd, []clitest.Refusal{
+		{[]string{"recovery", "--output", "xml"}, "--output must be text or json"},
+		{[]string{"recovery", "--n", "4"}, "--g + --f <= --n"},
+		{[]string{"recovery", "--kill-after", "2m"}, "--kill-after (2m0s) must be before the end of the load"},
+		{[]string{"recovery", "--victim", "6"}, "--victim must be a machine 0..5"},
+		{[]string{"recovery", "--clients", "0"}, "--clients must be at least 1"},
+		{[]string{"recovery", "--mib-per-machine", "-1"}, "--mib-per-machine must be positive"},
+		{[]string{"recovery", "--bucket", "0s"}, "--bucket must be positive"},
+	})
 }
 
 // TestRecoverySmoke (-recovery-smoke) runs the real command: the report
@@ -38,9 +32,7 @@ func TestRecoveryFlags(t *testing.T) {
 // load ended, buckets covering the whole load whose writes add up to the
 // phases', and both plots.
 func TestRecoverySmoke(t *testing.T) {
-	if !*recoverySmoke {
-		t.Skip("-recovery-smoke runs it")
-	}
+	recoverySmoke.Require(t)
 	dir := t.TempDir()
 	out, _, err := clitest.RunSplit(newRootCmd(), "recovery", "--no-progress", "--output", "json", "--mib-per-machine", "0.25",
 		"--clients", "4", "--kill-after", "3s", "--duration", "40s", "--bucket", "500ms", "--plot", dir)
