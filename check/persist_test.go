@@ -1,26 +1,18 @@
-package runtime
+package check
 
 import (
 	"math/rand/v2"
 	"testing"
-	"time"
 
-	amcheck "github.com/amalgam-store/amalgam/check"
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/node/nodetest"
 	"github.com/amalgam-store/amalgam/parity"
 	"github.com/amalgam-store/amalgam/workload"
 )
-
-type discardCtx struct{}
-
-func (discardCtx) Self() node.Addr                                   { return "" }
-func (discardCtx) Send(node.Addr, node.Message)                      {}
-func (discardCtx) Stream(node.Addr, node.Message)                    {}
-func (discardCtx) SetTimer(node.Timer, time.Duration, time.Duration) {}
 
 // TestPersistAcrossReconfiguration runs the protocol in simulation while
 // the reconfiguration service replaces a data server, a parity server and
@@ -32,27 +24,18 @@ func (discardCtx) SetTimer(node.Timer, time.Duration, time.Duration) {}
 // hash equal to the original.
 func TestPersistAcrossReconfiguration(t *testing.T) {
 	l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 6, BlockSize: 16}
-	code, err := erasure.NewCode(l.G, l.F)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seeds := 6
-	if testing.Short() {
-		seeds = 2
-	}
+	seeds := sweep(6, 6, 2)
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		scripts := make([][][]msg.Op, 3)
 		for i := range scripts {
 			scripts[i] = workload.Generate(rng.Uint64, l, 0, 20, workload.DefaultMix)
 		}
-		cfg0 := msg.InitialConfig(l)
-		restore := amcheck.Restorer(cfg0, code)
-		nodes := amcheck.Amalgam(cfg0, code, scripts)
 		m := int(seed) % l.N
-		amcheck.AddReconfig(nodes, cfg0, []msg.Replace{{Role: erasure.RoleData, Machine: m, Inc: 1},
-			{Role: erasure.RoleParity, Machine: (m + 1) % l.N, Inc: 1}, {Role: erasure.RoleWitness, Machine: (m + 2) % l.N, Inc: 1}})
-		s := mc.NewState(nodes)
+		sc := &Scenario{Name: "persist", Layout: l, Scripts: scripts, Replace: []msg.Replace{{Role: erasure.RoleData, Machine: m, Inc: 1},
+			{Role: erasure.RoleParity, Machine: (m + 1) % l.N, Inc: 1}, {Role: erasure.RoleWitness, Machine: (m + 2) % l.N, Inc: 1}}}
+		restore := Restorer(msg.InitialConfig(l), sc.Code())
+		s := sc.Init()
 		checked := 0
 		check := func(st mc.Step) error {
 			if st.N%7 != 0 {
@@ -67,7 +50,7 @@ func TestPersistAcrossReconfiguration(t *testing.T) {
 		replaced := func(s *mc.State) uint64 {
 			return s.Node(msg.ReconfigAddr).(interface{ Config() msg.Config }).Config().Num
 		}
-		done := func(s *mc.State) bool { return mc.ClientsDone(s) && replaced(s) == 3 && amcheck.Settled(s) }
+		done := func(s *mc.State) bool { return mc.ClientsDone(s) && replaced(s) == 3 && Settled(s) }
 		final, steps, err := mc.Simulate(s, mc.SimOptions{Seed: seed, MaxSteps: 400000, Loss: 0.02, Dup: 0.02, TimerChance: 0.02}, done, check)
 		if err != nil {
 			t.Fatal(err)
@@ -127,10 +110,10 @@ func checkRestore(t *testing.T, restore func(node.Addr, node.Node) node.Persiste
 	}
 	// As a restarted machine does: rebuilds and retries resume (Init).
 	// Timer flags are not stored; let one retry timer fire on both.
-	r.Init(discardCtx{})
+	r.Init(nodetest.New(a))
 	o := n.Clone()
-	o.Timer(discardCtx{}, nil)
-	r.Timer(discardCtx{}, nil)
+	o.Timer(nodetest.New(a), nil)
+	r.Timer(nodetest.New(a), nil)
 	if r.Hash() != o.Hash() {
 		t.Logf("original %+v", o)
 		t.Logf("restored %+v", r)
