@@ -2,13 +2,17 @@ package check
 
 import (
 	"fmt"
-	"github.com/amalgam-store/amalgam/mc"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/node/nodetest"
+	"github.com/amalgam-store/amalgam/parity"
 	"github.com/amalgam-store/amalgam/workload"
 	"github.com/anishathalye/porcupine"
 )
@@ -138,5 +142,116 @@ func TestDecodeAfterWorkload(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPersistAcrossReconfiguration runs the protocol in simulation while
+// the reconfiguration service replaces a data server, a parity server and
+// a witness, and at every step stores every server (node.Persistent) and
+// restores it into a server made for configuration 0, as a restarted
+// machine does. The restored server must be in the same configuration and
+// incarnation, with the same fences, blocks and degraded blocks; once
+// everything settled (no rebuild in flight, which is not stored), it must
+// hash equal to the original with its unanswered snapshots abandoned
+// (their blocks are not stored either).
+func TestPersistAcrossReconfiguration(t *testing.T) {
+	l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 6, BlockSize: 16}
+	seeds := sweep(6, 6, 2)
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		scripts := make([][][]msg.Op, 3)
+		for i := range scripts {
+			scripts[i] = workload.Generate(rng.Uint64, l, 0, 20, workload.DefaultMix)
+		}
+		m := int(seed) % l.N
+		sc := &Scenario{Name: "persist", Layout: l, Scripts: scripts, Replace: []msg.Replace{{Role: erasure.RoleData, Machine: m, Inc: 1},
+			{Role: erasure.RoleParity, Machine: (m + 1) % l.N, Inc: 1}, {Role: erasure.RoleWitness, Machine: (m + 2) % l.N, Inc: 1}}}
+		restore := Restorer(msg.InitialConfig(l), sc.Code())
+		s := sc.Init()
+		checked := 0
+		check := func(st mc.Step) error {
+			if st.N%7 != 0 {
+				return nil
+			}
+			for _, a := range st.After.Addrs() {
+				checkRestore(t, restore, a, st.After.Node(a), false)
+				checked++
+			}
+			return nil
+		}
+		replaced := func(s *mc.State) uint64 {
+			return s.Node(msg.ReconfigAddr).(interface{ Config() msg.Config }).Config().Num
+		}
+		done := func(s *mc.State) bool { return mc.ClientsDone(s) && replaced(s) == 3 && Settled(s) }
+		final, steps, err := mc.Simulate(s, mc.SimOptions{Seed: seed, MaxSteps: 400000, Loss: 0.02, Dup: 0.02, TimerChance: 0.02}, done, check)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !done(final) {
+			t.Fatalf("seed %d: not settled after %d steps", seed, steps)
+		}
+		for _, a := range final.Addrs() {
+			checkRestore(t, restore, a, final.Node(a), true)
+		}
+		t.Logf("seed %d: %d steps, %d restores checked", seed, steps, checked)
+	}
+}
+
+// checkRestore stores n and restores it into the server restore makes,
+// as a restarted machine does.
+func checkRestore(t *testing.T, restore func(node.Addr, node.Node) node.Persistent, a node.Addr, n node.Node, whole bool) {
+	t.Helper()
+	p, ok := n.Clone().(node.Persistent)
+	if !ok {
+		return
+	}
+	st := node.Disk{}
+	p.TrackChanges()
+	p.Persist(st)
+	r := restore(a, n)
+	if r == nil {
+		return
+	}
+	r.TrackChanges()
+	if err := r.Restore(st); err != nil {
+		t.Fatalf("restoring %T: %v", n, err)
+	}
+	type view interface {
+		ConfigNum() uint64
+		Incarnation() uint64
+	}
+	if a, b := n.(view), r.(view); a.ConfigNum() != b.ConfigNum() || a.Incarnation() != b.Incarnation() {
+		t.Fatalf("%T restored in configuration %d incarnation %d, was %d, %d", n, b.ConfigNum(), b.Incarnation(), a.ConfigNum(), a.Incarnation())
+	}
+	switch n := n.(type) {
+	case *data.Server:
+		d := r.(*data.Server)
+		if d.DegradedBlocks() != n.DegradedBlocks() || d.NextOpNum() != n.NextOpNum() || d.PendingOps() != n.PendingOps() {
+			t.Fatalf("data/%d restored with %d degraded, op_num %d, %d pending; was %d, %d, %d", n.Machine(),
+				d.DegradedBlocks(), d.NextOpNum(), d.PendingOps(), n.DegradedBlocks(), n.NextOpNum(), n.PendingOps())
+		}
+	case *parity.Server:
+		q := r.(*parity.Server)
+		if q.DegradedBlocks() != n.DegradedBlocks() || len(q.Prepares()) != len(n.Prepares()) {
+			t.Fatalf("parity/%d restored with %d degraded, %d prepares; was %d, %d", n.Machine(),
+				q.DegradedBlocks(), len(q.Prepares()), n.DegradedBlocks(), len(n.Prepares()))
+		}
+	}
+	if !whole {
+		return
+	}
+	// As a restarted machine does: rebuilds and retries resume (Init).
+	// Timer flags are not stored; let one retry timer fire on both.
+	r.Init(nodetest.New(a))
+	o := n.Clone()
+	if x, ok := o.(interface{ AbandonUnanswered() }); ok {
+		x.AbandonUnanswered()
+	}
+	o.Timer(nodetest.New(a), nil)
+	r.Timer(nodetest.New(a), nil)
+	if r.Hash() != o.Hash() {
+		t.Logf("original %+v", o)
+		t.Logf("restored %+v", r)
+		t.Fatalf("%T on machine %d: restored state hashes differently", n, n.(interface{ Machine() int }).Machine())
 	}
 }

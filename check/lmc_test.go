@@ -5,15 +5,14 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/mc/mctest"
 )
 
 // TestLMCDepth (-long) gives global BFS and LMC 60 s each on three
 // recovery scenarios and prints how deep each got
 // (mc.Scenario.CompareLMC); docs/model-checking.md records the numbers.
 func TestLMCDepth(t *testing.T) {
-	if !*long {
-		t.Skip("-long: six minutes")
-	}
+	mctest.NeedsLong(t, "six minutes")
 	for _, name := range []string{"replace-data", "replace-parity", "rebuilder-fails"} {
 		sc, err := Registry().Lookup(name)
 		if err != nil {

@@ -3,6 +3,7 @@
 package check
 
 import (
+	"flag"
 	"testing"
 	"time"
 
@@ -23,6 +24,10 @@ func TestLMCProtocolMutants(t *testing.T) {
 	}
 }
 
+// lmcUnjudged: LMC's walks do not judge the invariants on their own
+// states (mc.LMCOptions.WalkUnjudged).
+var lmcUnjudged = flag.Bool("lmc-unjudged", false, "LMC mutants: find violations through combinations only")
+
 // TestLMCRecoveryMutants runs LMC (60 s) on each recovery mutant's
 // scenario and logs what it finds (docs/model-checking.md records it);
 // what it reports must replay.
@@ -40,10 +45,14 @@ func lmcMutant(t *testing.T, name string, sc *mc.Scenario, limit time.Duration) 
 		t.Fatal(err)
 	}
 	defer func() { _ = SetMutant("") }()
-	r, st := sc.RunLMC(mc.Options{MaxTime: limit})
-	t.Logf("%s on %s: %s %q after %d local states (causal bound %d, per node %v, longest path %d, confirmed %v), %d built, %d candidates, checks %d/%d, %d unchecked, %d dropped, %d unbuilt, %v",
+	o := mc.LMCOptions{Settings: sc.Settings, MaxTime: limit, WalkUnjudged: *lmcUnjudged}
+	if sc.Invariants != nil {
+		o.Invariants = sc.Invariants()
+	}
+	r, st := mc.RunLMC(sc.Init(), o)
+	t.Logf("%s on %s: %s %q after %d local states (causal bound %d, per node %v, longest path %d, confirmed %v), %d built, %d candidates, checks %d/%d, %d unchecked, %d dropped, %d unbuilt, %d walks (found by a walk's own execution: %v), %d violations not reported (no fresh replay), %v",
 		name, sc.Name, r.Outcome, r.Predicate, r.States, st.Bound, st.Local, r.MaxDepth, st.Confirmed, st.Built, st.Candidates, st.Passed, st.Checks,
-		st.Unchecked, st.Dropped, st.Unbuilt, r.Elapsed.Round(time.Millisecond))
+		st.Unchecked, st.Dropped, st.Unbuilt, st.Walks, st.ByWalk, st.Corrupt, r.Elapsed.Round(time.Millisecond))
 	if r.Outcome != mc.Violation {
 		return r
 	}

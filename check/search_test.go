@@ -32,7 +32,7 @@ func TestExhaustive(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.sc.Name, func(t *testing.T) {
 			runs := threeWays
-			if c.big && !*long {
+			if c.big && !*mctest.Long {
 				runs = runs[1:2]
 			}
 			mctest.Exhausts(t, c.sc.MC(), c.states, runs...)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
@@ -137,11 +136,7 @@ func TestKillNode(t *testing.T) {
 	if probeBlock == math.MaxUint64 {
 		t.Fatalf("node %d's shard has no block outside the workload's", victim)
 	}
-	probe, err := client.Dial(context.Background(), c.entry, client.Options{AttemptTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer probe.Close()
+	probe := e2etest.DialAttempt(t, c.entry, time.Second)
 	probeCID := ld.NewClientID()
 	down := min(dur/10, 2*time.Second)
 	type window struct{ kill, restart, rejoined int64 }

@@ -190,9 +190,7 @@ func TestTLS(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, tc := range refused {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			out, errOut, err := cliRaw(addr, append(tc.flags, "--timeout", "2s", "write", "5", "--data", "forged")...)
 			switch {
 			case err == nil:
@@ -204,7 +202,7 @@ func TestTLS(t *testing.T) {
 			default:
 				t.Logf("%s: refused: %s", tc.name, strings.TrimSpace(errOut))
 			}
-		}()
+		})
 	}
 	wg.Wait()
 

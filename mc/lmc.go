@@ -3,6 +3,7 @@ package mc
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -35,6 +36,10 @@ type LMCOptions struct {
 	// NoPrune keeps local states no global execution reaches (see
 	// lmc.reaches): the paper's LMC, whose local view over-approximates.
 	NoPrune bool
+	// NoWalk runs no walks (mc/lmc_walk.go): the uniform deepening alone.
+	// WalkUnjudged runs them without judging the invariants on the walks'
+	// own states: violations are then found only through combinations.
+	NoWalk, WalkUnjudged bool
 	// valid, if set, gets every system state a check confirms, and the
 	// run goes on (tests).
 	valid func(*State)
@@ -64,6 +69,10 @@ type LMCStats struct {
 	Abandoned   int      // checks that gave up at MaxSearch (or, pruning, lmcReachSearch)
 	Unsure      int      // local states expanded because their pruning check gave up
 	Unprojected []string // invariants without a projection (read every node)
+	Walks       int      // walks run (mc/lmc_walk.go)
+	WalkSteps   int      // events the walks took
+	ByWalk      bool     // the violation was found on a walk's own execution
+	Corrupt     int      // violations not reported: a handler changed shared memory (lmc.report)
 }
 
 // lmc is one run.
@@ -100,6 +109,10 @@ type lmc struct {
 	mark                   uint32 // lmcSearch.possible's runs
 	epoch                  uint32 // lmcSearch runs
 	out                    *Result
+	rng                    *rand.Rand  // walks'
+	known                  []*lmcLocal // confirmed states with an execution, not crashed (walk starts)
+	walking                bool        // lmc.step runs for a walk, which confirms what it adds
+	walkWork               int         // the walks' work (not in work)
 }
 
 // lmcLocal is one local state: the node, its pending timers, how many
@@ -135,6 +148,7 @@ type lmcLocal struct {
 	stamp      int      // lmc.version when it last gained an incoming edge
 	ins, outs  []*lmcEdge
 	virtual    bool // the state after a handler panic (lmc.panicked)
+	pruned     bool // in lmc.pruned
 	// executions found to it (lmc.confirm), and whether there is one
 	wits      [][]lmcMove
 	confirmed bool
@@ -278,6 +292,7 @@ func (e *lmc) explore() Outcome {
 						if l := e.locals[i][k]; l.clock < bound {
 							e.expand(l, bound)
 						}
+						e.walks()
 						if e.out != nil {
 							return Violation
 						}
@@ -324,10 +339,18 @@ func (e *lmc) explore() Outcome {
 func (e *lmc) unprune() bool {
 	found := false
 	keep := e.pruned[:0]
-	for _, p := range e.pruned {
+	for k, p := range e.pruned {
+		if !p.pruned { // a walk reached it
+			continue
+		}
+		if e.walks(); e.out != nil {
+			keep = append(keep, e.pruned[k:]...)
+			break
+		}
 		if (p.foot == nil || p.foot.stale()) && e.out == nil && !e.late() && !e.yielded() {
 			if yes, _ := e.reaches(p, false); yes {
 				e.stats.Pruned--
+				p.pruned = false
 				e.add(p)
 				found = true
 				continue
@@ -461,9 +484,12 @@ func (e *lmc) mayDeliver(l *lmcLocal, h uint64) bool {
 
 // step takes event ev (taking message m, if any) from l: a new local
 // state unless one with its key exists, and an edge to it unless the
-// step changes and sends nothing; what the handler sent joins I+ either
-// way.
-func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) {
+// step changes and sends nothing (or l has it already); what the handler
+// sent joins I+ either way. It returns l's edge for the step, if any.
+func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) *lmcEdge {
+	if x := l.edge(ev, m); x != nil { // a walk took it first
+		return x
+	}
 	nl := &lmcLocal{i: l.i, in: l.in, timers: l.timers, recv: l.recv, sent: l.sent, fires: l.fires,
 		gen: l.gen, peerGen: l.peerGen, reset: l.reset, parent: l, ev: ev, depth: l.depth + 1, clock: max(l.clock, clock) + 1}
 	var ef *effect
@@ -499,7 +525,7 @@ func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) {
 	e.work++
 	if err != nil {
 		e.panicked(l, ev, m)
-		return
+		return nil
 	}
 	ed := &lmcEdge{from: l, ev: ev, m: m}
 	if m != nil && starts(e.sys.addrs[l.i], l.in.nd, ev.Env.Msg) {
@@ -535,29 +561,33 @@ func (e *lmc) step(l *lmcLocal, ev Event, m *lmcMsg, clock int32) {
 	nl.key = e.hash(nl)
 	old, ok := e.byKey[l.i][nl.key]
 	if ok {
-		if old != l || len(ed.sends) > 0 {
-			ed.to = old
-			e.link(ed)
-			if old.confirmed && len(old.wits) < lmcWitnesses && old.parent != nil {
-				tries := 0
-				if p := e.mergeEdge(ed, &tries); p != nil {
-					e.confirm(old, p)
-				}
+		if old == l && len(ed.sends) == 0 {
+			return nil
+		}
+		ed.to = old
+		old.clock = min(old.clock, nl.clock)
+		e.link(ed)
+		if !e.walking && old.confirmed && len(old.wits) < lmcWitnesses && old.parent != nil {
+			tries := 0
+			if p := e.mergeEdge(ed, &tries); p != nil {
+				e.confirm(old, p)
 			}
 		}
-		return
+		return ed
 	}
 	ed.to = nl
 	e.link(ed)
 	e.byKey[l.i][nl.key] = nl
-	if !e.o.NoPrune {
+	if !e.o.NoPrune && !e.walking {
 		if yes, _ := e.reaches(nl, true); !yes {
+			nl.pruned = true
 			e.pruned = append(e.pruned, nl)
 			e.stats.Pruned++
-			return
+			return ed
 		}
 	}
 	e.add(nl)
+	return ed
 }
 
 // link records ed in the local-state graph.

@@ -1,6 +1,9 @@
 package mc
 
-import "slices"
+import (
+	"errors"
+	"slices"
+)
 
 // lmcPred is one invariant of an LMC run: the nodes it reads and, per
 // node, the classes of local states with one projected value.
@@ -164,6 +167,9 @@ func (e *lmc) drain(final bool) {
 	for (len(e.pending) > 0 || len(e.builds) > 0) && !stop() {
 		switch {
 		case len(e.pending) > 0: // what is built is checked first
+			if e.walks(); e.out != nil {
+				return
+			}
 			c := e.pending[0]
 			e.pending = e.pending[1:]
 			e.resolve(c)
@@ -215,7 +221,7 @@ func (e *lmc) resolve(c *lmcCandidate) {
 	case q.final != nil && e.o.valid != nil:
 		e.o.valid(q.final)
 	case q.final != nil && fails:
-		e.out = &Result{Outcome: Violation, Predicate: c.lp.p.Name, Explanation: why, Trace: q.trace, Final: q.final}
+		e.report(&Result{Outcome: Violation, Predicate: c.lp.p.Name, Explanation: why, Trace: q.trace, Final: q.final})
 	case q.final != nil:
 	case q.late:
 		e.pending = append(e.pending, c)
@@ -298,8 +304,41 @@ func (e *lmc) panicked(l *lmcLocal, ev Event, m *lmcMsg) {
 	target := make([][]*lmcLocal, e.n)
 	target[l.i] = []*lmcLocal{p}
 	if q := e.search(target, ed, nil, e.o.MaxSearch); q.err != nil {
-		e.out = &Result{Outcome: Violation, Predicate: HandlerPanicPredicate, Explanation: q.err.Error(), Trace: q.trace, Final: q.final}
+		e.report(&Result{Outcome: Violation, Predicate: HandlerPanicPredicate, Explanation: q.err.Error(), Trace: q.trace, Final: q.final})
 		return
 	}
 	e.stats.Dropped++
+}
+
+// report makes r the run's violation if its trace, replayed again from
+// the initial state with every handler run afresh (no handler-result
+// cache), still ends in the violation; r's final state becomes that
+// replay's. A trace that does not (LMCStats.Corrupt) means a handler
+// changed memory a clone shares, which node.Node's contract forbids: a
+// cached result or a kept local state then no longer says what its
+// handler does.
+func (e *lmc) report(r *Result) {
+	s := e.init
+	for k, ev := range r.Trace {
+		next, err := s.apply(ev, false, nil, false)
+		var hp *HandlerPanic
+		if errors.As(err, &hp) && k == len(r.Trace)-1 && r.Predicate == HandlerPanicPredicate {
+			r.Final, e.out = next, r
+			return
+		}
+		if err != nil {
+			e.stats.Corrupt++
+			return
+		}
+		s = next
+	}
+	for _, p := range e.preds {
+		if p.p.Name == r.Predicate {
+			if ok, why := p.p.Check(s); !ok {
+				r.Explanation, r.Final, e.out = why, s, r
+				return
+			}
+		}
+	}
+	e.stats.Corrupt++
 }

@@ -14,7 +14,7 @@ import (
 func (sc *Scenario) CompareLMC(limit time.Duration) string {
 	g := sc.Run(BFS, Options{Workers: 1, MaxTime: limit, NodeDepth: true})
 	l, st := sc.RunLMC(Options{MaxTime: limit})
-	return fmt.Sprintf("%s: bfs %s, %d states, depth %d, node depth %d; lmc %s in %v, causal bound %d, %d local states (%d unsure), longest local path %d (per node %v), node depth %d (per node %v), longest checked execution %d",
+	return fmt.Sprintf("%s: bfs %s, %d states, depth %d, node depth %d; lmc %s in %v, causal bound %d, %d local states (%d unsure), longest local path %d (per node %v), node depth %d (per node %v), longest checked execution %d, %d walks (%d events)",
 		sc.Name, g.Outcome, g.States, g.MaxDepth, g.NodeDepth, l.Outcome, l.Elapsed.Round(time.Second), st.Bound, l.States, st.Unsure, l.MaxDepth, st.Depth,
-		slices.Max(st.Confirmed), st.Confirmed, st.Longest)
+		slices.Max(st.Confirmed), st.Confirmed, st.Longest, st.Walks, st.WalkSteps)
 }

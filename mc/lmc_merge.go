@@ -4,8 +4,8 @@ import "slices"
 
 // The causal merge (the LMC paper's greedy replay): a local state reached
 // by edge ed from l, taking message m, is reachable if the execution found
-// to l (its witness) and the one found to m's sender, followed by the
-// sender's edge, can be run together. Each node follows the longer of its
+// to l (its witness) leaves m in flight, or if it and the one found to m's
+// sender, followed by the sender's edge, can be run together. Each node follows the longer of its
 // two paths (they must agree where both go), then the new edge; the
 // moves are scheduled greedily, any node whose next move is enabled taking
 // it. A schedule that gets stuck proves nothing: the DFS of lmcSearch
@@ -19,21 +19,27 @@ const (
 	lmcMergeTries = 16
 )
 
-// confirm records path as an execution taking l's node to l.
+// confirm records path as an execution taking l's node to l
+// (a walk's path is copied if kept).
 func (e *lmc) confirm(l *lmcLocal, path []lmcMove) {
 	l.confirmed = true
-	if len(l.wits) >= lmcWitnesses {
-		return
-	}
-	l.wits = append(l.wits, path)
 	per := make([]int, e.n)
 	for _, mv := range path {
-		per[mv.ed.from.i]++
+		if mv.ed.ev.Kind != Crash {
+			per[mv.ed.from.i]++
+		}
 	}
 	for i, c := range per {
 		e.stats.Confirmed[i] = max(e.stats.Confirmed[i], c)
 	}
 	e.stats.Longest = max(e.stats.Longest, len(path))
+	if len(l.wits) >= lmcWitnesses {
+		return
+	}
+	if len(l.wits) == 0 && !l.crashed {
+		e.known = append(e.known, l)
+	}
+	l.wits = append(l.wits, slices.Clone(path))
 }
 
 // witnesses are the executions known to l (the initial state's: the
@@ -63,11 +69,13 @@ func (e *lmc) mergeEdge(ed *lmcEdge, tries *int) []lmcMove {
 		return nil
 	}
 	for _, w := range ed.from.witnesses() {
-		if ed.m == nil || len(ed.m.producers) == 0 {
-			*tries++
-			if p := e.merge([][]lmcMove{w}, ed, nil); p != nil || *tries >= lmcMergeTries {
-				return p
-			}
+		// the execution to ed.from alone, if it leaves ed's message in
+		// flight (or ed takes none)
+		*tries++
+		if p := e.merge([][]lmcMove{w}, ed, nil); p != nil || *tries >= lmcMergeTries {
+			return p
+		}
+		if ed.m == nil {
 			continue
 		}
 		for _, pr := range ed.m.producers {

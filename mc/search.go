@@ -74,8 +74,11 @@ type Options struct {
 	Consequence bool
 	// Filter, if set, removes from every state's events those it returns
 	// false for (an execution-steering filter: a message it refuses is
-	// never delivered). BFS only.
+	// never delivered). BFS and random walks only.
 	Filter func(Event) bool
+	// FilterAt is Filter given the state the event happens in (a filter
+	// that refuses a step by its result).
+	FilterAt func(*State, Event) bool
 	// NoMemo runs every handler afresh instead of reusing the result of
 	// the same node state handling the same event (tests compare both).
 	NoMemo bool
@@ -363,6 +366,17 @@ func (sr *searcher) limit() (Outcome, bool) {
 	return "", false
 }
 
+// allowed removes from evs, s's events, those Filter and FilterAt refuse.
+func (sr *searcher) allowed(s *State, evs []Event) []Event {
+	if sr.opt.Filter != nil {
+		evs = slices.DeleteFunc(evs, func(e Event) bool { return !sr.opt.Filter(e) })
+	}
+	if sr.opt.FilterAt != nil {
+		evs = slices.DeleteFunc(evs, func(e Event) bool { return !sr.opt.FilterAt(s, e) })
+	}
+	return evs
+}
+
 // found records a violation or goal; the first one wins.
 func (sr *searcher) found(out Outcome, pred, why string, t *tnode, s *State) {
 	sr.mu.Lock()
@@ -546,9 +560,7 @@ func (sr *searcher) bfs(init *State) Outcome {
 						if sr.cp != nil {
 							evs = sr.cp.filter(it.s, evs)
 						}
-						if sr.opt.Filter != nil {
-							evs = slices.DeleteFunc(evs, func(e Event) bool { return !sr.opt.Filter(e) })
-						}
+						evs = sr.allowed(it.s, evs)
 						var z []sleepEv
 						if sr.sleep != nil {
 							z, done = sr.sleep.get(sr.key(it.s)), done[:0]
@@ -703,7 +715,7 @@ func (sr *searcher) random(init *State) Outcome {
 				rng := rand.New(rand.NewPCG(sr.opt.Seed, uint64(k)))
 				s, t := init, root
 				for d := 0; d < depth && !sr.pruned(s); d++ {
-					evs := s.Events(sr.opt.Settings)
+					evs := sr.allowed(s, s.Events(sr.opt.Settings))
 					var e Event
 					var ns *State
 					for len(evs) > 0 && ns == nil {

@@ -89,9 +89,7 @@ func (s *Server) transmit(ctx context.Context, conn net.Conn, ex *Export) error 
 		case cmdFlush:
 			prior = writes.snapshot()
 		}
-		inflight.Add(1)
-		go func() {
-			defer inflight.Done()
+		inflight.Go(func() {
 			errno, data := s.serve(ctx, ex, q, prior)
 			if done != nil {
 				writes.finish(done)
@@ -99,7 +97,7 @@ func (s *Server) transmit(ctx context.Context, conn net.Conn, ex *Export) error 
 			reply(q.cookie, errno, data)
 			mem.release(size)
 			<-slots
-		}()
+		})
 	}
 }
 

@@ -31,7 +31,8 @@ type Options struct {
 	Settings  mc.Settings
 	// Consequence turns on consequence prediction (mc.Options.Consequence).
 	Consequence bool
-	// Cuts stops the run after this many cuts searched (0: until ctx ends).
+	// Cuts stops the run after this many cuts searched or found the same
+	// as the last one searched (0: until ctx ends).
 	Cuts int
 	// StopAtViolation ends the run at the first predicted violation.
 	StopAtViolation bool
@@ -45,6 +46,12 @@ type Options struct {
 	// SteerFor (default 1s).
 	Steer    Steerer
 	SteerFor time.Duration
+	// CheckFilters makes steering try, before the trace's other
+	// candidates, check filters (runtime.CheckPrefix): the immediate
+	// check on the node that takes the trace's bad step, for CheckFor
+	// (default SteerFor).
+	CheckFilters bool
+	CheckFor     time.Duration
 }
 
 // Report is what a run did.
@@ -52,6 +59,7 @@ type Report struct {
 	Pulled   int   // snapshot rounds taken
 	Rejected int   // rounds that were not a cut (or did not restore)
 	Dropped  int   // cuts dropped because the search fell behind
+	Same     int   // cuts not searched: the same state and filters as the last one searched
 	States   []int // distinct states explored from each cut searched
 	Found    []Found
 	// Steering: the filters installed, and the predictions no candidate
@@ -77,6 +85,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	defer cancel()
 	rep := &Report{}
 	var st steering
+	var last string // the last cut searched: its state's fingerprint and the live filters
 	cuts := make(chan *Cut, 1)
 	pullErr := make(chan error, 1)
 	var counts struct{ pulled, rejected, dropped int }
@@ -102,7 +111,26 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 		case <-ctx.Done():
 			return rep, nil
 		}
-		f, r, err := search(c, o, len(rep.States), allowAll(st.active(renewWithin*o.Every)))
+		live := st.active(renewWithin * o.Every)
+		init, err := c.State()
+		if err != nil {
+			return rep, err
+		}
+		// A stalled cluster gives the same cut round after round: it is
+		// searched once (again once the live filters change).
+		key := fmt.Sprint(init.Fingerprint(), live)
+		if key == last {
+			rep.Same++
+			if o.Log != nil {
+				fmt.Fprintln(o.Log, "cut: the same as the last one searched, with the same filters")
+			}
+			if o.Cuts > 0 && len(rep.States)+rep.Same >= o.Cuts {
+				return rep, nil
+			}
+			continue
+		}
+		last = key
+		f, r, err := search(c, init, o, len(rep.States), live)
 		if err != nil {
 			return rep, err
 		}
@@ -125,7 +153,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 				return rep, err
 			}
 		}
-		if (f != nil && o.StopAtViolation) || (o.Cuts > 0 && len(rep.States) >= o.Cuts) {
+		if (f != nil && o.StopAtViolation) || (o.Cuts > 0 && len(rep.States)+rep.Same >= o.Cuts) {
 			return rep, nil
 		}
 	}
@@ -179,15 +207,11 @@ func pull(ctx context.Context, src Source, o Options, cuts chan *Cut, n *struct{
 	}
 }
 
-// search runs the bounded search from cut c (number i of the run), with
-// the events allow refuses left out (nil: none).
-func search(c *Cut, o Options, i int, allow func(mc.Event) bool) (*Found, *mc.Result, error) {
-	init, err := c.State()
-	if err != nil {
-		return nil, nil, err
-	}
+// search runs the bounded search from cut c (number i of the run), whose
+// state is init, with the live filters in place.
+func search(c *Cut, init *mc.State, o Options, i int, live []Filter) (*Found, *mc.Result, error) {
 	sc := c.Scenario()
-	r := mc.Search(init, searchOptions(c, o, allow))
+	r := explore(init, searchOptions(c, o, live))
 	if r.Outcome != mc.Violation {
 		return nil, r, nil
 	}
@@ -218,15 +242,40 @@ func (o Options) withDefaults() Options {
 	if o.SteerFor <= 0 {
 		o.SteerFor = time.Second
 	}
+	if o.CheckFor <= 0 {
+		o.CheckFor = o.SteerFor
+	}
 	return o
 }
 
-// searchOptions is the search of o from cut c, with filter (nil: none).
-func searchOptions(c *Cut, o Options, filter func(mc.Event) bool) mc.Options {
+// explore is the search of opt from init: breadth-first, then, if a bound
+// cut it short, walks seeded random walks of at most walkDepth events
+// within the same bounds (a cut with a dozen messages in flight can have
+// its violation 20 events deep, past the levels breadth-first reaches).
+// The result's States adds up both.
+func explore(init *mc.State, opt mc.Options) *mc.Result {
+	r := mc.Search(init, opt)
+	if r.Outcome != mc.StateLimit && r.Outcome != mc.TimeLimit {
+		return r
+	}
+	opt.Strategy, opt.Walks, opt.MaxDepth, opt.Seed, opt.Consequence = mc.Random, walks, walkDepth, init.Fingerprint(), false
+	w := mc.Search(init, opt)
+	w.States += r.States
+	return w
+}
+
+// explore's random walks: how many, and how deep at most.
+const (
+	walks     = 50
+	walkDepth = 60
+)
+
+// searchOptions is the search of o from cut c, with the live filters.
+func searchOptions(c *Cut, o Options, live []Filter) mc.Options {
 	o = o.withDefaults()
 	opt := c.Scenario().Options(mc.BFS)
 	opt.Settings, opt.MaxStates, opt.MaxTime, opt.MaxDepth, opt.Workers = o.Settings, o.MaxStates, o.MaxTime, o.MaxDepth, o.Workers
-	opt.Consequence, opt.Filter = o.Consequence, filter
+	opt.Consequence, opt.Filter, opt.FilterAt = o.Consequence, allowAll(live), allowAllAt(live)
 	return opt
 }
 

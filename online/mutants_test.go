@@ -6,12 +6,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/runtime"
 )
 
@@ -74,11 +76,27 @@ func predictsMutant(t *testing.T, mutant string) {
 var (
 	steerRuns    = flag.Int("steer-runs", 0, "TestSteeringTable: seeded runs per mutant and mode (0: skip)")
 	steerFor     = flag.Duration("steer-for", 300*time.Millisecond, "TestSteeringTable: how long a filter lasts")
+	checkFor     = flag.Duration("check-for", time.Second, "TestSteeringTable: how long a check filter lasts")
 	steerMutants = flag.String("steer-mutants", "backlog-out-of-order,backlog-txn-first-stripe", "TestSteeringTable: the mutants")
 	steerWindows = flag.Int("steer-windows", 4, "TestSteeringTable: stall windows per run")
 	steerWriters = flag.Int("steer-writers", 2, "TestSteeringTable: writers")
 	steerAbandon = flag.Duration("steer-abandon", 300*time.Millisecond, "TestSteeringTable: a writer gives up an operation after this long")
+	steerStates  = flag.Int("steer-states", 3000, "TestSteeringTable: states a search explores at most")
+	steerFires   = flag.Int("steer-timer-fires", 0, "TestSteeringTable: timer firings in a search")
+	steerLog     = flag.Bool("steer-log", false, "TestSteeringTable: log the checker's lines and the windows, with times")
+	steerModes   = flag.String("steer-modes", "off,steer,steer-check,steer+check", "TestSteeringTable: the modes")
 )
+
+// steerMode is a mode of TestSteeringTable: steering (filters from
+// predictions), check filters among its candidates, and the immediate
+// check on every machine.
+type steerMode struct {
+	name                 string
+	steer, checks, check bool
+}
+
+var steerModeList = []steerMode{{"off", false, false, false}, {"steer", true, false, false},
+	{"steer-check", true, true, false}, {"steer+check", true, false, true}}
 
 // steerWindow is one stall window of a run (stallSchedule) and what
 // happened in it.
@@ -86,6 +104,7 @@ type steerWindow struct {
 	violated  bool // a data server step broke data.CheckStep and was applied
 	inGap     bool // such a step came before the stall began
 	postponed bool // the immediate check postponed a message
+	held      bool // a check filter postponed a message
 	predicted bool // a search predicted a violation ahead (1 event or more)
 	atCut     bool // a cut showed a violation (0 events)
 	filters   int  // filters installed
@@ -99,7 +118,8 @@ type steerRun struct {
 	ops     int64
 }
 
-func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) steerRun {
+func runSteered(t *testing.T, mutant string, seed uint64, mode steerMode) steerRun {
+	steer, check := mode.steer, mode.check
 	var out steerRun
 	t.Run(fmt.Sprintf("%s/%d", mutant, seed), func(t *testing.T) {
 		data.Mutant = mutant
@@ -109,21 +129,31 @@ func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) ste
 		ic := runtime.DataCommitCheck()
 		ic.Monitor = !check
 		lc, stop, h := seededLoadAbandon(t, seed, *steerWriters, *steerAbandon, immediateCheck(ic))
-		counts := func() (bad, postponed int64) {
+		counts := func() (bad, postponed, held int64) {
 			for _, m := range lc.Machines {
 				st := m.ImmediateStats()
 				postponed += st.Refused
 				bad += st.LetThrough
+				held += st.Steered
 			}
 			if !check {
 				bad, postponed = postponed, 0
 			}
-			return bad, postponed
+			return bad, postponed, held
 		}
-		o := Options{Every: 100 * time.Millisecond, MaxStates: 3000, Consequence: true,
-			Settings: mc.Settings{MaxTimerFires: 1}, SteerFor: *steerFor}
+		o := Options{Every: 100 * time.Millisecond, MaxStates: *steerStates, Consequence: true,
+			Settings: mc.Settings{MaxTimerFires: *steerFires}, SteerFor: *steerFor, CheckFilters: mode.checks, CheckFor: *checkFor}
 		if steer {
 			o.Steer = LocalSteerer(lc.Machines)
+		}
+		start := time.Now()
+		logf := func(format string, a ...any) {
+			if *steerLog {
+				t.Logf("%5dms "+format, append([]any{time.Since(start).Milliseconds()}, a...)...)
+			}
+		}
+		if *steerLog {
+			o.Log = writerFunc(func(p []byte) { logf("%s", strings.TrimSuffix(string(p), "\n")) })
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		type result struct {
@@ -137,14 +167,22 @@ func runSteered(t *testing.T, mutant string, seed uint64, steer, check bool) ste
 		}()
 		var ends []time.Time
 		for _, w := range stallSchedule(seed, *steerWindows) {
-			b0, p0 := counts()
+			b0, p0, h0 := counts()
 			time.Sleep(w.gap)
-			bs, _ := counts()
+			bs, _, _ := counts()
+			logf("stall data/%d for %v", w.k, w.d)
 			stall(lc, w)
 			time.Sleep(w.d + stallSettle)
-			b1, p1 := counts()
+			b1, p1, h1 := counts()
+			if *steerLog {
+				var per []int64
+				for _, m := range lc.Machines {
+					per = append(per, m.ImmediateStats().Refused)
+				}
+				logf("window ends: %d bad steps, %d held by check filters; per machine, counted so far: %v", b1-b0, h1-h0, per)
+			}
 			ends = append(ends, time.Now())
-			out.windows = append(out.windows, steerWindow{violated: b1 > b0, inGap: bs > b0, postponed: p1 > p0})
+			out.windows = append(out.windows, steerWindow{violated: b1 > b0, inGap: bs > b0, postponed: p1 > p0, held: h1 > h0})
 			out.bad += b1 - b0
 		}
 		cancel()
@@ -202,18 +240,18 @@ func TestSteeringTable(t *testing.T) {
 		t.Skip("-steer-runs N runs the table")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-24s %-11s %4s %7s %9s %8s %6s %7s %6s %6s %6s %7s %7s %7s\n", "mutant", "mode", "runs", "windows", "predicted",
-		"violated", "in-gap", "avoided", "caught", "missed", "at-cut", "filters", "ops/run", "bad/kop")
+	fmt.Fprintf(&b, "%-24s %-11s %4s %7s %9s %8s %6s %7s %4s %6s %6s %6s %7s %7s %7s\n", "mutant", "mode", "runs", "windows", "predicted",
+		"violated", "in-gap", "avoided", "held", "caught", "missed", "at-cut", "filters", "ops/run", "bad/kop")
 	for _, mutant := range strings.Split(*steerMutants, ",") {
 		base := 0
-		for _, mode := range []struct {
-			name         string
-			steer, check bool
-		}{{"off", false, false}, {"steer", true, false}, {"steer+check", true, true}} {
-			var windows, predicted, violated, inGap, atCut, avoided, caught, filters int
+		for _, mode := range steerModeList {
+			if !slices.Contains(strings.Split(*steerModes, ","), mode.name) {
+				continue
+			}
+			var windows, predicted, violated, inGap, atCut, avoided, held, caught, filters int
 			var ops, bad int64
 			for seed := range uint64(*steerRuns) {
-				r := runSteered(t, mutant, seed+1, mode.steer, mode.check)
+				r := runSteered(t, mutant, seed+1, mode)
 				ops, bad = ops+r.ops, bad+r.bad
 				for _, w := range r.windows {
 					windows++
@@ -234,16 +272,19 @@ func TestSteeringTable(t *testing.T) {
 						caught++
 					case w.predicted && w.filters > 0:
 						avoided++
+						if w.held {
+							held++
+						}
 					}
 				}
 			}
 			missed := violated
 			if !mode.steer {
 				base = violated
-				avoided, caught, missed = 0, 0, 0
+				avoided, held, caught, missed = 0, 0, 0, 0
 			}
-			fmt.Fprintf(&b, "%-24s %-11s %4d %7d %9d %8d %6d %7d %6d %6d %6d %7d %7d %7.1f\n", mutant, mode.name, *steerRuns, windows, predicted,
-				violated, inGap, avoided, caught, missed, atCut, filters, ops/int64(*steerRuns), 1000*float64(bad)/float64(max(ops, 1)))
+			fmt.Fprintf(&b, "%-24s %-11s %4d %7d %9d %8d %6d %7d %4d %6d %6d %6d %7d %7d %7.1f\n", mutant, mode.name, *steerRuns, windows, predicted,
+				violated, inGap, avoided, held, caught, missed, atCut, filters, ops/int64(*steerRuns), 1000*float64(bad)/float64(max(ops, 1)))
 			if mode.steer && base > 0 {
 				fmt.Fprintf(&b, "%-24s %-11s windows with the violation: %d, %d without steering: %.0f%% fewer\n", "", "", violated, base,
 					100*float64(base-violated)/float64(base))
@@ -257,10 +298,27 @@ func TestSteeringTable(t *testing.T) {
 // acknowledgements never do: the check postpones the first PREPARE-OK of
 // each operation until the second is there, applies both in one batch,
 // and no cut shows the violation.
-func TestImmediateCheckCatchesMutant(t *testing.T) {
+func TestImmediateCheckCatchesMutant(t *testing.T) { catchesMutant(t, false) }
+
+// The same with check filters (runtime.CheckPrefix) on the data servers'
+// PREPARE-OKs instead of the check on every machine.
+func TestCheckFilterCatchesMutant(t *testing.T) { catchesMutant(t, true) }
+
+func catchesMutant(t *testing.T, filters bool) {
 	data.Mutant = "commit-f-1"
 	t.Cleanup(func() { data.Mutant = "" })
-	lc, stop, h := seededLoad(t, 1, 3, immediateCheck(runtime.DataCommitCheck()))
+	setup := immediateCheck(runtime.DataCommitCheck())
+	if filters {
+		setup = func(lc *runtime.Local) {
+			for k := range testLayout.N {
+				d := msg.DataAddr(k)
+				if err := LocalSteerer(lc.Machines)(context.Background(), Filter{d, d, runtime.CheckPrefix + "PrepareOK"}, time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	lc, stop, h := seededLoad(t, 1, 3, setup)
 	rep, err := Run(context.Background(), Local(lc.Machines), Options{Every: 150 * time.Millisecond, MaxStates: 1000, Cuts: 5, Consequence: true})
 	if err != nil {
 		t.Fatal(err)
@@ -272,15 +330,20 @@ func TestImmediateCheckCatchesMutant(t *testing.T) {
 	var st runtime.ImmediateStats
 	for _, m := range lc.Machines {
 		s := m.ImmediateStats()
-		st.Checked, st.Refused, st.LetThrough = st.Checked+s.Checked, st.Refused+s.Refused, st.LetThrough+s.LetThrough
+		st.Checked, st.Refused, st.LetThrough, st.Steered = st.Checked+s.Checked, st.Refused+s.Refused, st.LetThrough+s.LetThrough, st.Steered+s.Steered
 	}
-	if st.Refused == 0 || st.LetThrough != 0 {
-		t.Fatalf("the check refused %d and let through %d of %d PREPARE-OKs, want some refused and none let through", st.Refused, st.LetThrough, st.Checked)
+	postponed, other := st.Refused, st.Steered
+	if filters {
+		postponed, other = other, postponed
+	}
+	if postponed == 0 || other != 0 || st.LetThrough != 0 {
+		t.Fatalf("the check postponed %d (refused %d, check filters %d) and let through %d of %d PREPARE-OKs, want some postponed by the %s and none let through",
+			postponed, st.Refused, st.Steered, st.LetThrough, st.Checked, map[bool]string{false: "check", true: "check filters"}[filters])
 	}
 	for _, f := range rep.Found {
 		if f.Depth == 0 {
 			t.Fatalf("a cut violates %q with the immediate check on: %s", f.Predicate, f.Explanation)
 		}
 	}
-	t.Logf("%d operations; %d PREPARE-OKs checked, %d postponed; %d cuts, %d predictions ahead", h.n.Load(), st.Checked, st.Refused, len(rep.States), len(rep.Found))
+	t.Logf("%d operations; %d PREPARE-OKs checked, %d postponed; %d cuts, %d predictions ahead", h.n.Load(), st.Checked, postponed, len(rep.States), len(rep.Found))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,8 +140,8 @@ func cutsUnderLoad(t *testing.T, lc *runtime.Local) {
 func TestCutRejectsOtherCluster(t *testing.T) {
 	a := &runtime.Snapshot{Cluster: "n5-g3-f2-w0-s2-b64"}
 	b := &runtime.Snapshot{Cluster: "n3-g2-f1-w0-s2-b8"}
-	if _, err := NewCut([]*runtime.Snapshot{a, b}); err == nil {
-		t.Fatal("a cut joined snapshots of two clusters")
+	if _, err := NewCut([]*runtime.Snapshot{a, b}); err == nil || err.Error() != "snapshots of two clusters: n5-g3-f2-w0-s2-b64 and n3-g2-f1-w0-s2-b8" {
+		t.Fatalf("a cut of snapshots of two clusters: %v", err)
 	}
 }
 
@@ -148,12 +149,14 @@ func TestCutRejectsNonCut(t *testing.T) {
 	send := runtime.NodeSnapshot{Addr: "data/0", Out: []runtime.OutSnapshot{{To: "parity/1", Stream: 7, Next: 3,
 		Queue: []runtime.Queued{{Seq: 2}}}}}
 	recv := runtime.NodeSnapshot{Addr: "parity/1", In: []runtime.InSnapshot{{From: "data/0", Stream: 7, Applied: 3}}}
-	if _, err := NewCut([]*runtime.Snapshot{{Nodes: []runtime.NodeSnapshot{send, recv}}}); err == nil {
-		t.Fatal("a receiver ahead of its sender made a cut")
+	if _, err := NewCut([]*runtime.Snapshot{{Nodes: []runtime.NodeSnapshot{send, recv}}}); err == nil ||
+		err.Error() != "not a cut: parity/1 applied message 3 from data/0, which had numbered only 2" {
+		t.Fatalf("a receiver ahead of its sender: %v", err)
 	}
 	recv.In[0].Applied = 0 // message 1 was dropped as acknowledged
-	if _, err := NewCut([]*runtime.Snapshot{{Nodes: []runtime.NodeSnapshot{send, recv}}}); err == nil {
-		t.Fatal("a cut missing an acknowledged, unapplied message")
+	if _, err := NewCut([]*runtime.Snapshot{{Nodes: []runtime.NodeSnapshot{send, recv}}}); err == nil ||
+		err.Error() != "not a cut: data/0 had dropped message 1 to parity/1 as acknowledged, which parity/1 had not applied at its snapshot" {
+		t.Fatalf("a cut missing an acknowledged, unapplied message: %v", err)
 	}
 	recv.In[0].Applied = 1
 	c, err := NewCut([]*runtime.Snapshot{{Nodes: []runtime.NodeSnapshot{send, recv}}})
@@ -164,6 +167,70 @@ func TestCutRejectsNonCut(t *testing.T) {
 		t.Fatalf("in flight: %+v, want message 2", c.InFlight)
 	}
 }
+
+// A checker slower than the pulls drops the older pending cut: each cut's
+// log line waits for five more rounds, of which only the newest waits;
+// the same cut again is not searched again; a round of another cluster
+// ends the run.
+func TestRunDropsWhenBehind(t *testing.T) {
+	lc := load(t, 1)
+	ctx := context.Background()
+	var snaps []*runtime.Snapshot
+	for attempt := 0; snaps == nil && attempt < 100; attempt++ {
+		time.Sleep(runtime.DefaultSnapshotMinInterval)
+		s, err := Local(lc.Machines)(ctx)
+		if err == nil {
+			if _, err = NewCut(s); err == nil {
+				snaps = s
+			}
+		}
+	}
+	if snaps == nil {
+		t.Fatal("no consistent cut in 100 rounds")
+	}
+	var pulls atomic.Int64
+	src := func(context.Context) ([]*runtime.Snapshot, error) { pulls.Add(1); return snaps, nil }
+	slow := writerFunc(func(p []byte) {
+		if strings.HasPrefix(string(p), "cut") {
+			for n := pulls.Load(); pulls.Load() < n+5; {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	})
+	rep, err := Run(ctx, src, Options{Every: time.Millisecond, MaxStates: 100, Cuts: 3, Log: slow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := len(rep.States) + rep.Same
+	// Of the five rounds a log line waits for, the second to fourth find
+	// the previous one pending: at least three dropped per line.
+	if len(rep.States) != 1 || taken != 3 || rep.Dropped < 3*3 || rep.Pulled-rep.Rejected-rep.Dropped-taken > 1 {
+		t.Fatalf("%d rounds, %d not a cut, %d cuts searched, %d the same again, %d dropped: want 1 searched, 2 the same, at least 3 dropped behind each, at most 1 pending",
+			rep.Pulled, rep.Rejected, len(rep.States), rep.Same, rep.Dropped)
+	}
+	other := make([]*runtime.Snapshot, len(snaps))
+	for i, s := range snaps {
+		c := *s
+		c.Cluster = "n3-g2-f1-w0-s1-b8"
+		other[i] = &c
+	}
+	pulls.Store(0)
+	mixed := func(context.Context) ([]*runtime.Snapshot, error) {
+		if pulls.Add(1) > 1 {
+			return other, nil
+		}
+		return snaps, nil
+	}
+	if _, err := Run(ctx, mixed, Options{Every: time.Millisecond, MaxStates: 100}); err == nil ||
+		err.Error() != "snapshot of cluster n3-g2-f1-w0-s1-b8, but checking cluster "+runtime.ClusterID(testLayout) {
+		t.Fatalf("a round of another cluster: %v", err)
+	}
+}
+
+// writerFunc is an io.Writer that hands each write to a function.
+type writerFunc func([]byte)
+
+func (w writerFunc) Write(p []byte) (int, error) { w(p); return len(p), nil }
 
 func TestSnapshotRPC(t *testing.T) {
 	lc := load(t, 1)

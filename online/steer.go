@@ -20,7 +20,9 @@ import (
 // Kind: a message kind (runtime.MessageKind) drops the unordered messages
 // of that kind From sends To; runtime.StreamKind pauses the stream from
 // From to To; runtime.TimerPrefix plus a timer's type postpones From's
-// timers of that type (To is From).
+// timers of that type (To is From); runtime.CheckPrefix plus a message
+// kind postpones From's messages of that kind whose step breaks
+// runtime.StepCheck (To is From).
 type Filter struct {
 	From, To node.Addr
 	Kind     string
@@ -32,6 +34,8 @@ func (f Filter) String() string {
 		return fmt.Sprintf("pause the stream from %s to %s", f.From, f.To)
 	case strings.HasPrefix(f.Kind, runtime.TimerPrefix):
 		return fmt.Sprintf("postpone %s's %s timers", f.From, strings.TrimPrefix(f.Kind, runtime.TimerPrefix))
+	case strings.HasPrefix(f.Kind, runtime.CheckPrefix):
+		return fmt.Sprintf("check %s's %s steps", f.From, strings.TrimPrefix(f.Kind, runtime.CheckPrefix))
 	}
 	return fmt.Sprintf("drop %s from %s to %s", f.Kind, f.From, f.To)
 }
@@ -49,6 +53,41 @@ func (f Filter) allows(e mc.Event) bool {
 		return e.T == nil || e.Node != f.From || f.Kind != runtime.TimerPrefix+runtime.MessageKind(e.T)
 	}
 	return true
+}
+
+// allowsAt reports whether check filter f lets event e happen in state
+// s: a delivery to f.From of the kind it checks is refused while its step
+// breaks runtime.StepCheck (the message waits, as the runtime holds it).
+// Other filters decide by the event alone (allows).
+func (f Filter) allowsAt(s *mc.State, e mc.Event) bool {
+	k, ok := strings.CutPrefix(f.Kind, runtime.CheckPrefix)
+	if !ok || (e.Kind != mc.Deliver && e.Kind != mc.Duplicate && e.Kind != mc.StreamIn) || e.Env.To != f.From || runtime.MessageKind(e.Env.Msg) != k {
+		return true
+	}
+	ns, err := s.Apply(e)
+	if err != nil {
+		return true // the search reports it
+	}
+	return runtime.StepCheck.Check(f.From, s.Node(f.From), ns.Node(f.From)) == nil
+}
+
+// checkFiltersOf are the check filters of trace: one per node that a
+// delivery of a kind runtime.StepCheck checks goes to, from the event
+// closest to the violation back to the first.
+func checkFiltersOf(trace []mc.Event) []Filter {
+	var fs []Filter
+	for i := len(trace) - 1; i >= 0; i-- {
+		e := trace[i]
+		if e.Kind != mc.Deliver && e.Kind != mc.StreamIn {
+			continue
+		}
+		if k := runtime.MessageKind(e.Env.Msg); slices.Contains(runtime.StepCheck.Kinds, k) {
+			if f := (Filter{e.Env.To, e.Env.To, runtime.CheckPrefix + k}); !slices.Contains(fs, f) {
+				fs = append(fs, f)
+			}
+		}
+	}
+	return fs
 }
 
 // filterOf is the filter that refuses event e, if the runtime can refuse
@@ -88,7 +127,8 @@ func Candidates(trace []mc.Event) []Filter {
 	return fs
 }
 
-// allowAll is the conjunction of filters (nil if there are none).
+// allowAll is the conjunction of filters by event (nil if there are
+// none), allowAllAt that of the check filters by state (nil if none).
 func allowAll(fs []Filter) func(mc.Event) bool {
 	if len(fs) == 0 {
 		return nil
@@ -96,6 +136,21 @@ func allowAll(fs []Filter) func(mc.Event) bool {
 	return func(e mc.Event) bool {
 		for _, f := range fs {
 			if !f.allows(e) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func allowAllAt(fs []Filter) func(*mc.State, mc.Event) bool {
+	fs = slices.DeleteFunc(slices.Clone(fs), func(f Filter) bool { return !strings.HasPrefix(f.Kind, runtime.CheckPrefix) })
+	if len(fs) == 0 {
+		return nil
+	}
+	return func(s *mc.State, e mc.Event) bool {
+		for _, f := range fs {
+			if !f.allowsAt(s, e) {
 				return false
 			}
 		}
@@ -115,7 +170,7 @@ func (c *Cut) checkFilters(fs []Filter, o Options) (*mc.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mc.Search(init, searchOptions(c, o, allowAll(fs))), nil
+	return explore(init, searchOptions(c, o, fs)), nil
 }
 
 // checkLifted is the search after filter f lifts: from the state the cut
@@ -128,10 +183,11 @@ func (c *Cut) checkLifted(live []Filter, f Filter, o Options) (*mc.Result, error
 	if err != nil {
 		return nil, err
 	}
-	allow := allowAll(append(slices.Clip(live), f))
+	fs := append(slices.Clip(live), f)
+	allow, allowAt := allowAll(fs), allowAllAt(fs)
 	for range settleSteps {
 		evs := s.Events(mc.Settings{}) // deliveries only
-		i := slices.IndexFunc(evs, allow)
+		i := slices.IndexFunc(evs, func(e mc.Event) bool { return allow(e) && (allowAt == nil || allowAt(s, e)) })
 		if i < 0 {
 			break
 		}
@@ -139,7 +195,7 @@ func (c *Cut) checkLifted(live []Filter, f Filter, o Options) (*mc.Result, error
 			return nil, err
 		}
 	}
-	return mc.Search(s, searchOptions(c, o, allowAll(live))), nil
+	return explore(s, searchOptions(c, o, live)), nil
 }
 
 // settleSteps bounds the deliveries checkLifted makes before f lifts.
@@ -193,20 +249,31 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 		if slices.Contains(live, f) {
 			return false, nil
 		}
+		// The two searches run side by side: a filter late by their time
+		// may come after the step it was to refuse.
+		var lr *mc.Result
+		var lerr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			lr, lerr = c.checkLifted(live, f, o)
+		}()
 		cr, err := c.checkFilters(append(slices.Clip(live), f), o)
-		if err != nil {
+		<-done
+		if err == nil {
+			err = lerr
+		}
+		if err != nil || cr.Outcome == mc.Violation || lr.Outcome == mc.Violation {
 			return false, err
 		}
-		if cr.Outcome == mc.Violation {
-			return false, nil
+		d := o.SteerFor
+		if strings.HasPrefix(f.Kind, runtime.CheckPrefix) {
+			d = o.CheckFor
 		}
-		if lr, err := c.checkLifted(live, f, o); err != nil || lr.Outcome == mc.Violation {
+		if err := o.Steer(ctx, f, d); err != nil {
 			return false, err
 		}
-		if err := o.Steer(ctx, f, o.SteerFor); err != nil {
-			return false, err
-		}
-		s.live = append(s.live, liveFilter{f, time.Now().Add(o.SteerFor)})
+		s.live = append(s.live, liveFilter{f, time.Now().Add(d)})
 		if !again {
 			s.paths = append(s.paths, f)
 		}
@@ -216,11 +283,14 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 			if again {
 				what = "reinstalled"
 			}
-			fmt.Fprintf(log, "steer: %s %s for %v (checked: %d states, no violation)\n", what, f, o.SteerFor, cr.States)
+			fmt.Fprintf(log, "steer: %s %s for %v (checked: %d states, no violation)\n", what, f, d, cr.States)
 		}
 		return true, nil
 	}
 	cands := Candidates(r.Trace)
+	if o.CheckFilters {
+		cands = append(checkFiltersOf(r.Trace), cands...)
+	}
 	for _, f := range cands {
 		if ok, err := try(f, slices.Contains(s.paths, f)); ok || err != nil {
 			return err

@@ -93,14 +93,15 @@ func seededLoadAbandon(t *testing.T, seed uint64, writers int, abandon time.Dura
 }
 
 // Steering on the unmutated protocol: the immediate check on every
-// machine, automatic steering on through two seeded stalls (the fault of
-// TestSteeringTable), and checked filters that pause the streams carrying
-// messages in flight at each cut. Nothing is predicted, the check refuses
+// machine, automatic steering (check filters among its candidates) on
+// through two seeded stalls (the fault of TestSteeringTable), and checked
+// filters that pause the streams carrying messages in flight at each cut,
+// or check a data server's PREPARE-OKs. Nothing is predicted, the check refuses
 // nothing, and the clients' history stays linearizable.
 func TestSteeringKeepsLinearizable(t *testing.T) {
 	lc, stop, _ := seededLoad(t, 1, 3, immediateCheck(runtime.DataCommitCheck()))
 	steer := LocalSteerer(lc.Machines)
-	o := Options{Every: 150 * time.Millisecond, MaxStates: 1500, Consequence: true, Steer: steer, SteerFor: 200 * time.Millisecond}
+	o := Options{Every: 150 * time.Millisecond, MaxStates: 1500, Consequence: true, Steer: steer, SteerFor: 200 * time.Millisecond, CheckFilters: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var rep *Report
@@ -135,6 +136,9 @@ func TestSteeringKeepsLinearizable(t *testing.T) {
 		}
 		m := c.InFlight[attempt%len(c.InFlight)]
 		f := Filter{From: m.From, To: m.To, Kind: runtime.StreamKind}
+		if d := msg.DataAddr(attempt % 2); attempt%2 == 1 {
+			f = Filter{From: d, To: d, Kind: runtime.CheckPrefix + "PrepareOK"} // every other one a check filter
+		}
 		r, err := c.CheckFilter(f, Options{MaxStates: 1500, Consequence: true})
 		if err != nil {
 			t.Fatal(err)
@@ -154,7 +158,7 @@ func TestSteeringKeepsLinearizable(t *testing.T) {
 	hist := stop()
 	var refused, checked int64
 	for _, m := range lc.Machines {
-		refused += m.ImmediateStats().Refused
+		refused += m.ImmediateStats().Refused + m.ImmediateStats().Steered
 		checked += m.ImmediateStats().Checked
 	}
 	if checked == 0 {
@@ -170,7 +174,7 @@ func TestSteeringKeepsLinearizable(t *testing.T) {
 	if res != porcupine.Ok {
 		t.Fatalf("history of %d operations with steering is not linearizable (%v)", len(hist), res)
 	}
-	t.Logf("%d cuts through 2 stalls, %d pause filters installed, %d PREPARE-OKs checked, %d operations, linearizable", len(rep.States), installed, checked, len(hist))
+	t.Logf("%d cuts through 2 stalls, %d pause and check filters installed, %d PREPARE-OKs checked, %d operations, linearizable", len(rep.States), installed, checked, len(hist))
 }
 
 // stall pauses every stream from data server k to its backups for d
@@ -247,6 +251,9 @@ func TestCandidates(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("candidates %v, want %v", got, want)
+	}
+	if got, want := checkFiltersOf(trace), []Filter{{"data/0", "data/0", runtime.CheckPrefix + "PrepareOK"}}; !slices.Equal(got, want) {
+		t.Fatalf("check filters %v, want %v", got, want)
 	}
 	for i, f := range want {
 		for j, e := range trace {

@@ -71,9 +71,7 @@ func TestBaselineLocalLeaderFailure(t *testing.T) {
 				if p == RSPaxos {
 					script = wholeBlockScript(rnd, l, perClient)
 				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					for i, ops := range script {
 						if i == perClient/2 && ci == 0 {
 							bl.Machines[0].Stop()
@@ -92,7 +90,7 @@ func TestBaselineLocalLeaderFailure(t *testing.T) {
 							Output: msg.Reply{Outcome: out}, Return: time.Since(start).Nanoseconds()})
 						mu.Unlock()
 					}
-				}()
+				})
 			}
 			wg.Wait()
 			if t.Failed() {

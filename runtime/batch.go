@@ -273,22 +273,40 @@ func (l *loop) apply(ctx *hctx, rd *ready, ev event) {
 
 // number gives the batch's stream messages their stream and sequence
 // numbers; a nil message ends the stream to its address first.
+//
+// A message streamed to several peers in a row is encoded once and
+// shares one stream log record (streamlog.go).
 func (l *loop) number(streams []effect, rd *ready) {
+	var prev node.Message
+	var prevP *wire.Message
 	for _, s := range streams {
 		if s.m == nil { // the peer's incarnation changed: a new stream
+			prev = nil
 			if o := l.dropOut(s.to); o != nil {
 				rd.inc.ended = append(rd.inc.ended, o)
 				delete(rd.streams, o)
-				rd.appends = slices.DeleteFunc(rd.appends, func(a appended) bool { return a.o == o })
+				rd.appends = slices.DeleteFunc(rd.appends, func(a appended) bool {
+					if a.o == o {
+						l.log.unref([]outEntry{a.e})
+					}
+					return a.o == o
+				})
 			}
 			continue
 		}
 		o := l.outStream(s.to)
-		p, err := wire.MessageToProto(s.m)
-		if err != nil {
-			panic(fmt.Sprintf("runtime: %s streams an unencodable message: %v", l.addr, err))
+		if !sameMessage(prev, s.m) {
+			p, err := wire.MessageToProto(s.m)
+			if err != nil {
+				panic(fmt.Sprintf("runtime: %s streams an unencodable message: %v", l.addr, err))
+			}
+			prev, prevP = s.m, p
+			l.nextBody++
 		}
-		rd.appends = append(rd.appends, appended{o, outEntry{seq: o.next, m: p, size: proto.Size(p)}})
+		rd.appends = append(rd.appends, appended{o, outEntry{seq: o.next, m: prevP, size: proto.Size(prevP), body: l.nextBody - 1}})
+		if l.h.opts.Store != nil {
+			l.log.ref(l.nextBody - 1)
+		}
 		o.next++
 		if rd.streams == nil {
 			rd.streams = map[*outStream]bool{}
@@ -324,18 +342,7 @@ func (l *loop) persist(rd *ready) {
 	for o := range rd.streams {
 		_ = b.Set(outMetaKey(l.addr, o.to), pair(o.sid, o.next), nil)
 	}
-	for _, a := range rd.appends {
-		// Encoded straight into the batch: the one copy of a block
-		// payload on its way to the store.
-		k := outKey(l.addr, a.o.to, a.e.seq)
-		op := b.SetDeferred(len(k), a.e.size)
-		copy(op.Key, k)
-		v, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(op.Value[:0], a.e.m)
-		if err != nil || len(v) != a.e.size {
-			panic(fmt.Sprintf("runtime: %s: encoding a stream message: %d bytes of %d, %v", l.addr, len(v), a.e.size, err))
-		}
-		_ = op.Finish()
-	}
+	l.writeAppends(b, rd.appends)
 	if b.Empty() {
 		_ = b.Close()
 		rd.lazy = false // nothing to wait for

@@ -232,9 +232,7 @@ func TestBlockFilePowerLoss(t *testing.T) {
 		crashAt := int64(20 + rnd.IntN(200))
 		var wg sync.WaitGroup
 		for w := 0; w < writers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				a := node.Addr(fmt.Sprint("n", w))
 				r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
 				for ver := 0; !off.Load(); ver++ {
@@ -266,7 +264,7 @@ func TestBlockFilePowerLoss(t *testing.T) {
 						n.Add(1)
 					}
 				}
-			}()
+			})
 		}
 		for n.Load() < crashAt && !t.Failed() {
 			time.Sleep(100 * time.Microsecond)

@@ -42,13 +42,11 @@ func newResetProxy(t *testing.T, target string, minLife, maxLife time.Duration) 
 		t.Fatal(err)
 	}
 	p := &resetProxy{ln: ln, target: target, minLife: minLife, maxLife: maxLife}
-	p.wg.Add(1)
-	go p.serve()
+	p.wg.Go(p.serve)
 	return p
 }
 
 func (p *resetProxy) serve() {
-	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
@@ -168,9 +166,7 @@ func TestStreamsSurviveResets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	for i := 0; i < clients; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+		wg.Go(func() {
 			c, err := client.Dial(ctx, lc.EntryAddr, client.Options{AttemptTimeout: 300 * time.Millisecond})
 			if err != nil {
 				t.Error(err)
@@ -196,7 +192,7 @@ func TestStreamsSurviveResets(t *testing.T) {
 				mu.Unlock()
 				completed.Add(1)
 			}
-		}(i)
+		})
 	}
 	wg.Wait()
 	if t.Failed() {

@@ -324,11 +324,9 @@ func startClients(t *testing.T, lc *Local, n, round int, run func(i int, c *clie
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		c := e2etest.Dial(t, lc.EntryAddr)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			run(i, c, rand.New(rand.NewPCG(uint64(round), uint64(i))))
-		}()
+		})
 	}
 	return &wg
 }

@@ -43,13 +43,14 @@ type ImmediateCheck struct {
 // ImmediateStats counts the immediate check's work on a host.
 type ImmediateStats struct {
 	Checked    int64 // messages checked (each try)
-	Refused    int64 // messages postponed at least once (Monitor: steps that broke the invariant)
+	Refused    int64 // messages postponed at least once (Monitor: steps that broke the invariant, applied)
 	LetThrough int64 // messages applied after being held MaxHold
+	Steered    int64 // messages a check filter (CheckPrefix) postponed at least once
 }
 
 type immediate struct {
-	c                         atomic.Pointer[immCheck]
-	checked, refused, through atomic.Int64
+	c                                  atomic.Pointer[immCheck]
+	checked, refused, through, steered atomic.Int64
 }
 
 type immCheck struct {
@@ -64,6 +65,17 @@ func (h *Host) SetImmediateCheck(c *ImmediateCheck) {
 		h.imm.c.Store(nil)
 		return
 	}
+	h.imm.c.Store(newImmCheck(c))
+}
+
+// StepCheck is the invariant a check filter (CheckPrefix) runs on the
+// kinds it names: DataCommitCheck, the one node-local invariant. Read
+// only: hosts use a copy made at start.
+var StepCheck = DataCommitCheck()
+
+var stepCheck = newImmCheck(StepCheck)
+
+func newImmCheck(c *ImmediateCheck) *immCheck {
 	ic := &immCheck{ImmediateCheck: *c, kinds: map[string]bool{}}
 	if ic.Retry <= 0 {
 		ic.Retry = 2 * time.Millisecond
@@ -74,12 +86,12 @@ func (h *Host) SetImmediateCheck(c *ImmediateCheck) {
 	for _, k := range c.Kinds {
 		ic.kinds[k] = true
 	}
-	h.imm.c.Store(ic)
+	return ic
 }
 
 // ImmediateStats reads the host's counts.
 func (h *Host) ImmediateStats() ImmediateStats {
-	return ImmediateStats{h.imm.checked.Load(), h.imm.refused.Load(), h.imm.through.Load()}
+	return ImmediateStats{h.imm.checked.Load(), h.imm.refused.Load(), h.imm.through.Load(), h.imm.steered.Load()}
 }
 
 // refuses reports whether ev is held instead of applied now: it is behind
@@ -88,11 +100,18 @@ func (h *Host) ImmediateStats() ImmediateStats {
 // of the batch: a later message whose step from the node through the
 // speculative messages passes the check is applied together with them
 // (returned as first), in this batch, whose effects leave together.
+// A check filter (CheckPrefix) live at the node for the message's kind
+// checks it with StepCheck and postpones it, whatever the host's check.
 // Loop goroutine only.
 func (l *loop) refuses(ev event) (refused bool, first []event) {
 	ic := l.h.imm.c.Load()
-	if ic == nil && len(l.held) == 0 {
+	steered := l.h.steer.n.Load() != 0 && ev.m != nil && l.h.steer.checking(l.addr, MessageKind(ev.m))
+	if ic == nil && len(l.held) == 0 && !steered {
 		return false, nil
+	}
+	base := ic
+	if steered {
+		ic = stepCheck
 	}
 	// A message behind a held one of its stream waits; it joins the
 	// speculative clone if everything held of its stream is in it.
@@ -129,11 +148,18 @@ func (l *loop) refuses(ev event) (refused bool, first []event) {
 	}
 	if !ev.held.IsZero() && time.Since(ev.held) >= ic.MaxHold {
 		l.h.imm.through.Add(1)
+		if base != nil && base.Monitor {
+			l.h.imm.refused.Add(1) // a step that breaks the invariant, applied
+		}
 		return false, nil
 	}
 	if ev.held.IsZero() {
 		ev.held = time.Now()
-		l.h.imm.refused.Add(1)
+		if steered {
+			l.h.imm.steered.Add(1)
+		} else {
+			l.h.imm.refused.Add(1)
+		}
 		l.h.opts.Metrics.EventRefused(l.addr)
 		l.h.log.Debug("immediate check postpones a message", "at", l.addr, "from", ev.from, "kind", MessageKind(ev.m), "err", err)
 	}

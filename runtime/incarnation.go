@@ -53,15 +53,13 @@ func peerKey(a, peer node.Addr) []byte { return key("k", string(a), string(peer)
 
 func (c *incChanges) write(b *pebble.Batch, a node.Addr) {
 	if c.wipe {
-		for _, p := range []string{"n", "i", "m", "o"} {
+		for _, p := range []string{"n", "i", "m", "b"} {
 			pre := append(key(p, string(a)), 0)
 			_ = b.DeleteRange(pre, prefixEnd(pre), nil)
 		}
 	}
 	for _, to := range c.outs {
 		_ = b.Delete(outMetaKey(a, to), nil)
-		pre := outPrefix(a, to)
-		_ = b.DeleteRange(pre, prefixEnd(pre), nil)
 	}
 	for _, from := range c.ins {
 		_ = b.Delete(inKey(a, from), nil)
@@ -127,6 +125,7 @@ func (l *loop) dropOut(a node.Addr) *outStream {
 	if o != nil {
 		o.mu.Lock()
 		o.dead = true
+		l.log.unref(o.q)
 		o.q = nil
 		o.mu.Unlock()
 	}

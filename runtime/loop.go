@@ -39,6 +39,10 @@ type loop struct {
 	mu  sync.Mutex
 	in  map[node.Addr]*inStream
 	out map[node.Addr]*outStream // written by the loop only
+	// nextBody numbers the stream log's records (loop goroutine only);
+	// log counts their holders (streamlog.go).
+	nextBody uint64
+	log      streamLog
 	// peerInc is the newest incarnation of each peer that this node
 	// addresses (node.Peered, incarnation.go); guarded by mu.
 	peerInc map[node.Addr]uint64

@@ -60,8 +60,7 @@ func (h *Host) sendTo(addr string, from, to node.Addr, p *wire.Message) {
 	if !ok && !h.stopped {
 		s = &sender{h: h, addr: addr, q: make(chan *wire.Envelope, 4096)}
 		h.senders[addr] = s
-		h.wg.Add(1)
-		go s.run()
+		h.wg.Go(s.run)
 	}
 	h.mu.Unlock()
 	if s == nil {
@@ -74,7 +73,6 @@ func (h *Host) sendTo(addr string, from, to node.Addr, p *wire.Message) {
 }
 
 func (s *sender) run() {
-	defer s.h.wg.Done()
 	limit := wire.MaxMessageSize(s.h.opts.BlockSize) / 2
 	for {
 		var batch []*wire.Envelope

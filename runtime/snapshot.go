@@ -208,11 +208,9 @@ func (h *Host) snapshot(ctx context.Context, snap *Snapshot, lim SnapshotLimits)
 	errs := make([]error, len(loops))
 	var wg sync.WaitGroup
 	for i, l := range loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			snap.Nodes[i], errs[i] = l.snapshot(ctx, lim)
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

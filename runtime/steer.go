@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,12 +28,16 @@ import (
 //     the sender then resends what was not acknowledged (exactly once,
 //     late);
 //   - TimerPrefix + a timer type's name, from a node to itself: that
-//     node's timers of that type are postponed until the filter expires.
+//     node's timers of that type are postponed until the filter expires;
+//   - CheckPrefix + a message kind, from a node to itself: that node's
+//     messages of that kind pass the immediate check (immediate.go) and
+//     are postponed when their step breaks it, as with SetImmediateCheck.
 
 // Filter kinds beyond message kinds.
 const (
 	StreamKind  = "stream"
 	TimerPrefix = "timer:"
+	CheckPrefix = "check:"
 )
 
 // steerFilter refuses the events of kind from one node to another until a
@@ -115,6 +120,11 @@ func (s *steering) postponed(at node.Addr, t node.Timer) time.Time {
 	return s.until(at, at, TimerPrefix+MessageKind(t))
 }
 
+// checking reports whether a check filter of kind k holds at at.
+func (s *steering) checking(at node.Addr, k string) bool {
+	return s.n.Load() != 0 && !s.until(at, at, CheckPrefix+k).IsZero()
+}
+
 // Steer implements wire.OnlineServer.
 func (s onlineServer) Steer(_ context.Context, req *wire.SteerRequest) (*wire.SteerResponse, error) {
 	id := ClusterID(s.mc.cl.Config.Layout)
@@ -124,8 +134,11 @@ func (s onlineServer) Steer(_ context.Context, req *wire.SteerRequest) (*wire.St
 	if req.GetFrom() == "" || req.GetTo() == "" || req.GetKind() == "" || req.GetDurationMs() <= 0 {
 		return nil, status.Error(codes.InvalidArgument, "steer: from, to, kind and a positive duration_ms are required")
 	}
-	if strings.HasPrefix(req.GetKind(), TimerPrefix) && req.GetFrom() != req.GetTo() {
-		return nil, status.Error(codes.InvalidArgument, "steer: a timer filter names one node as from and to")
+	if (strings.HasPrefix(req.GetKind(), TimerPrefix) || strings.HasPrefix(req.GetKind(), CheckPrefix)) && req.GetFrom() != req.GetTo() {
+		return nil, status.Error(codes.InvalidArgument, "steer: a timer or check filter names one node as from and to")
+	}
+	if k, ok := strings.CutPrefix(req.GetKind(), CheckPrefix); ok && !slices.Contains(StepCheck.Kinds, k) {
+		return nil, status.Errorf(codes.InvalidArgument, "steer: the immediate check checks %v, not %s", StepCheck.Kinds, k)
 	}
 	s.mc.Steer(node.Addr(req.GetFrom()), node.Addr(req.GetTo()), req.GetKind(), time.Duration(req.GetDurationMs())*time.Millisecond)
 	return &wire.SteerResponse{}, nil

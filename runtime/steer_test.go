@@ -48,6 +48,10 @@ func TestSteeringFilters(t *testing.T) {
 	if h.steer.postponed("parity/1", retryRebuild{}).IsZero() || !h.steer.postponed("parity/2", retryRebuild{}).IsZero() {
 		t.Error("the postponement of parity/1's retryRebuild is not exactly that node's")
 	}
+	h.Steer("data/0", "data/0", CheckPrefix+"PrepareOK", time.Hour)
+	if !h.steer.checking("data/0", "PrepareOK") || h.steer.checking("data/1", "PrepareOK") || h.steer.checking("data/0", "Prepare") {
+		t.Error("the check filter of data/0's PrepareOK is not exactly that node's and kind's")
+	}
 }
 
 type retryRebuild struct{}

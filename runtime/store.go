@@ -155,10 +155,6 @@ func key(parts ...string) []byte {
 func nodeKey(a node.Addr, k string) []byte { return key("n", string(a), k) }
 func inKey(a, from node.Addr) []byte       { return key("i", string(a), string(from)) }
 func outMetaKey(a, to node.Addr) []byte    { return key("m", string(a), string(to)) }
-func outPrefix(a, to node.Addr) []byte     { return append(key("o", string(a), string(to)), 0) }
-func outKey(a, to node.Addr, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(outPrefix(a, to), seq)
-}
 
 func pair(a, b uint64) []byte {
 	out := binary.BigEndian.AppendUint64(nil, a)

@@ -9,10 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/wire"
@@ -41,7 +39,8 @@ import (
 type outEntry struct {
 	seq  uint64
 	m    *wire.Message
-	size int // proto.Size(m)
+	size int    // proto.Size(m)
+	body uint64 // its stream log record (streamlog.go)
 }
 
 // outStream is the sending side of from -> to.
@@ -60,9 +59,6 @@ type outStream struct {
 	acked  uint64
 	dead   bool // dropped: an incarnation at either end ended (incarnation.go)
 	notify chan struct{}
-	// forget is the range of acknowledged messages still in the store
-	// (lo..hi, none if hi is 0): the loop's next batch deletes them.
-	forget struct{ lo, hi uint64 }
 }
 
 // outStream returns the stream to to, creating it. Loop goroutine only (or
@@ -100,6 +96,7 @@ func (o *outStream) push(e outEntry) {
 	o.mu.Lock()
 	if o.dead { // dropped by a later batch before this one was released
 		o.mu.Unlock()
+		o.l.log.unref([]outEntry{e})
 		return
 	}
 	o.q = append(o.q, e)
@@ -117,36 +114,12 @@ func (o *outStream) ackTo(a uint64) {
 	for i < len(o.q) && o.q[i].seq <= a {
 		i++
 	}
-	var lo uint64
 	if i > 0 {
-		lo = o.q[0].seq
+		o.l.log.unref(o.q[:i])
 		o.q = append(o.q[:0], o.q[i:]...)
 	}
 	o.acked = max(o.acked, a)
-	if i > 0 && !o.dead && o.l.h.opts.Store != nil {
-		if o.forget.hi == 0 {
-			o.forget.lo = lo
-		}
-		o.forget.hi = a
-	}
 	o.mu.Unlock()
-}
-
-// forgetAcked deletes the acknowledged messages of the loop's streams
-// from the store in b, the batch the loop is about to commit. Loop
-// goroutine only. The deletes need no sync of their own, nor a batch of
-// their own: if they are lost, the messages are resent and the receiver
-// drops them by number.
-func (l *loop) forgetAcked(b *pebble.Batch) {
-	for _, o := range l.out {
-		o.mu.Lock()
-		f := o.forget
-		o.forget.hi = 0
-		o.mu.Unlock()
-		if f.hi > 0 { // o is in l.out: not dropped, its keys are its own
-			_ = b.DeleteRange(outKey(l.addr, o.to, f.lo), outKey(l.addr, o.to, f.hi+1), nil)
-		}
-	}
 }
 
 func (o *outStream) run() {
@@ -511,24 +484,10 @@ func (l *loop) restoreStreams() error {
 	if err != nil {
 		return err
 	}
-	for to, o := range l.out {
-		pre := outPrefix(l.addr, to)
-		err := s.scan(pre, func(k, v []byte) error {
-			rest := k[len(pre):]
-			if len(rest) != 8 {
-				return fmt.Errorf("bad stream key %q", k)
-			}
-			var m wire.Message
-			if err := proto.Unmarshal(v, &m); err != nil {
-				return err
-			}
-			seq := beUint64(rest)
-			o.q = append(o.q, outEntry{seq: seq, m: &m, size: len(v)})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
+	if err := l.restoreOut(); err != nil {
+		return err
+	}
+	for _, o := range l.out {
 		if len(o.q) > 0 {
 			o.acked = o.q[0].seq - 1
 		} else {

@@ -12,10 +12,11 @@ import (
 	"github.com/amalgam-store/amalgam/node"
 )
 
-// counter streams Commit{OpNum: 1, 2, ..., total} to "to", burst at a
-// time on a timer. It persists how far it got.
+// counter streams Commit{OpNum: 1, 2, ..., total} to each of to, burst
+// at a time on a timer: one message to all of them in a row, which share
+// its stream log record. It persists how far it got.
 type counter struct {
-	to          node.Addr
+	to          []node.Addr
 	next, total uint64
 	burst       int
 }
@@ -28,7 +29,9 @@ func (c *counter) Init(ctx node.Context)                        { ctx.SetTimer(t
 func (c *counter) Handle(node.Context, node.Addr, node.Message) {}
 func (c *counter) Timer(ctx node.Context, _ node.Timer) {
 	for i := 0; i < c.burst && c.next <= c.total; i++ {
-		ctx.Stream(c.to, msg.Commit{OpNum: c.next})
+		for _, to := range c.to {
+			ctx.Stream(to, msg.Commit{OpNum: c.next})
+		}
 		c.next++
 	}
 	if c.next <= c.total {
@@ -76,7 +79,8 @@ func (s *sink) Restore(r node.Reader) error    { return getUint64(r, "last", &s.
 // TestStreamExactlyOnce streams numbered messages between two hosts whose
 // connections a proxy resets at random, and (durable) restarts both hosts
 // from their stores several times while the messages flow. The receiver
-// must see every number once, in order.
+// must see every number once, in order. The sender streams each message
+// to two receivers on that host.
 func TestStreamExactlyOnce(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
@@ -95,7 +99,7 @@ func TestStreamExactlyOnce(t *testing.T) {
 				switch a {
 				case "data/0":
 					return pa.ln.Addr().String(), true
-				case "parity/1":
+				case "parity/1", "parity/2":
 					return pb.ln.Addr().String(), true
 				}
 				return "", false
@@ -103,7 +107,7 @@ func TestStreamExactlyOnce(t *testing.T) {
 			dirA, dirB := t.TempDir(), t.TempDir()
 			met := &countMetrics{}
 			var storeA, storeB *Store
-			start := func(ln net.Listener, dir string, st **Store, a node.Addr, n node.Node) *Host {
+			start := func(ln net.Listener, dir string, st **Store, nodes map[node.Addr]node.Node) *Host {
 				if durable {
 					s, err := OpenStore(dir, true)
 					if err != nil {
@@ -112,8 +116,10 @@ func TestStreamExactlyOnce(t *testing.T) {
 					*st = s
 				}
 				h := NewHost(Options{Listener: ln, Resolve: resolve, BlockSize: 64, Store: *st, Metrics: met})
-				if err := h.AddNode(a, n); err != nil {
-					t.Fatal(err)
+				for a, n := range nodes {
+					if err := h.AddNode(a, n); err != nil {
+						t.Fatal(err)
+					}
 				}
 				h.Start()
 				return h
@@ -136,18 +142,26 @@ func TestStreamExactlyOnce(t *testing.T) {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
-			ha := start(lnA, dirA, &storeA, "data/0", &counter{to: "parity/1", next: 1, total: total, burst: 50})
-			hb := start(lnB, dirB, &storeB, "parity/1", &sink{})
+			sender := func() map[node.Addr]node.Node {
+				return map[node.Addr]node.Node{"data/0": &counter{to: []node.Addr{"parity/1", "parity/2"}, next: 1, total: total, burst: 50}}
+			}
+			sinks := func() map[node.Addr]node.Node {
+				return map[node.Addr]node.Node{"parity/1": &sink{}, "parity/2": &sink{}}
+			}
+			ha := start(lnA, dirA, &storeA, sender())
+			hb := start(lnB, dirB, &storeB, sinks())
 			restarts := 0
 			deadline := time.Now().Add(60 * time.Second)
 			for {
-				var last uint64
+				last := total
 				var bad []string
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				err := hb.Inspect(ctx, "parity/1", func(n node.Node) { s := n.(*sink); last, bad = s.last, append([]string(nil), s.bad...) })
-				cancel()
-				if err != nil {
-					t.Fatal(err)
+				for _, a := range []node.Addr{"parity/1", "parity/2"} {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					err := hb.Inspect(ctx, a, func(n node.Node) { s := n.(*sink); last, bad = min(last, s.last), append(bad, s.bad...) })
+					cancel()
+					if err != nil {
+						t.Fatal(err)
+					}
 				}
 				if len(bad) > 0 {
 					t.Fatalf("stream broke FIFO/exactly-once: %v", bad)
@@ -164,15 +178,43 @@ func TestStreamExactlyOnce(t *testing.T) {
 					restarts++
 					if restarts%2 == 1 {
 						stop(hb, storeB)
-						hb = start(listen(addrB), dirB, &storeB, "parity/1", &sink{})
+						hb = start(listen(addrB), dirB, &storeB, sinks())
 					} else {
 						stop(ha, storeA)
-						ha = start(listen(addrA), dirA, &storeA, "data/0", &counter{to: "parity/1", next: 1, total: total, burst: 50})
+						ha = start(listen(addrA), dirA, &storeA, sender())
 					}
+				}
+			}
+			if durable {
+				// Once every message is acknowledged, the sender's next
+				// batch deletes its last stream log records.
+				l := ha.loop("data/0")
+				for held := 1; held > 0; time.Sleep(10 * time.Millisecond) {
+					l.log.mu.Lock()
+					held = len(l.log.refs)
+					l.log.mu.Unlock()
+					if time.Now().After(deadline) {
+						t.Fatalf("%d stream log records still held", held)
+					}
+				}
+				if err := ha.Inspect(context.Background(), "data/0", func(node.Node) {}); err != nil {
+					t.Fatal(err)
 				}
 			}
 			stop(ha, storeA)
 			stop(hb, storeB)
+			if durable {
+				st, err := OpenStore(dirA, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				left := 0
+				_ = st.scan(bodyPrefix("data/0"), func([]byte, []byte) error { left++; return nil })
+				_ = st.Close()
+				if left > 0 {
+					t.Fatalf("%d stream log records left after every message was acknowledged", left)
+				}
+			}
 			t.Logf("%d messages, %d resets, %d stream reconnects, %d restarts", total, pa.resets.Load()+pb.resets.Load(), met.reconnects.Load(), restarts)
 			if met.reconnects.Load() == 0 {
 				t.Fatal("no stream reconnected: the test exercised nothing")

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,9 +8,10 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/bench/loadgen"
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
 
-var etcdBench = flag.Bool("etcd-bench", false, "run the vs-etcd smoke test (builds amalgam-server and the nested etcd module; needs its Go modules)")
+var etcdBench = e2etest.NewOptIn("etcd-bench", "run the vs-etcd smoke test (builds amalgam-server and the nested etcd module; needs its Go modules)")
 
 func TestVsReportSummary(t *testing.T) {
 	w := VsWorkloads[0]
@@ -58,9 +58,7 @@ func TestVsReportSummary(t *testing.T) {
 // and checks that every measure is there. It checks no speed: every run
 // measures until it has 5 operations, however long that takes.
 func TestVsEtcdSmoke(t *testing.T) {
-	if !*etcdBench {
-		t.Skip("needs -etcd-bench")
-	}
+	etcdBench.Require(t)
 	rep, err := VsEtcd(VsEtcdOptions{Rounds: 1, Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond,
 		Members: []int{3}, Workloads: []string{"write-4KiB-1", "add-4KiB-1"}, Src: ".", MinOps: 5, Progress: func(s string) { t.Log(s) }})
 	if err != nil {

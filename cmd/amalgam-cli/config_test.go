@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/amalgam-store/amalgam/internal/clitest"
 )
 
 // writeConfig writes a --config file.
@@ -64,26 +66,14 @@ func TestConfigFile(t *testing.T) {
 		t.Fatalf("cluster from the file: %v", err)
 	}
 
-	for _, tc := range []struct {
-		yaml, want string
-		args       []string
-	}{
-		{"timeout: 0s\n", "--timeout must be positive", nil},
-		{"dial-timeout: soon\n", `bad value "soon" for --dial-timeout`, nil},
-		{"data-dir: /tmp\n", `unknown key "data-dir" (amalgam-cli has no --data-dir flag)`, nil},
+	clitest.Refuses(t, newRootCmd, []clitest.Refusal{
+		{[]string{"--config", writeConfig(t, "timeout: 0s\n"), "version"}, "--timeout must be positive"},
+		{[]string{"--config", writeConfig(t, "dial-timeout: soon\n"), "version"}, `bad value "soon" for --dial-timeout`},
+		{[]string{"--config", writeConfig(t, "data-dir: /tmp\n"), "version"}, `unknown key "data-dir" (amalgam-cli has no --data-dir flag)`},
 		// A subcommand's flag is not a global one (refused before connecting).
-		{"length: 8\n", `unknown key "length"`, []string{"--cluster", addr, "read", "7"}},
-		{"- a list\n", "not a YAML mapping", nil},
-	} {
-		args := tc.args
-		if args == nil {
-			args = []string{"version"}
-		}
-		_, err := run(t, append([]string{"--config", writeConfig(t, tc.yaml)}, args...)...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("--config with %q: %v, want one line with %q", tc.yaml, err, tc.want)
-		}
-	}
+		{[]string{"--config", writeConfig(t, "length: 8\n"), "--cluster", addr, "read", "7"}, `unknown key "length"`},
+		{[]string{"--config", writeConfig(t, "- a list\n"), "version"}, "not a YAML mapping"},
+	})
 	if _, err := run(t, "--config", filepath.Join(t.TempDir(), "missing.yaml"), "version"); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing --config file: %v", err)
 	}

@@ -94,11 +94,13 @@ no violation; it expires after --steer-for. See docs/model-checking.md,
 	searchFlags(f, &o)
 	f.IntVar(&o.MaxDepth, "max-depth", 0, "events per path from the cut (0: no bound)")
 	f.IntVar(&o.Workers, "workers", 1, "search workers")
-	f.IntVar(&o.Cuts, "cuts", 0, "stop after this many cuts searched (0: until interrupted)")
+	f.IntVar(&o.Cuts, "cuts", 0, "stop after this many cuts searched or the same as the last one searched (0: until interrupted)")
 	f.BoolVar(&o.StopAtViolation, "stop", false, "stop at the first predicted violation")
 	f.StringVar(&o.Dir, "dir", ".", "where predicted violations' cuts and traces are saved")
 	f.BoolVar(&steer, "steer", false, "install checked event filters that steer the cluster away from predicted violations")
 	f.DurationVar(&o.SteerFor, "steer-for", time.Second, "how long a steering filter lasts")
+	f.BoolVar(&o.CheckFilters, "steer-check", false, "with --steer, try first a check filter: the immediate check on the node that takes the predicted bad step")
+	f.DurationVar(&o.CheckFor, "check-for", time.Second, "how long a check filter lasts")
 	f.StringVar(&mutant, "mutant", "", "the mutant the cluster runs (amalgam-server --mutant): search with it injected")
 	cmd.AddCommand(newMCOnlineReplayCmd(gl), newMCOnlineSteerCmd(gl))
 	return cmd
@@ -195,7 +197,7 @@ install a filter with which the search finds a violation.`,
 	fl := cmd.Flags()
 	fl.StringVar(&from, "from", "", "the sending node (data/0)")
 	fl.StringVar(&to, "to", "", "the receiving node")
-	fl.StringVar(&f.Kind, "kind", "", "the message type's name")
+	fl.StringVar(&f.Kind, "kind", "", "the message type's name, stream, timer:TYPE or check:KIND")
 	fl.DurationVar(&d, "for", 10*time.Second, "how long the filter lasts")
 	searchFlags(fl, &o)
 	return cmd

@@ -15,6 +15,7 @@ type onlineSummary struct {
 	States    int           `json:"states"`
 	NotACut   int           `json:"not_a_cut"`
 	Dropped   int           `json:"dropped"`
+	Same      int           `json:"same"`
 	Predicted []onlineFound `json:"predicted"`
 	// Steering, with --steer only.
 	Installed *int `json:"filters_installed,omitempty"`
@@ -30,7 +31,7 @@ type onlineFound struct {
 }
 
 func summarizeOnline(rep *online.Report, steer bool) onlineSummary {
-	s := onlineSummary{Rounds: rep.Pulled, Cuts: len(rep.States), NotACut: rep.Rejected, Dropped: rep.Dropped, Predicted: []onlineFound{}}
+	s := onlineSummary{Rounds: rep.Pulled, Cuts: len(rep.States), NotACut: rep.Rejected, Dropped: rep.Dropped, Same: rep.Same, Predicted: []onlineFound{}}
 	for _, n := range rep.States {
 		s.States += n
 	}
@@ -46,8 +47,8 @@ func summarizeOnline(rep *online.Report, steer bool) onlineSummary {
 }
 
 func printOnline(w io.Writer, s onlineSummary) {
-	fmt.Fprintf(w, "%d snapshot rounds: %d cuts searched (%d states), %d not a cut, %d dropped; %d violations predicted\n",
-		s.Rounds, s.Cuts, s.States, s.NotACut, s.Dropped, len(s.Predicted))
+	fmt.Fprintf(w, "%d snapshot rounds: %d cuts searched (%d states), %d the same as the last one searched, %d not a cut, %d dropped; %d violations predicted\n",
+		s.Rounds, s.Cuts, s.States, s.Same, s.NotACut, s.Dropped, len(s.Predicted))
 	if s.Installed != nil {
 		fmt.Fprintf(w, "steering: %d filters installed, %d predictions not steered\n", *s.Installed, *s.Unsteered)
 	}

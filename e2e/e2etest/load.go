@@ -55,8 +55,7 @@ func (ld *Load) Start() {
 	ld.inFlight = make([][]uint64, ld.Workers)
 	ld.stop = make(chan struct{})
 	for w := 0; w < ld.Workers; w++ {
-		ld.wg.Add(1)
-		go ld.worker(w)
+		ld.wg.Go(func() { ld.worker(w) })
 	}
 }
 
@@ -76,7 +75,6 @@ func (ld *Load) dial() *client.Client {
 }
 
 func (ld *Load) worker(w int) {
-	defer ld.wg.Done()
 	t := ld.T
 	cl := ld.dial()
 	if cl == nil {

@@ -251,9 +251,16 @@ func FreeAddrs(t testing.TB, ip string, n int) []string {
 // client when the test ends.
 func Dial(t testing.TB, entries string) *client.Client {
 	t.Helper()
+	return DialAttempt(t, entries, 0)
+}
+
+// DialAttempt is Dial with attempt as the client's AttemptTimeout (0: the
+// client's default).
+func DialAttempt(t testing.TB, entries string, attempt time.Duration) *client.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, entries, client.Options{})
+	c, err := client.Dial(ctx, entries, client.Options{AttemptTimeout: attempt})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,12 +55,8 @@ func newCluster(t *testing.T, spares int, net *netns) *cluster {
 	for i := c.l.N; i < len(c.hosts); i++ {
 		c.startHost(c.hosts[i], -1)
 	}
-	var err error
-	if c.admin, err = client.Dial(context.Background(), c.entries, client.Options{AttemptTimeout: 2 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
+	c.admin = e2etest.DialAttempt(t, c.entries, 2*time.Second)
 	t.Cleanup(func() {
-		c.admin.Close()
 		for _, p := range c.procs {
 			p.Kill()
 		}

@@ -3,6 +3,8 @@ package paxos
 import (
 	"testing"
 	"time"
+
+	"github.com/amalgam-store/amalgam/mc/mctest"
 )
 
 // TestLMCDepth (-long) gives global BFS and LMC 60 s each on two-ballot
@@ -10,8 +12,6 @@ import (
 // docs/model-checking.md records the numbers; they are measurements, not
 // assertions.
 func TestLMCDepth(t *testing.T) {
-	if !*long {
-		t.Skip("-long: two minutes")
-	}
+	mctest.NeedsLong(t, "two minutes")
 	t.Log(ScenarioOf(TwoProposals()).CompareLMC(time.Minute))
 }

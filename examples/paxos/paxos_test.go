@@ -1,7 +1,6 @@
 package paxos
 
 import (
-	"flag"
 	"strings"
 	"testing"
 
@@ -9,14 +8,13 @@ import (
 	"github.com/amalgam-store/amalgam/mc/mctest"
 )
 
-var long = flag.Bool("long", false, "also explore 3 servers with 2 clients (2.4 million states, about 0.8 GB and 10 s)")
-
 // TestStateCount explores Paxos with 3 servers to exhaustion, with one
-// client, and with two under -long. Every delivery is a step here, so the
-// counts are not Stateright's (see TestStateCountNoOpsSkipped).
+// client, and with two under -long (2.4 million states, about 0.8 GB and
+// 10 s). Every delivery is a step here, so the counts are not
+// Stateright's (see TestStateCountNoOpsSkipped).
 func TestStateCount(t *testing.T) {
 	mctest.Exhausts(t, Scenario(3, []string{"A"}, false), 605)
-	if *long {
+	if *mctest.Long {
 		mctest.Exhausts(t, Scenario(3, []string{"A", "B"}, false), 2410733)
 	}
 }

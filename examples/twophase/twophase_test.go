@@ -1,7 +1,6 @@
 package twophase
 
 import (
-	"flag"
 	"strings"
 	"testing"
 
@@ -9,17 +8,16 @@ import (
 	"github.com/amalgam-store/amalgam/mc/mctest"
 )
 
-var long = flag.Bool("long", false, "also explore 5 RMs (1.4 million states, about 0.7 GB and 10 s)")
-
 // TestStateCount explores two-phase commit to exhaustion. The counts are
 // this engine's, not Stateright's (288 for 3 RMs, 8,832 for 5): here a
 // state also holds the pending timers, the messages in flight (consumed
 // on delivery) and the number of timers fired on the path, and a timer
-// or message that changes nothing still makes a step.
+// or message that changes nothing still makes a step. With -long it also
+// explores 5 RMs (1.4 million states, about 0.7 GB and 10 s).
 func TestStateCount(t *testing.T) {
 	mctest.Exhausts(t, Scenario(3, false), 5312)
 	mctest.Exhausts(t, Scenario(4, false), 86162)
-	if *long {
+	if *mctest.Long {
 		mctest.Exhausts(t, Scenario(5, false), 1437656, mc.Options{Strategy: mc.BFS, Workers: 2})
 	}
 }

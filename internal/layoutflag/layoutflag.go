@@ -1,7 +1,7 @@
 // Package layoutflag declares the flags that describe a stripe layout
 // (--machines, --g, --f, --w, --block-size, --blocks), for amalgam-server
-// dev and reconfig and amalgam-cli layout, and builds the layout they
-// describe.
+// dev and reconfig and amalgam-cli layout (and --g, --f and --block-size
+// for amalgam-bench recovery), and builds the layout they describe.
 package layoutflag
 
 import (
@@ -21,11 +21,18 @@ func (fl *Flags) Register(fs *pflag.FlagSet, machines bool) {
 	if machines {
 		fs.IntVar(&fl.Machines, "machines", 5, "number of machines n")
 	}
-	fs.IntVar(&fl.G, "g", 3, "data blocks per stripe")
-	fs.IntVar(&fl.F, "f", 2, "parity blocks per stripe (failures tolerated)")
+	Stripe(fs, &fl.G, &fl.F, &fl.BlockSize)
 	fs.IntVar(&fl.W, "w", 0, "replication witnesses per stripe")
-	fs.IntVar(&fl.BlockSize, "block-size", 4096, "bytes per block")
 	fs.IntVar(&fl.Blocks, "blocks", 1024, "number of addressable blocks (rounded up to whole stripes)")
+}
+
+// Stripe declares --g, --f and --block-size on fs, into g, f and
+// blockSize: Register's, and alone for a command that takes no other
+// layout flag of this package (amalgam-bench recovery).
+func Stripe(fs *pflag.FlagSet, g, f, blockSize *int) {
+	fs.IntVar(g, "g", 3, "data blocks per stripe")
+	fs.IntVar(f, "f", 2, "parity blocks per stripe (failures tolerated)")
+	fs.IntVar(blockSize, "block-size", 4096, "bytes per block")
 }
 
 // Layout returns the layout the flags describe, --blocks rounded up to

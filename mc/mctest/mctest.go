@@ -5,12 +5,26 @@
 package mctest
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/amalgam-store/amalgam/mc"
 )
+
+// Long is -long, one flag for every package whose tests import mctest:
+// it runs the explorations and sweeps too long for go test's default
+// timeout, which each package's tests name.
+var Long = flag.Bool("long", false, "also run the long explorations and sweeps (each package's tests say which)")
+
+// NeedsLong skips t unless -long is set; took says how long t runs.
+func NeedsLong(t testing.TB, took string) {
+	t.Helper()
+	if !*Long {
+		t.Skip("-long: " + took)
+	}
+}
 
 // run runs sc with o, breadth-first when o names no strategy.
 func run(sc *mc.Scenario, o mc.Options) (*mc.Result, mc.Strategy) {

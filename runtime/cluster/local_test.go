@@ -32,15 +32,8 @@ func startWriters(t *testing.T, lc *Local, n int) *writers {
 	l := lc.Layout
 	blocks := l.NumBlocks()
 	for i := 0; i < n; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		c, err := client.Dial(ctx, lc.Entries, client.Options{AttemptTimeout: time.Second})
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.wg.Add(1)
-		go func(i int) {
-			defer w.wg.Done()
+		c := e2etest.DialAttempt(t, lc.Entries, time.Second)
+		w.wg.Go(func() {
 			defer c.Close()
 			for v := uint64(1); ; v++ {
 				select {
@@ -71,7 +64,7 @@ func startWriters(t *testing.T, lc *Local, n int) *writers {
 				}
 				w.ops.Add(1)
 			}
-		}(i)
+		})
 	}
 	return w
 }

@@ -62,26 +62,14 @@ type load struct {
 	end  time.Time
 }
 
-func dialBench(t *testing.T, lc *Local) *client.Client {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := client.Dial(ctx, lc.Entries, client.Options{AttemptTimeout: *benchAttemptTTL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // run starts n clients; with sweep, client i writes blocks[i], blocks[i+n],
 // ... once each and stops; otherwise each writes random blocks until halt.
 func run(t *testing.T, lc *Local, n int, blocks []uint64, sweep bool) *load {
 	ld := &load{stop: make(chan struct{}), t0: time.Now()}
 	buf := make([]byte, lc.Layout.BlockSize)
 	for i := range n {
-		c := dialBench(t, lc)
-		ld.wg.Add(1)
-		go func() {
-			defer ld.wg.Done()
+		c := e2etest.DialAttempt(t, lc.Entries, *benchAttemptTTL)
+		ld.wg.Go(func() {
 			defer c.Close()
 			r := rand.New(rand.NewPCG(uint64(i), 1))
 			for k := 0; ; k++ {
@@ -112,7 +100,7 @@ func run(t *testing.T, lc *Local, n int, blocks []uint64, sweep bool) *load {
 				}
 				ld.mu.Unlock()
 			}
-		}()
+		})
 	}
 	return ld
 }
@@ -205,7 +193,7 @@ func normal(t *testing.T, lc *Local) stats {
 func replace(t *testing.T, lc *Local, server string, num uint64) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := dialBench(t, lc)
+	c := e2etest.DialAttempt(t, lc.Entries, *benchAttemptTTL)
 	defer c.Close()
 	start := time.Now()
 	if _, err := c.Replace(ctx, server, false); err != nil {
@@ -248,7 +236,7 @@ func TestRecoveryBench(t *testing.T) {
 		base := normal(t, lc)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c := dialBench(t, lc)
+		c := e2etest.DialAttempt(t, lc.Entries, *benchAttemptTTL)
 		defer c.Close()
 		if _, err := c.Replace(ctx, "data/1", false); err != nil {
 			t.Fatal(err)
@@ -270,7 +258,7 @@ func TestRecoveryBench(t *testing.T) {
 		// replacement rebuilds in the background (at --recovery-bench-pause):
 		// requests for blocks not rebuilt yet are held and jump the queue.
 		lc := startBench(t, *benchPause)
-		c := dialBench(t, lc)
+		c := e2etest.DialAttempt(t, lc.Entries, *benchAttemptTTL)
 		defer c.Close()
 		ld := run(t, lc, *benchClients, l.ShardBlocks(1), false)
 		time.Sleep(*benchDuration)

@@ -173,8 +173,7 @@ func Start(o Options) (*Replica, error) {
 	r.publish()
 	r.host.Start()
 	for _, p := range r.peers {
-		r.wg.Add(1)
-		go p.run()
+		r.wg.Go(p.run)
 	}
 	go r.run()
 	return r, nil

@@ -35,7 +35,6 @@ func (p *peer) send(m pb.Message) {
 }
 
 func (p *peer) run() {
-	defer p.r.wg.Done()
 	opts := append(wire.DialOptions(p.r.o.Initial.Config.Layout.BlockSize), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	opts = append(opts, p.r.o.DialOptions...)
 	cc, err := grpc.NewClient(p.addr, opts...)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amalgam-store/amalgam/bench/harness"
+	"github.com/amalgam-store/amalgam/internal/layoutflag"
 )
 
 // newVsEtcdCmd is amalgam-bench vs-etcd: durable Amalgam against stock etcd
@@ -108,9 +109,7 @@ only, and replace no replica, so this command measures Amalgam alone.`,
 			return err
 		})
 	f.IntVar(&o.N, "n", 6, "machines (a spare is added)")
-	f.IntVar(&o.G, "g", 3, "data blocks per stripe")
-	f.IntVar(&o.F, "f", 2, "parity blocks per stripe")
-	f.IntVar(&o.BlockSize, "block-size", 4096, "bytes per block")
+	layoutflag.Stripe(f, &o.G, &o.F, &o.BlockSize)
 	f.Float64Var(&o.MiBPerMachine, "mib-per-machine", 2, "MiB of blocks (data and parity) each machine holds; sets the number of stripes")
 	f.IntVar(&o.Clients, "clients", 8, "closed-loop clients writing whole random blocks")
 	f.DurationVar(&o.KillAfter, "kill-after", 10*time.Second, "when into the load to SIGKILL the victim")
