@@ -104,7 +104,7 @@ func TestRestartScenariosReach(t *testing.T) {
 		t.Fatalf("%s: %q not reached: %s after %d states", q.Name, midRebuild.Name, r.Outcome, r.States)
 	}
 	o := q.Options(mc.Random)
-	o.MaxTime, o.Seed = d, 1
+	o.MaxTime, o.Seed, o.Walks, o.Workers = 0, 1, 200, 1 // bounded by walks, as reachByWalks
 	o.Goals = []mc.Predicate{mc.Pred("data/0 rebuilt", func(s *mc.State) (bool, string) {
 		return s.Node(msg.DataAddr(0)).(*data.Server).DegradedBlocks() == 0, ""
 	})}
