@@ -97,9 +97,7 @@ func readAll(t *testing.T, c *client.Client, l erasure.Layout) [][]byte {
 	t.Helper()
 	out := make([][]byte, l.NumBlocks())
 	for b := range out {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		got, err := c.Read(ctx, uint64(b), 0, 0)
-		cancel()
+		got, err := c.Read(context.Background(), uint64(b), 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,9 +120,7 @@ func runModel(t *testing.T, c *client.Client, l erasure.Layout, seed uint64, n i
 		return make([]byte, l.BlockSize)
 	}
 	for i, ops := range script {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		got, err := c.Txn(ctx, ops)
-		cancel()
+		got, err := c.Txn(context.Background(), ops)
 		if err != nil {
 			t.Fatalf("txn %d %s: %v", i, workload.DescribeTxn(ops), err)
 		}
