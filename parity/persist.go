@@ -115,14 +115,11 @@ func (s *Server) Persist(w node.Writer) {
 	}
 	clear(s.saved.clients)
 	for k := range s.saved.snaps {
-		if sn := s.findRun(k.requester, k.stripe); sn != nil {
-			var b node.Enc
-			sn.fields(&b)
+		sn := s.findRun(k.requester, k.stripe)
+		node.PutOrDelete(w, snapRecKey(k), sn != nil, func(b *node.Enc) {
+			sn.fields(b)
 			b.Uint64(sn.ord)
-			w.Put(snapRecKey(k), b.B)
-		} else {
-			w.Delete(snapRecKey(k))
-		}
+		})
 	}
 	clear(s.saved.snaps)
 	h := node.NewHasher()
