@@ -279,6 +279,7 @@ func (l *loop) apply(ctx *hctx, rd *ready, ev event) {
 func (l *loop) number(streams []effect, rd *ready) {
 	var prev node.Message
 	var prevP *wire.Message
+	var prevSize int
 	for _, s := range streams {
 		if s.m == nil { // the peer's incarnation changed: a new stream
 			prev = nil
@@ -300,10 +301,10 @@ func (l *loop) number(streams []effect, rd *ready) {
 			if err != nil {
 				panic(fmt.Sprintf("runtime: %s streams an unencodable message: %v", l.addr, err))
 			}
-			prev, prevP = s.m, p
+			prev, prevP, prevSize = s.m, p, proto.Size(p)
 			l.nextBody++
 		}
-		rd.appends = append(rd.appends, appended{o, outEntry{seq: o.next, m: prevP, size: proto.Size(prevP), body: l.nextBody - 1}})
+		rd.appends = append(rd.appends, appended{o, outEntry{seq: o.next, m: prevP, size: prevSize, body: l.nextBody - 1}})
 		if l.h.opts.Store != nil {
 			l.log.ref(l.nextBody - 1)
 		}
