@@ -116,9 +116,9 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 		return
 	}
 	if fresh {
-		pace := s.pace // a setting, kept by a new incarnation
+		pace := s.pace.Settings()
 		*s = *New(m.Config, s.me)
-		s.pace = recovery.Pacing{Pause: pace.Pause, Window: pace.Window, Run: pace.Run} // the old incarnation's timers end
+		s.pace = pace
 		l := s.cfg.Layout
 		s.rc.degraded = make([]bool, l.Stripes)
 		for _, st := range l.StripesAs(s.me, erasure.RoleData) {
@@ -208,10 +208,7 @@ func (r reconfState) clone() reconfState {
 	c.resend = slices.Clone(r.resend)
 	c.degraded = slices.Clone(r.degraded)
 	c.bg = slices.Clone(r.bg)
-	c.recov = make([]*recovery.Rebuild, len(r.recov))
-	for i, x := range r.recov {
-		c.recov[i] = x.Clone()
-	}
+	c.recov = recovery.CloneAll(r.recov)
 	c.answers = make([]*answer, len(r.answers))
 	for i, a := range r.answers {
 		cp := *a

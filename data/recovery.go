@@ -329,22 +329,15 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 // is rebuilt and its stripes times the pause have passed since it
 // started: the pause limits the rate, it does not add to the rebuild time.
 func (s *Server) rebuildNext(ctx node.Context) {
-	window := max(s.pace.Window, 1)
-	if s.pace.Pause > 0 {
-		window = 1
-	}
 	free := func(st int) bool { return s.rc.degraded[st] && !s.rebuilding(st) }
 	for st := range s.rc.degraded {
-		if len(s.rc.bg) >= window || s.pace.Waiting {
+		if len(s.rc.bg) >= s.pace.InFlight() || s.pace.Waiting {
 			return
 		}
 		if free(st) {
 			r := s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, free))
 			s.rc.bg = append(s.rc.bg, r.Stripe)
-			if s.pace.Pause > 0 {
-				s.pace.Waiting = true
-				ctx.SetTimer(rebuildPaused, s.pace.Pause*time.Duration(r.Count), s.pace.Pause*time.Duration(r.Count))
-			}
+			s.pace.Started(ctx, rebuildPaused, r.Count)
 		}
 	}
 }

@@ -89,10 +89,7 @@ func (r reconfState) clone() reconfState {
 	c.early = slices.Clone(r.early)
 	c.kept = slices.Clone(r.kept)
 	c.versions = slices.Clone(r.versions)
-	c.rebuilds = make([]*recovery.Rebuild, len(r.rebuilds))
-	for i, x := range r.rebuilds {
-		c.rebuilds[i] = x.Clone()
-	}
+	c.rebuilds = recovery.CloneAll(r.rebuilds)
 	c.snaps = make([]*snapshot, len(r.snaps))
 	for i, sn := range r.snaps {
 		cp := *sn
@@ -211,9 +208,9 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 		}
 	}()
 	if fresh {
-		pace := s.pace // a setting, kept by a new incarnation; the old one's timers end
+		pace := s.pace.Settings()
 		*s = *New(m.Config, s.me, s.code)
-		s.pace = recovery.Pacing{Pause: pace.Pause, Window: pace.Window, Run: pace.Run}
+		s.pace = pace
 		s.rc.degraded = make([]bool, s.cfg.Layout.Stripes)
 		for _, st := range s.cfg.Layout.StripesAs(s.me, erasure.RoleParity) {
 			s.rc.degraded[st] = true

@@ -74,14 +74,10 @@ func (s *Server) tick(ctx node.Context) {
 // thesis 3.4.2); degraded becomes nil again, as for a server that never
 // had anything to rebuild.
 func (s *Server) rebuildNext(ctx node.Context) {
-	window := max(s.pace.Window, 1)
-	if s.pace.Pause > 0 {
-		window = 1
-	}
 	free := func(st int) bool {
 		return s.isDegraded(st) && !slices.ContainsFunc(s.rc.rebuilds, func(r *recovery.Rebuild) bool { return r.Has(s.cfg.Layout, st) })
 	}
-	for len(s.rc.rebuilds) < window && !s.pace.Waiting {
+	for len(s.rc.rebuilds) < s.pace.InFlight() && !s.pace.Waiting {
 		st := -1
 		for i := range s.rc.degraded {
 			if free(i) {
@@ -98,11 +94,7 @@ func (s *Server) rebuildNext(ctx node.Context) {
 		s.rc.rebuilds = append(s.rc.rebuilds, r)
 		r.Ask(ctx, s.cfg.Layout, s.cfg.Num)
 		s.tick(ctx)
-		if s.pace.Pause > 0 {
-			s.pace.Waiting = true
-			wait := s.pace.Pause * time.Duration(len(sts))
-			ctx.SetTimer(rebuildPaused, wait, wait)
-		}
+		s.pace.Started(ctx, rebuildPaused, len(sts))
 	}
 	if len(s.rc.rebuilds) == 0 && s.rc.degraded != nil && !slices.Contains(s.rc.degraded, true) {
 		s.rc.degraded = nil

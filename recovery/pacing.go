@@ -1,6 +1,10 @@
 package recovery
 
-import "time"
+import (
+	"time"
+
+	"github.com/amalgam-store/amalgam/node"
+)
 
 // How often a rebuilding server re-asks for unanswered snapshot parts.
 const (
@@ -27,3 +31,26 @@ type Pacing struct {
 	Run     int
 	Waiting bool
 }
+
+// InFlight is how many background runs may be in flight: one with a
+// Pause, else Window.
+func (p Pacing) InFlight() int {
+	if p.Pause > 0 {
+		return 1
+	}
+	return max(p.Window, 1)
+}
+
+// Started notes that a background run of k stripes started: with a Pause,
+// the next run waits for timer t, which fires k pauses from now.
+func (p *Pacing) Started(ctx node.Context, t node.Timer, k int) {
+	if p.Pause > 0 {
+		p.Waiting = true
+		wait := p.Pause * time.Duration(k)
+		ctx.SetTimer(t, wait, wait)
+	}
+}
+
+// Settings is p without Waiting: what a server's new incarnation keeps
+// (the old incarnation's timers end).
+func (p Pacing) Settings() Pacing { return Pacing{Pause: p.Pause, Window: p.Window, Run: p.Run} }

@@ -197,6 +197,15 @@ func (r *Rebuild) Clone() *Rebuild {
 	return &c
 }
 
+// CloneAll returns independent copies of rs, for a server's Clone.
+func CloneAll(rs []*Rebuild) []*Rebuild {
+	c := make([]*Rebuild, len(rs))
+	for i, r := range rs {
+		c[i] = r.Clone()
+	}
+	return c
+}
+
 // Hash adds the rebuild's state to h.
 func (r *Rebuild) Hash(h *node.Hasher) {
 	h.Int(r.Stripe)
