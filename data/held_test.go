@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/erasure/erasuretest"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node/nodetest"
 )
@@ -13,14 +14,7 @@ import (
 // num) with the blocks of stripe and the parity block of parity/4.
 func answerStripe0(t *testing.T, s *Server, ctx *nodetest.Ctx, num, nonce uint64, stripe [][]byte) {
 	t.Helper()
-	code, err := erasure.NewCode(testLayout.G, testLayout.F)
-	if err != nil {
-		t.Fatal(err)
-	}
-	par, err := code.Encode(stripe)
-	if err != nil {
-		t.Fatal(err)
-	}
+	par := erasuretest.Parity(t, testLayout, stripe)
 	for pos := 1; pos < 3; pos++ {
 		s.Handle(ctx, msg.DataAddr(pos), msg.SnapshotData{Num: num, Stripe: 0, Nonce: nonce, Shard: pos, Block: stripe[pos], OpNum: 1, Primary: 1})
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/erasure/erasuretest"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/node/nodetest"
@@ -397,15 +398,8 @@ func TestThesis3323SnapshotOfAnotherConfigurationIgnored(t *testing.T) {
 // all servers (including itself) and at least g non-null data/parity
 // blocks, it can use these blocks to decode the original stripe."
 func TestThesis3323NewDataServerDecodesItsBlock(t *testing.T) {
-	code, err := erasure.NewCode(testLayout.G, testLayout.F)
-	if err != nil {
-		t.Fatal(err)
-	}
 	stripe := [][]byte{pattern(1), pattern(2), pattern(3)} // stripe 0: data/0, data/1, data/2
-	par, err := code.Encode(stripe)
-	if err != nil {
-		t.Fatal(err)
-	}
+	par := erasuretest.Parity(t, testLayout, stripe)
 	s, ctx := newIncarnation(t)
 	asks := nodetest.Of[msg.StripeSnapshot](ctx.Take())
 	if got := asks.Addrs(); !slices.Equal(got, []node.Addr{msg.DataAddr(1), msg.DataAddr(2)}) {
@@ -434,10 +428,7 @@ func TestThesis3323NewDataServerDecodesItsBlock(t *testing.T) {
 // "A replaced data server gives no stale reads"). Real parity servers and
 // witness, before and after they promise.
 func TestThesis3321FencedDataServerServesNoRead(t *testing.T) {
-	code, err := erasure.NewCode(testLayout.G, testLayout.F)
-	if err != nil {
-		t.Fatal(err)
-	}
+	code := erasuretest.Code(t, testLayout)
 	cfg := msg.InitialConfig(testLayout)
 	s := New(cfg, me)
 	net := nodetest.NewNet(map[node.Addr]node.Node{

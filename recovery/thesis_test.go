@@ -15,6 +15,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/erasure/erasuretest"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/node/nodetest"
@@ -78,19 +79,6 @@ func TestThesis3323SilentRoundRestartsUnderANewNonce(t *testing.T) {
 	}
 }
 
-func encode(t *testing.T, blocks [][]byte) [][]byte {
-	t.Helper()
-	code, err := erasure.NewCode(lay.G, lay.F)
-	if err != nil {
-		t.Fatal(err)
-	}
-	par, err := code.Encode(blocks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return par
-}
-
 // 3.3.2.3 step 4: "Once the recovering server has received responses from
 // all servers (including itself) and at least g non-null data/parity
 // blocks, it can use these blocks to decode the original stripe."
@@ -99,7 +87,7 @@ func encode(t *testing.T, blocks [][]byte) [][]byte {
 // numbers of a rebuilt parity block).
 func TestThesis3323DecodesWithEveryDataServerAndGBlocks(t *testing.T) {
 	blocks := [][]byte{[]byte("block-0."), []byte("block-1."), []byte("block-2.")}
-	par := encode(t, blocks)
+	par := erasuretest.Parity(t, lay, blocks)
 	r := recovery.New(lay, 0, 1, 0) // data/0 rebuilding its own block
 	answer := func(pos int, b []byte, opNum uint64) {
 		r.OnData(lay, msg.SnapshotData{Stripe: 0, Nonce: 1, Shard: pos, Block: b, OpNum: opNum, Primary: 1})
@@ -129,10 +117,7 @@ func TestThesis3323DecodesWithEveryDataServerAndGBlocks(t *testing.T) {
 // cluster is stripe 0's data and parity servers on a test network.
 func cluster(t *testing.T) *nodetest.Net {
 	t.Helper()
-	code, err := erasure.NewCode(lay.G, lay.F)
-	if err != nil {
-		t.Fatal(err)
-	}
+	code := erasuretest.Code(t, lay)
 	cfg := msg.InitialConfig(lay)
 	nodes := map[node.Addr]node.Node{}
 	for m := 0; m < lay.N; m++ {
@@ -214,7 +199,7 @@ func TestThesis3323SnapshotIsAConsistentCut(t *testing.T) {
 					t.Fatalf("data/%d answered %x, but held %x when the snapshot reached it", pos, r.Data[pos], cut[pos])
 				}
 			}
-			want := encode(t, r.Data)
+			want := erasuretest.Parity(t, lay, r.Data)
 			for k := range want {
 				if !bytes.Equal(r.Parity[k], want[k]) {
 					t.Fatalf("parity %d answered %x, want the encoding of the data answers %x: not one cut", k, r.Parity[k], want[k])
@@ -254,7 +239,7 @@ var l = erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 4}
 
 func TestRebuildDecodesOnceEveryDataServerAnswered(t *testing.T) {
 	data := [][]byte{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 9, 9, 9}}
-	par := encode(t, data)
+	par := erasuretest.Parity(t, lay, data)
 	const st = 2
 	r := recovery.New(l, st, 7, -1)
 	c := nodetest.New("parity/0")
@@ -352,7 +337,7 @@ func TestRunDecodesEveryStripe(t *testing.T) {
 	for pos := 1; pos < 3; pos++ {
 		r.OnData(ll, msg.SnapshotData{Stripe: 1, Nonce: 3, Shard: ll.DataMachine(1, pos), Block: data[0][pos], Rest: [][]byte{data[1][pos]}})
 	}
-	par0, par1 := encode(t, data[0]), encode(t, data[1])
+	par0, par1 := erasuretest.Parity(t, lay, data[0]), erasuretest.Parity(t, lay, data[1])
 	r.OnParity(ll, msg.SnapshotParity{Stripe: 1, Nonce: 3, Index: 0, Block: par0[0], Rest: [][]byte{par1[0]}})
 	got, gotPar, ok := r.Decode(ll)
 	if !ok {

@@ -41,6 +41,7 @@ var protocol = map[string][]string{
 	"baselines/shardedpaxos": {"baselines/paxos", "erasure", "msg", "node"},
 	"baselines/rspaxos":      {"baselines/paxos", "erasure", "msg", "node"},
 	"node/nodetest":          {"node"},
+	"erasure/erasuretest":    {"erasure"},
 }
 
 // notProtocol are packages inside the protocol rooms' folders that are not
@@ -217,7 +218,7 @@ func TestNothingImportsBench(t *testing.T) {
 }
 
 // testSupport are the packages that only tests import.
-var testSupport = []string{"e2e/e2etest", "internal/browsertest", "internal/clitest", "mc/mctest"}
+var testSupport = []string{"e2e/e2etest", "erasure/erasuretest", "internal/browsertest", "internal/clitest", "mc/mctest"}
 
 // No package's non-test code imports a test-support package, even
 // indirectly.
