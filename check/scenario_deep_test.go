@@ -9,18 +9,13 @@ import (
 	"github.com/amalgam-store/amalgam/reconfig"
 )
 
-// TestReplaceDataTxn: random walks of replace-data-txn reach the
+// TestReplaceDataTxn: 200 seeded random walks of replace-data-txn reach the
 // replacement done with both clients finished, and 5 s of them find no
 // violation.
 func TestReplaceDataTxn(t *testing.T) {
-	o := ReplaceDataTxn.Options(mc.Random)
-	o.Goals = []mc.Predicate{mc.Pred("data/0 replaced, clients done", func(s *mc.State) (bool, string) {
+	reachesAll(t, ReplaceDataTxn.MC(), mc.Pred("data/0 replaced, clients done", func(s *mc.State) (bool, string) {
 		return s.Node(msg.ReconfigAddr).(*reconfig.Service).Config().Num == 1 && mc.ClientsDone(s), ""
-	})}
-	o.MaxTime, o.Seed = 60*time.Second, 1
-	if r := mc.Search(ReplaceDataTxn.Init(), o); r.Outcome != mc.GoalFound {
-		t.Fatalf("goal not reached: %s after %d states (%s: %s)", r.Outcome, r.States, r.Predicate, r.Explanation)
-	}
+	}))
 	if r := ReplaceDataTxn.Run(mc.Random, mc.Options{MaxTime: 5 * time.Second, Seed: 1}); r.Outcome == mc.Violation {
 		t.Fatalf("%s: %s", r.Predicate, r.Explanation)
 	}

@@ -3,11 +3,9 @@ package check
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/amalgam-store/amalgam/data"
 	"github.com/amalgam-store/amalgam/mc"
-
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/reconfig"
 )
@@ -27,16 +25,7 @@ func TestSuspectDegradedStripeReaches(t *testing.T) {
 			return rc.Config().Num == 3 && !rc.Busy() && len(rc.Degraded()) == 0 && mc.ClientsDone(s), ""
 		}),
 	}
-	for _, g := range goals {
-		o := SuspectDegradedStripe.Options(mc.Random)
-		o.Goals = []mc.Predicate{g}
-		o.MaxTime, o.Seed = 60*time.Second, 1
-		r := mc.Search(SuspectDegradedStripe.Init(), o)
-		if r.Outcome != mc.GoalFound {
-			t.Fatalf("%s not reached: %s after %d states (%s: %s)", g.Name, r.Outcome, r.States, r.Predicate, r.Explanation)
-		}
-		t.Logf("%s: reached after %d states, %v, in %d steps", g.Name, r.States, r.Elapsed.Round(time.Millisecond), len(r.Trace))
-	}
+	reachesAll(t, SuspectDegradedStripe.MC(), goals...)
 }
 
 // TestHeldAcrossReplacementsReaches shows that random walks of
@@ -54,13 +43,7 @@ func TestHeldAcrossReplacementsReaches(t *testing.T) {
 		rc := s.Node(msg.ReconfigAddr).(*reconfig.Service)
 		return rc.Config().Num == 2 && !rc.Busy() && len(rc.Degraded()) == 0 && mc.ClientsDone(s), ""
 	})
-	for _, g := range []mc.Predicate{held(2), held(3), done} {
-		r := reachByWalks(HeldAcrossReplacements.MC(), g)
-		if r.Outcome != mc.GoalFound {
-			t.Fatalf("%s not reached: %s after %d states (%s: %s)", g.Name, r.Outcome, r.States, r.Predicate, r.Explanation)
-		}
-		t.Logf("%s: reached after %d states, in %d steps", g.Name, r.States, len(r.Trace))
-	}
+	reachesAll(t, HeldAcrossReplacements.MC(), held(2), held(3), done)
 }
 
 // TestMultiStripeSnapshotReaches shows that random walks of
@@ -78,13 +61,7 @@ func TestMultiStripeSnapshotReaches(t *testing.T) {
 			return rc.Config().Num == 1 && d0(s).DegradedBlocks() == 0 && len(rc.Degraded()) == 0 && mc.ClientsDone(s), ""
 		}),
 	}
-	for _, g := range goals {
-		r := reachByWalks(MultiStripeSnapshot.MC(), g)
-		if r.Outcome != mc.GoalFound {
-			t.Fatalf("%s not reached: %s after %d states (%s: %s)", g.Name, r.Outcome, r.States, r.Predicate, r.Explanation)
-		}
-		t.Logf("%s: reached after %d states, in %d steps", g.Name, r.States, len(r.Trace))
-	}
+	reachesAll(t, MultiStripeSnapshot.MC(), goals...)
 }
 
 // TestMultiStripeSnapshotBounded: a breadth-first search of

@@ -146,3 +146,15 @@ func reachByWalks(sc *mc.Scenario, goal mc.Predicate) *mc.Result {
 	o.Goals = []mc.Predicate{goal}
 	return mc.Search(sc.Init(), o)
 }
+
+// reachesAll fails the test unless reachByWalks reaches each of goals.
+func reachesAll(t *testing.T, sc *mc.Scenario, goals ...mc.Predicate) {
+	t.Helper()
+	for _, g := range goals {
+		r := reachByWalks(sc, g)
+		if r.Outcome != mc.GoalFound {
+			t.Fatalf("%s: %s not reached: %s after %d states (%s: %s)", sc.Name, g.Name, r.Outcome, r.States, r.Predicate, r.Explanation)
+		}
+		t.Logf("%s: %s reached after %d states, in %d steps", sc.Name, g.Name, r.States, len(r.Trace))
+	}
+}
