@@ -124,6 +124,16 @@ func OneProposal() Config { return Config{Servers: 3, Values: []string{"A", "B"}
 // TwoProposals is OneProposal with two ballots per server.
 func TwoProposals() Config { return Config{Servers: 3, Values: []string{"A", "B"}, Proposals: 2} }
 
+// TwoProposalsRetrying is the same two proposals (clients putting A and
+// B) with proposers that keep retrying: each server may lead ballots
+// ballots, a Retry starting the next while nothing is decided. The
+// ballot bound is the model's, not the proposals': with enough ballots a
+// server's events on one path (about five per ballot of the two
+// proposers) are limited by the search, not by the model.
+func TwoProposalsRetrying(ballots int) Config {
+	return Config{Servers: 3, Values: []string{"A", "B"}, Proposals: ballots}
+}
+
 // Nodes builds servers servers and one client per value.
 func Nodes(servers int, values []string, acceptBelowPromise bool) map[node.Addr]node.Node {
 	return Config{Servers: servers, Values: values, AcceptBelowPromise: acceptBelowPromise}.Nodes()
