@@ -57,9 +57,9 @@ func TestLMCPaxosOneProposal(t *testing.T) {
 // model whose depth TestLMCDepth measures) global BFS finds no violation
 // within 10 events and LMC none within causal bound 5 without a bug, and
 // both find each injected bug, LMC's trace replaying under global
-// semantics. The last-promise bug needs causal depth 7, which LMC's
-// uniform exploration does not finish here in a test's time: LMC runs
-// unbounded and its walks find it.
+// semantics. The last-promise bug needs a causal depth above 6 (LMC
+// exhausts bound 6 without it, in 5 to 10 s), so LMC runs unbounded for
+// the bugs, and its walks find both.
 func TestLMCPaxosRetrying(t *testing.T) {
 	for _, bug := range []string{"", "accept-below-promise", "last-promise"} {
 		c := paxos.TwoProposalsRetrying(8)
