@@ -52,6 +52,39 @@ func TestLMCPaxosOneProposal(t *testing.T) {
 	}
 }
 
+// TestLMCPaxosRetrying: on two-proposal Paxos whose proposers keep
+// retrying (eight ballots per server, paxos.TwoProposalsRetrying, the
+// model whose depth TestLMCDepth measures) global BFS finds no violation
+// within 10 events and LMC none within causal bound 5 without a bug, and
+// both find each injected bug, LMC's trace replaying under global
+// semantics. The last-promise bug needs a causal depth above 6 (LMC
+// exhausts bound 6 without it, in 5 to 10 s), so LMC runs unbounded for
+// the bugs, and its walks find both.
+func TestLMCPaxosRetrying(t *testing.T) {
+	for _, bug := range []string{"", "accept-below-promise", "last-promise"} {
+		c := paxos.TwoProposalsRetrying(8)
+		c.AcceptBelowPromise, c.LastPromise = bug == "accept-below-promise", bug == "last-promise"
+		sc := paxos.ScenarioOf(c)
+		g := sc.Run(mc.BFS, mc.Options{Workers: 1, MaxDepth: 10})
+		bound, want := 5, mc.Exhausted
+		if bug != "" {
+			bound, want = 0, mc.Violation
+		}
+		l, st := sc.RunLMC(mc.Options{MaxDepth: bound})
+		t.Logf("%s: bfs %s after %d states; lmc %s after %d local states (causal bound %d), checks %d/%d, %d walks, found by a walk's own execution: %v",
+			sc.Name, g.Outcome, g.States, l.Outcome, l.States, st.Bound, st.Passed, st.Checks, st.Walks, st.ByWalk)
+		if g.Outcome != want || l.Outcome != want {
+			t.Errorf("%s: bfs %s, lmc %s, want %s", sc.Name, g.Outcome, l.Outcome, want)
+		}
+		if l.Outcome == mc.Violation {
+			lmcReplays(t, sc, l)
+		}
+		if bug == "" && st.Abandoned != 0 {
+			t.Errorf("%s: %d checks gave up", sc.Name, st.Abandoned)
+		}
+	}
+}
+
 // TestLMCTwoPhase: LMC finds the TM committing early and nothing in the
 // correct protocol; its violation replays.
 func TestLMCTwoPhase(t *testing.T) {

@@ -107,9 +107,12 @@ func Register() porcupine.Model {
 // Config is a Paxos setup: servers, one client per value, how many
 // ballots each server may lead for its put, and the injected bugs.
 type Config struct {
-	Servers   int
-	Values    []string
-	Proposals int // 0 counts as 1
+	Servers int
+	Values  []string
+	// Proposals bounds the ballots each server may lead (0 counts as 1):
+	// a bound of the model, not the number of proposals, which is one
+	// per value.
+	Proposals int
 	// AcceptBelowPromise: an acceptor accepts below its promise.
 	AcceptBelowPromise bool
 	// LastPromise: a proposer takes the last promise's value, not the
@@ -121,8 +124,18 @@ type Config struct {
 // leading one ballot; TwoProposals lets each lead a second after a Retry.
 func OneProposal() Config { return Config{Servers: 3, Values: []string{"A", "B"}, Proposals: 1} }
 
-// TwoProposals is OneProposal with two ballots per server.
+// TwoProposals is OneProposal with two ballots per server: the same two
+// proposals (one per client), each server leading at most two ballots.
 func TwoProposals() Config { return Config{Servers: 3, Values: []string{"A", "B"}, Proposals: 2} }
+
+// TwoProposalsRetrying is the same two proposals with proposers that keep
+// retrying: each server may lead up to ballots ballots, a Retry starting
+// the next while nothing is decided. With n ballots no execution gives a
+// server more than 5n+3 events (docs/model-checking.md), so with enough
+// of them a server's depth is limited by the search, not by the model.
+func TwoProposalsRetrying(ballots int) Config {
+	return Config{Servers: 3, Values: []string{"A", "B"}, Proposals: ballots}
+}
 
 // Nodes builds servers servers and one client per value.
 func Nodes(servers int, values []string, acceptBelowPromise bool) map[node.Addr]node.Node {
