@@ -328,7 +328,7 @@ func (l *loop) persist(rd *ready) {
 	b := st.db.NewBatch()
 	rd.inc.write(b, l.addr)
 	if l.pers != nil {
-		l.pers.Persist(st.writer(b, l.addr))
+		l.pers.Persist(st.writer(b, l.addr, &l.enc))
 	}
 	for from, d := range rd.acks {
 		v := pair(d.sid, d.seq)

@@ -43,6 +43,9 @@ type loop struct {
 	// log counts their holders (streamlog.go).
 	nextBody uint64
 	log      streamLog
+	// enc is the buffer the node's Persist encodes its records into
+	// (node.EncFor). Loop goroutine only.
+	enc node.Enc
 	// peerInc is the newest incarnation of each peer that this node
 	// addresses (node.Peered, incarnation.go); guarded by mu.
 	peerInc map[node.Addr]uint64
