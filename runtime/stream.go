@@ -244,6 +244,13 @@ func (o *outStream) session() (bool, error) {
 	}
 }
 
+// ackInterval paces a stream's acknowledgements: one leaves at most this
+// long after the previous one, covering everything persisted by then. An
+// acknowledgement is on no write's path (it lets the sender forget
+// messages and delete their stream log records, docs/hosts.md), and on a
+// busy stream it saves a gRPC message, a write and a read per frame.
+const ackInterval = 50 * time.Millisecond
+
 // frameBytes bounds a frame of several messages (one message alone may be
 // larger, up to gRPC's limit): a frame is delivered to the receiver's loop
 // once it has arrived whole. frameOverhead bounds what a message adds to a
@@ -364,6 +371,9 @@ func (r inbound) ServeStream(st StreamPeer) error {
 	go func() {
 		defer close(ackDone)
 		sent := acked
+		var last time.Time // when the last acknowledgement left
+		pace := time.NewTimer(ackInterval)
+		pace.Stop()
 		for {
 			in.mu.Lock()
 			if in.sid != sid {
@@ -374,12 +384,24 @@ func (r inbound) ServeStream(st StreamPeer) error {
 			p, ch := in.persisted, in.changed
 			in.mu.Unlock()
 			if p > sent {
+				if wait := ackInterval - time.Since(last); wait > 0 {
+					// Paced: this acknowledgement will cover whatever
+					// more is persisted meanwhile.
+					pace.Reset(wait)
+					select {
+					case <-pace.C:
+					case <-ctx.Done():
+						ackErr <- ctx.Err()
+						return
+					}
+					continue
+				}
 				if err := st.Send(&wire.StreamAck{StreamId: sid, Acked: p}); err != nil {
 					ackErr <- err
 					return
 				}
 				countStreamAck()
-				sent = p
+				sent, last = p, time.Now()
 			}
 			select {
 			case <-ch:
