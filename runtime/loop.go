@@ -39,6 +39,11 @@ type loop struct {
 	mu  sync.Mutex
 	in  map[node.Addr]*inStream
 	out map[node.Addr]*outStream // written by the loop only
+	// ackOut is the latest outgoing stream to each peer, for the
+	// acknowledgements that ride on the peer's frames (ServeStream); a
+	// dropped stream's entry stays until a new stream replaces it (its
+	// stream id no longer matches). Guarded by mu.
+	ackOut map[node.Addr]*outStream
 	// nextBody numbers the stream log's records (loop goroutine only);
 	// log counts their holders (streamlog.go).
 	nextBody uint64
