@@ -105,11 +105,11 @@ func (s *Server) Persist(w node.Writer) {
 	msg.PersistBlocks(s.blocks, w)
 	for c := range s.clients.changed {
 		e := s.clients.m[c]
-		var b node.Enc
+		b := node.EncFor(w)
 		b.Uint64(e.seq)
 		b.Bool(e.done)
-		e.reply.Encode(&b)
-		w.Put(fmt.Sprintf("c/%016x", c), b.B)
+		e.reply.Encode(b)
+		w.Put(node.HexKey("c/", c, 16), b.B)
 	}
 	clear(s.clients.changed)
 	s.persistPending(w)
@@ -141,19 +141,19 @@ func (s *Server) persistPending(w node.Writer) {
 			continue
 		}
 		if !ok || v.p != p {
-			var b node.Enc
+			b := node.EncFor(w)
 			b.Uint64(p.client)
 			b.Uint64(p.seq)
 			b.String(string(p.replyTo))
-			p.reply.Encode(&b)
+			p.reply.Encode(b)
 			b.Uint64(uint64(len(p.parts)))
 			for _, pt := range p.parts {
 				b.Int(pt.stripe)
-				pt.prep.Encode(&b)
+				pt.prep.Encode(b)
 			}
 			w.Put(opKey("o/", p.opNum), b.B)
 		}
-		var b node.Enc
+		b := node.EncFor(w)
 		b.Bool(p.committed)
 		for _, pt := range p.parts {
 			b.Uint64(pt.acks)
@@ -173,7 +173,7 @@ func (s *Server) persistPending(w node.Writer) {
 	}
 }
 
-func opKey(prefix string, n uint64) string { return fmt.Sprintf("%s%016x", prefix, n) }
+func opKey(prefix string, n uint64) string { return node.HexKey(prefix, n, 16) }
 
 // Restore implements node.Persistent. It expects the server as New made
 // it, with the layout it ran with before; it takes the configuration it

@@ -54,8 +54,8 @@ func PutOrDelete(w Writer, key string, present bool, enc func(*Enc)) {
 		w.Delete(key)
 		return
 	}
-	var b Enc
-	enc(&b)
+	b := EncFor(w)
+	enc(b)
 	w.Put(key, b.B)
 }
 

@@ -28,6 +28,48 @@ var (
 // every batch (gob resends its type descriptors with every record).
 type Enc struct{ B []byte }
 
+// EncFor returns an empty Enc for a record to be put to w: the buffer w
+// lends, if it lends one (a Writer copies values before Put returns, so
+// the buffer is free again once the record is put and may be reused for
+// the next), else a new one. Encode one record at a time with it.
+func EncFor(w Writer) *Enc {
+	if l, ok := w.(EncLender); ok {
+		e := l.LendEnc()
+		e.B = e.B[:0]
+		return e
+	}
+	return &Enc{}
+}
+
+// EncLender is a Writer that lends the buffer EncFor returns.
+type EncLender interface {
+	LendEnc() *Enc
+}
+
+// AppendHex appends v in lower-case hex, zero-padded to digits digits (as
+// fmt's %0*x): the fixed-width fields of record keys, which sort as the
+// numbers do.
+func AppendHex(b []byte, v uint64, digits int) []byte {
+	const hexDigits = "0123456789abcdef"
+	n := 1
+	for x := v >> 4; x != 0; x >>= 4 {
+		n++
+	}
+	for ; digits > n; digits-- {
+		b = append(b, '0')
+	}
+	for i := n - 1; i >= 0; i-- {
+		b = append(b, hexDigits[(v>>(4*uint(i)))&0xf])
+	}
+	return b
+}
+
+// HexKey is prefix followed by v as AppendHex writes it.
+func HexKey(prefix string, v uint64, digits int) string {
+	var a [48]byte
+	return string(AppendHex(append(a[:0], prefix...), v, digits))
+}
+
 // Uint64 appends v.
 func (e *Enc) Uint64(v uint64) { e.B = binary.AppendUvarint(e.B, v) }
 

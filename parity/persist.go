@@ -71,7 +71,9 @@ func (m *persistMemo) snapChanged(sn *snapshot) {
 	}
 }
 
-func snapRecKey(k snapKey) string { return fmt.Sprintf("s/%s/%08x", k.requester, uint32(k.stripe)) }
+func snapRecKey(k snapKey) string {
+	return node.HexKey("s/"+string(k.requester)+"/", uint64(uint32(k.stripe)), 8)
+}
 
 func (m *persistMemo) clientChanged(k clientKey) {
 	if m.clients != nil {
@@ -84,7 +86,11 @@ func (s *Server) setClient(k clientKey, r msg.ClientRecord) {
 	s.saved.clientChanged(k)
 }
 
-func clientRecKey(k clientKey) string { return fmt.Sprintf("c/%08x/%016x", uint32(k.shard), k.client) }
+func clientRecKey(k clientKey) string {
+	var a [32]byte
+	b := node.AppendHex(append(a[:0], "c/"...), uint64(uint32(k.shard)), 8)
+	return string(node.AppendHex(append(b, '/'), k.client, 16))
+}
 
 var _ node.Persistent = (*Server)(nil)
 

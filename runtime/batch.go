@@ -328,7 +328,7 @@ func (l *loop) persist(rd *ready) {
 	b := st.db.NewBatch()
 	rd.inc.write(b, l.addr)
 	if l.pers != nil {
-		l.pers.Persist(st.writer(b, l.addr))
+		l.pers.Persist(st.writer(b, l.addr, &l.enc))
 	}
 	for from, d := range rd.acks {
 		v := pair(d.sid, d.seq)
@@ -378,11 +378,13 @@ func (l *loop) release(rd *ready) {
 	for _, o := range rd.inc.ended {
 		o.stop()
 	}
-	for _, a := range rd.appends {
-		a.o.push(a.e)
-	}
+	// Acknowledgements first, so that the frames the pushes wake carry
+	// them (stream.go, frame).
 	for from, d := range rd.acks {
 		l.inStream(from).setPersisted(d.sid, d.seq)
+	}
+	for _, a := range rd.appends {
+		a.o.push(a.e)
 	}
 	for _, s := range rd.sends {
 		l.h.send(l.addr, s.to, s.m)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/wire"
 )
 
@@ -77,5 +78,39 @@ func TestStreamTakeOverlap(t *testing.T) {
 	}
 	if want != 7 || in.enq != 6 {
 		t.Fatalf("took up to %d (enq %d), want 6", want-1, in.enq)
+	}
+}
+
+// TestStreamAckRides: a frame to a peer carries the acknowledgement of the
+// peer's stream to this node (its id and last persisted number), which
+// then counts as sent; on the other side it acknowledges the stream to
+// the frame's sender only if that stream's id matches.
+func TestStreamAckRides(t *testing.T) {
+	l := &loop{in: map[node.Addr]*inStream{}, ackOut: map[node.Addr]*outStream{}}
+	if sid, n := l.ackOfPeer("parity/1"); sid != 0 || n != 0 {
+		t.Fatalf("no stream from the peer: carried %d, %d", sid, n)
+	}
+	in := l.inStream("parity/1")
+	in.mu.Lock()
+	in.sid, in.persisted = 7, 5
+	in.mu.Unlock()
+	if sid, n := l.ackOfPeer("parity/1"); sid != 7 || n != 5 || in.toldSid != 7 || in.told != 5 {
+		t.Fatalf("carried %d, %d (told %d, %d); want 7, 5", sid, n, in.toldSid, in.told)
+	}
+
+	o := &outStream{l: l, to: "parity/1", sid: 9}
+	for seq := uint64(1); seq <= 4; seq++ {
+		o.q = append(o.q, outEntry{seq: seq, m: commitProto(t, seq)})
+	}
+	l.ackOut["parity/1"] = o
+	l.ackRiding("parity/1", 8, 3) // another stream's id: ignored
+	l.ackRiding("parity/2", 9, 3) // another peer: ignored
+	l.ackRiding("parity/1", 0, 3) // none
+	if len(o.q) != 4 || o.acked != 0 {
+		t.Fatalf("a mismatched acknowledgement was applied: %d queued, acked %d", len(o.q), o.acked)
+	}
+	l.ackRiding("parity/1", 9, 3)
+	if len(o.q) != 1 || o.q[0].seq != 4 || o.acked != 3 {
+		t.Fatalf("after acknowledging 3: %d queued, acked %d; want message 4 alone, acked 3", len(o.q), o.acked)
 	}
 }

@@ -161,7 +161,7 @@ func (h *Host) addLocked(a node.Addr, n node.Node) (*loop, error) {
 		return nil, fmt.Errorf("runtime: node %s added twice", a)
 	}
 	l := &loop{h: h, addr: a, n: n, inbox: make(chan event, 1024),
-		in: map[node.Addr]*inStream{}, out: map[node.Addr]*outStream{}, peerInc: map[node.Addr]uint64{}}
+		in: map[node.Addr]*inStream{}, out: map[node.Addr]*outStream{}, ackOut: map[node.Addr]*outStream{}, peerInc: map[node.Addr]uint64{}}
 	if s := h.opts.Store; s != nil && s.sync {
 		l.pipe = make(chan *ready, pipeDepth)
 	}

@@ -39,10 +39,18 @@ type loop struct {
 	mu  sync.Mutex
 	in  map[node.Addr]*inStream
 	out map[node.Addr]*outStream // written by the loop only
+	// ackOut is the latest outgoing stream to each peer, for the
+	// acknowledgements that ride on the peer's frames (ServeStream); a
+	// dropped stream's entry stays until a new stream replaces it (its
+	// stream id no longer matches). Guarded by mu.
+	ackOut map[node.Addr]*outStream
 	// nextBody numbers the stream log's records (loop goroutine only);
 	// log counts their holders (streamlog.go).
 	nextBody uint64
 	log      streamLog
+	// enc is the buffer the node's Persist encodes its records into
+	// (node.EncFor). Loop goroutine only.
+	enc node.Enc
 	// peerInc is the newest incarnation of each peer that this node
 	// addresses (node.Peered, incarnation.go); guarded by mu.
 	peerInc map[node.Addr]uint64

@@ -142,14 +142,30 @@ func (quietLogger) Fatalf(format string, args ...any) {
 }
 
 func key(parts ...string) []byte {
-	var b bytes.Buffer
-	for i, p := range parts {
-		if i > 0 {
-			b.WriteByte(0)
-		}
-		b.WriteString(p)
+	b := make([]byte, keyLen(parts...))
+	fillKey(b, parts...)
+	return b
+}
+
+// keyLen is the length of key(parts...).
+func keyLen(parts ...string) int {
+	n := len(parts) - 1
+	for _, p := range parts {
+		n += len(p)
 	}
-	return b.Bytes()
+	return n
+}
+
+// fillKey writes key(parts...) into b, which is keyLen(parts...) long.
+func fillKey(b []byte, parts ...string) {
+	i := 0
+	for j, p := range parts {
+		if j > 0 {
+			b[i] = 0
+			i++
+		}
+		i += copy(b[i:], p)
+	}
 }
 
 func nodeKey(a node.Addr, k string) []byte { return key("n", string(a), k) }
@@ -196,24 +212,41 @@ func (s *Store) scan(prefix []byte, fn func(k, v []byte) error) error {
 }
 
 // nodeWriter writes a node's keys into a batch; large blocks go to the
-// block files (blockfile.go).
+// block files (blockfile.go). Keys and values are written in place into
+// the batch (pebble's deferred operations), without a key of their own,
+// and the node encodes its records into one buffer the writer lends it
+// (node.EncFor): the batch copies every value.
 type nodeWriter struct {
 	s    *Store
 	b    *pebble.Batch
 	addr node.Addr
+	enc  *node.Enc
 }
 
-// writer returns the writer of node a's keys into b.
-func (s *Store) writer(b *pebble.Batch, a node.Addr) nodeWriter { return nodeWriter{s, b, a} }
+// writer returns the writer of node a's keys into b, lending enc.
+func (s *Store) writer(b *pebble.Batch, a node.Addr, enc *node.Enc) nodeWriter {
+	return nodeWriter{s, b, a, enc}
+}
 
 func (w nodeWriter) Put(k string, v []byte) {
 	if isBlock(k) && inFile(len(v)) {
 		w.s.putBlock(w.b, w.addr, k, v)
 		return
 	}
-	_ = w.b.Set(nodeKey(w.addr, k), v, nil)
+	op := w.b.SetDeferred(keyLen("n", string(w.addr), k), len(v))
+	fillKey(op.Key, "n", string(w.addr), k)
+	copy(op.Value, v)
+	_ = op.Finish()
 }
-func (w nodeWriter) Delete(k string) { _ = w.b.Delete(nodeKey(w.addr, k), nil) }
+
+func (w nodeWriter) Delete(k string) {
+	op := w.b.DeleteDeferred(keyLen("n", string(w.addr), k))
+	fillKey(op.Key, "n", string(w.addr), k)
+	_ = op.Finish()
+}
+
+// LendEnc implements node.EncLender.
+func (w nodeWriter) LendEnc() *node.Enc { return w.enc }
 
 // nodeReader reads a node's keys.
 type nodeReader struct {

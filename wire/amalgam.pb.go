@@ -4971,11 +4971,16 @@ func (x *StreamHello) GetToInc() uint64 {
 // message (msg, numbered seq) or several (msgs, numbered seq, seq+1, ...);
 // senders use msgs, receivers take either.
 type StreamFrame struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Hello         *StreamHello           `protobuf:"bytes,1,opt,name=hello,proto3" json:"hello,omitempty"`
-	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
-	Msg           *Message               `protobuf:"bytes,3,opt,name=msg,proto3" json:"msg,omitempty"`
-	Msgs          []*Message             `protobuf:"bytes,4,rep,name=msgs,proto3" json:"msgs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Hello *StreamHello           `protobuf:"bytes,1,opt,name=hello,proto3" json:"hello,omitempty"`
+	Seq   uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Msg   *Message               `protobuf:"bytes,3,opt,name=msg,proto3" json:"msg,omitempty"`
+	Msgs  []*Message             `protobuf:"bytes,4,rep,name=msgs,proto3" json:"msgs,omitempty"`
+	// An acknowledgement of the stream the other way (to -> from) riding on
+	// this frame: every message of that stream, under stream id ack_stream,
+	// up to acked was persisted, as in StreamAck. 0: none.
+	AckStream     uint64 `protobuf:"varint,5,opt,name=ack_stream,json=ackStream,proto3" json:"ack_stream,omitempty"`
+	Acked         uint64 `protobuf:"varint,6,opt,name=acked,proto3" json:"acked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5036,6 +5041,20 @@ func (x *StreamFrame) GetMsgs() []*Message {
 		return x.Msgs
 	}
 	return nil
+}
+
+func (x *StreamFrame) GetAckStream() uint64 {
+	if x != nil {
+		return x.AckStream
+	}
+	return 0
+}
+
+func (x *StreamFrame) GetAcked() uint64 {
+	if x != nil {
+		return x.Acked
+	}
+	return 0
 }
 
 // StreamAck tells the sender that every message up to acked was delivered
@@ -6449,12 +6468,15 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12\x1b\n" +
 	"\tstream_id\x18\x03 \x01(\x04R\bstreamId\x12\x19\n" +
 	"\bfrom_inc\x18\x04 \x01(\x04R\afromInc\x12\x15\n" +
-	"\x06to_inc\x18\x05 \x01(\x04R\x05toInc\"\x9e\x01\n" +
+	"\x06to_inc\x18\x05 \x01(\x04R\x05toInc\"\xd3\x01\n" +
 	"\vStreamFrame\x12-\n" +
 	"\x05hello\x18\x01 \x01(\v2\x17.amalgam.v1.StreamHelloR\x05hello\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12%\n" +
 	"\x03msg\x18\x03 \x01(\v2\x13.amalgam.v1.MessageR\x03msg\x12'\n" +
-	"\x04msgs\x18\x04 \x03(\v2\x13.amalgam.v1.MessageR\x04msgs\">\n" +
+	"\x04msgs\x18\x04 \x03(\v2\x13.amalgam.v1.MessageR\x04msgs\x12\x1d\n" +
+	"\n" +
+	"ack_stream\x18\x05 \x01(\x04R\tackStream\x12\x14\n" +
+	"\x05acked\x18\x06 \x01(\x04R\x05acked\">\n" +
 	"\tStreamAck\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x14\n" +
 	"\x05acked\x18\x02 \x01(\x04R\x05acked\"+\n" +

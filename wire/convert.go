@@ -40,17 +40,28 @@ func OpsToProto(ops []msg.Op) []*Op {
 // wrong (unknown kind, numbers that do not fit); field names the op in
 // errors. Checking the op against a block size is msg.Op.Validate's job.
 func OpFromProto(p *Op, field string) (msg.Op, error) {
+	op, err := opFromProto(p)
+	if err != nil {
+		err.Field = field + err.Field
+		return msg.Op{}, err
+	}
+	return op, nil
+}
+
+// opFromProto is OpFromProto with the error's field relative to the op
+// ("" or ".kind"): the op's own name is only formatted for an error.
+func opFromProto(p *Op) (msg.Op, *FieldError) {
 	if p == nil {
-		return msg.Op{}, fieldErr(field, "missing")
+		return msg.Op{}, &FieldError{Reason: "missing"}
 	}
 	if p.Kind <= OpKind_OP_KIND_UNSPECIFIED || p.Kind > OpKind_OP_KIND_CHECK {
-		return msg.Op{}, fieldErr(field+".kind", "unknown op kind %d", int32(p.Kind))
+		return msg.Op{}, &FieldError{Field: ".kind", Reason: fmt.Sprintf("unknown op kind %d", int32(p.Kind))}
 	}
 	if p.Offset < 0 || p.Offset > math.MaxInt32 {
-		return msg.Op{}, fieldErr(field+".offset", "%d is out of range", p.Offset)
+		return msg.Op{}, &FieldError{Field: ".offset", Reason: fmt.Sprintf("%d is out of range", p.Offset)}
 	}
 	if p.Length < 0 || p.Length > math.MaxInt32 {
-		return msg.Op{}, fieldErr(field+".length", "%d is out of range", p.Length)
+		return msg.Op{}, &FieldError{Field: ".length", Reason: fmt.Sprintf("%d is out of range", p.Length)}
 	}
 	op := msg.Op{Kind: msg.Kind(p.Kind), Block: p.Block, Offset: int(p.Offset), Length: int(p.Length),
 		Data: p.Data, Expect: p.Expect, Delta: p.Delta}
@@ -67,8 +78,9 @@ func OpFromProto(p *Op, field string) (msg.Op, error) {
 func OpsFromProto(ps []*Op) ([]msg.Op, error) {
 	out := make([]msg.Op, len(ps))
 	for i, p := range ps {
-		op, err := OpFromProto(p, fmt.Sprintf("ops[%d]", i))
+		op, err := opFromProto(p)
 		if err != nil {
+			err.Field = fmt.Sprintf("ops[%d]", i) + err.Field
 			return nil, err
 		}
 		out[i] = op
