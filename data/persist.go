@@ -8,6 +8,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/recovery"
 )
 
 // Durable state of a data server (node.Persistent), under the keys
@@ -39,7 +40,7 @@ import (
 type dataRC struct {
 	Inc      uint64
 	Stopped  []node.Addr
-	Degraded []bool
+	Degraded recovery.Flags // packed: rewritten with every run
 	Nonce    uint64
 	Answers  []answerRec
 	Resend   []node.Addr

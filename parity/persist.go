@@ -8,6 +8,7 @@ import (
 	"github.com/amalgam-store/amalgam/backup"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/recovery"
 )
 
 // Durable state of a parity server (node.Persistent), under the keys
@@ -37,7 +38,7 @@ import (
 type parityRC struct {
 	Inc      uint64
 	Stopped  []bool
-	Degraded []bool
+	Degraded recovery.Flags // packed: rewritten with every run
 	Early    []backup.EarlyRecord
 	Nonce    uint64
 	Kept     []msg.Prepare
