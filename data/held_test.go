@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
@@ -154,5 +155,30 @@ func TestHeldRequestRunCoversFollowingStripes(t *testing.T) {
 	s.Handle(ctx, client(2), request(2, 1, read(block(st+n))))
 	if asked := nodetest.Msgs[msg.StripeSnapshot](ctx.Take()); len(asked) != 0 || s.Held() != 2 {
 		t.Fatalf("a request for stripe %d of the run in flight asked %v (held %d), want it to wait for the run", st+n, asked, s.Held())
+	}
+}
+
+// While the server has client work its background rebuild keeps one run
+// in flight: a request held for a block not yet rebuilt stops the window
+// of two from refilling when a background run is rebuilt.
+func TestBackgroundRebuildYieldsToClients(t *testing.T) {
+	s, ctx := replacedWith(t, func(s *Server) { s.SetRebuildWindow(2); s.SetRebuildBusyPause(time.Millisecond) })
+	var nonce uint64
+	for _, q := range nodetest.Msgs[msg.StripeSnapshot](ctx.Take()) {
+		if q.Stripe == 0 {
+			nonce = q.Nonce
+		}
+	}
+	mine := testLayout.StripesAs(me, erasure.RoleData)
+	last := mine[len(mine)-1]
+	_, pos := testLayout.RoleOf(last, me)
+	s.Handle(ctx, client(1), request(1, 1, read(testLayout.Block(last, pos))))
+	ctx.Take()
+	answerStripe0(t, s, ctx, 1, nonce, [][]byte{pattern(1), pattern(2), pattern(3)})
+	if s.Degraded(0) {
+		t.Fatal("stripe 0 not rebuilt")
+	}
+	if asked := nodetest.Msgs[msg.StripeSnapshot](ctx.Take()); len(asked) != 0 || s.Held() != 1 {
+		t.Fatalf("with a request held, the rebuilt run was followed by snapshots %v (held %d), want none: one background run stays in flight", asked, s.Held())
 	}
 }

@@ -118,7 +118,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	if fresh {
 		pace := s.pace // a setting, kept by a new incarnation
 		*s = *New(m.Config, s.me)
-		s.pace = recovery.Pacing{Pause: pace.Pause, Window: pace.Window, Run: pace.Run} // the old incarnation's timers end
+		s.pace = pace.Settings() // the old incarnation's timers end
 		l := s.cfg.Layout
 		s.rc.degraded = make([]bool, l.Stripes)
 		for _, st := range l.StripesAs(s.me, erasure.RoleData) {

@@ -335,11 +335,16 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 // is rebuilt and its stripes times the pause have passed since it
 // started: the pause limits the rate, it does not add to the rebuild time.
 // While the server has client work (operations not yet acknowledged by
-// every backup, or held requests) one background run is in flight: the
-// rebuild yields to the foreground without stopping.
+// every backup, held requests, or a request since the last background
+// run started) one background run is in flight, and
+// one that starts then is paced by pace.Busy: the rebuild yields to the
+// foreground without stopping.
 func (s *Server) rebuildNext(ctx node.Context) {
-	window := max(s.pace.Window, 1)
-	if s.pace.Pause > 0 || s.busy() {
+	window, pause, busy := max(s.pace.Window, 1), s.pace.Pause, s.busy()
+	if pause == 0 && busy {
+		pause = s.pace.Busy
+	}
+	if pause > 0 || busy {
 		window = 1
 	}
 	for st := range s.rc.degraded {
@@ -349,17 +354,24 @@ func (s *Server) rebuildNext(ctx node.Context) {
 		if s.free(st) {
 			r := s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, s.free))
 			s.rc.bg = append(s.rc.bg, r.Stripe)
-			if s.pace.Pause > 0 {
+			s.pace.Asked = false
+			if pause > 0 {
 				s.pace.Waiting = true
-				ctx.SetTimer(rebuildPaused, s.pace.Pause*time.Duration(r.Count), s.pace.Pause*time.Duration(r.Count))
+				ctx.SetTimer(rebuildPaused, pause*time.Duration(r.Count), pause*time.Duration(r.Count))
 			}
 		}
 	}
 }
 
-// busy reports whether the server has client work in flight: operations
-// not yet acknowledged by every backup, or held requests.
-func (s *Server) busy() bool { return len(s.pending) > 0 || len(s.held) > 0 }
+// SetRebuildBusyPause makes a background run of k stripes that starts
+// while the server has client work take at least k times d, from its
+// start to the next run's, when no pause is set (0: no limit).
+func (s *Server) SetRebuildBusyPause(d time.Duration) { s.pace.Busy = max(d, 0) }
+
+// busy reports whether the server has client work: operations not yet
+// acknowledged by every backup, held requests, or a request since the
+// last background run started.
+func (s *Server) busy() bool { return len(s.pending) > 0 || len(s.held) > 0 || s.pace.Asked }
 
 // SetRebuildWindow makes the background rebuild keep up to n runs in
 // flight when there is no pause and no client work (n < 1: one).
