@@ -158,9 +158,10 @@ func TestHeldRequestRunCoversFollowingStripes(t *testing.T) {
 	}
 }
 
-// While the server has client work its background rebuild keeps one run
-// in flight: a request held for a block not yet rebuilt stops the window
-// of two from refilling when a background run is rebuilt.
+// While the server has client work its background rebuild is paced: with
+// a request held for a block not yet rebuilt, a rebuilt background run is
+// followed by one more, whose start sets the pause timer (1 ms per
+// stripe) that the next start waits for.
 func TestBackgroundRebuildYieldsToClients(t *testing.T) {
 	s, ctx := replacedWith(t, func(s *Server) { s.SetRebuildWindow(2); s.SetRebuildBusyPause(time.Millisecond) })
 	var nonce uint64
@@ -178,7 +179,16 @@ func TestBackgroundRebuildYieldsToClients(t *testing.T) {
 	if s.Degraded(0) {
 		t.Fatal("stripe 0 not rebuilt")
 	}
-	if asked := nodetest.Msgs[msg.StripeSnapshot](ctx.Take()); len(asked) != 0 || s.Held() != 1 {
-		t.Fatalf("with a request held, the rebuilt run was followed by snapshots %v (held %d), want none: one background run stays in flight", asked, s.Held())
+	effs := ctx.Take()
+	asked := nodetest.Msgs[msg.StripeSnapshot](effs)
+	if len(asked) == 0 || asked[0].Stripe == 0 || s.Held() != 1 {
+		t.Fatalf("with a request held, the rebuilt run was followed by snapshots %v (held %d), want a new background run", asked, s.Held())
+	}
+	paced := false
+	for _, e := range effs {
+		paced = paced || e.Kind == nodetest.Timer && e.Timer == rebuildPaused && e.Min == time.Millisecond*time.Duration(max(asked[0].Count, 1))
+	}
+	if !paced {
+		t.Fatalf("the run started while busy set no pause timer of 1 ms per stripe (effects %v)", effs)
 	}
 }

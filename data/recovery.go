@@ -336,16 +336,16 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 // started: the pause limits the rate, it does not add to the rebuild time.
 // While the server has client work (operations not yet acknowledged by
 // every backup, held requests, or a request since the last background
-// run started) one background run is in flight, and
-// one that starts then is paced by pace.Busy: the rebuild yields to the
-// foreground without stopping.
+// run started) and no pause is set, a background run of k stripes that
+// starts delays the next start by k times pace.Busy, within the window:
+// the rebuild yields to the foreground without stopping, and runs that
+// take longer than their share (large blocks) still overlap.
 func (s *Server) rebuildNext(ctx node.Context) {
-	window, pause, busy := max(s.pace.Window, 1), s.pace.Pause, s.busy()
-	if pause == 0 && busy {
-		pause = s.pace.Busy
-	}
-	if pause > 0 || busy {
+	window, pause := max(s.pace.Window, 1), s.pace.Pause
+	if pause > 0 {
 		window = 1
+	} else if s.busy() {
+		pause = s.pace.Busy
 	}
 	for st := range s.rc.degraded {
 		if len(s.rc.bg) >= window || s.pace.Waiting {
@@ -372,6 +372,12 @@ func (s *Server) SetRebuildBusyPause(d time.Duration) { s.pace.Busy = max(d, 0) 
 // acknowledged by every backup, held requests, or a request since the
 // last background run started.
 func (s *Server) busy() bool { return len(s.pending) > 0 || len(s.held) > 0 || s.pace.Asked }
+
+// noteRequest records a client request for the background rebuild's
+// pacing (only while it has blocks to rebuild and a busy pace to keep).
+func (s *Server) noteRequest() {
+	s.pace.Asked = s.pace.Asked || s.rc.degraded != nil && s.pace.Busy > 0
+}
 
 // SetRebuildWindow makes the background rebuild keep up to n runs in
 // flight when there is no pause and no client work (n < 1: one).

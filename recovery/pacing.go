@@ -21,12 +21,13 @@ const (
 // Window (a setting too; 0 counts as 1) is how many snapshot runs a data
 // server's background rebuild keeps in flight when Pause is 0. Run (a
 // setting; 0 counts as 1) is how many stripes one background run covers.
-// Busy (a setting; 0: none) is the pause per stripe a data server's
-// background run that starts while the server has client work takes when
-// Pause is 0: the rebuild yields to the foreground without stopping.
-// Asked (state, hashed like Waiting, not persisted) is whether a client
-// request arrived since the last background run started: client work
-// that keeps the next run paced even if it has already committed.
+// Busy (a setting; 0: none) is, when Pause is 0, the pause per stripe by
+// which a data server's background run that starts while the server has
+// client work delays the next start (runs still overlap, up to Window):
+// the rebuild yields to the foreground without stopping. Asked (state,
+// hashed like Waiting, not persisted; only tracked with Busy set) is
+// whether a client request arrived since the last background run
+// started: client work that paces the next run even if it has committed.
 type Pacing struct {
 	Pause   time.Duration
 	Window  int

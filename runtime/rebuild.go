@@ -24,13 +24,13 @@ func rebuildRun(n, blockSize int) int {
 }
 
 // DefaultRebuildBusyRate is MachineOptions.RebuildBusyRate's default, in
-// blocks per second: while a data server has client work its background
-// runs keep to this rate (a 2 ms pause per stripe: 2 MB/s of 4 KiB blocks,
-// above the benchmark cluster's durable write rate, and no limit in
-// practice for 128 KiB blocks, whose rebuild already leaves the clients
-// most of their throughput; docs/performance.md, "Recovery"). Runs for
-// held requests are not paced.
-const DefaultRebuildBusyRate = 500
+// blocks per second: while a data server has client work, the start of a
+// background run of k stripes delays the next start by k / 250 s (4 ms a
+// stripe: about 1 MB/s of 4 KiB blocks, besides the runs for held
+// requests, which are not paced; 32 MB/s of 128 KiB blocks, above what
+// their loaded rebuild reaches, whose runs still overlap within the
+// window). docs/performance.md, "Recovery".
+const DefaultRebuildBusyRate = 250
 
 // rebuildBusyPause is the pause per stripe that keeps a busy data
 // server's background rebuild to rate blocks per second (0:
