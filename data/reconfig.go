@@ -247,10 +247,9 @@ func (r reconfState) hashWith(h *node.Hasher, all bool) {
 	var e node.Enc
 	for _, a := range r.answers {
 		e.String(string(a.requester))
-		e.Int(a.stripe)
-		e.Uint64(a.nonce)
-		e.Uint64(a.upto)
-		e.Uint64(a.opNum)
+		for _, v := range [...]uint64{uint64(a.stripe), a.nonce, a.upto, a.opNum} {
+			e.Uint64(v)
+		}
 		e.Bool(a.sent)
 	}
 	h.Bytes(e.B)
