@@ -241,21 +241,15 @@ func (r reconfState) hashWith(h *node.Hasher, all bool) {
 			x.Hash(h)
 		}
 	}
-	// One answer is kept per run answered for the configuration: their
-	// fields are encoded into one buffer and hashed with one write, as
-	// this runs on every Persist.
-	var e node.Enc
 	for _, a := range r.answers {
-		e.String(string(a.requester))
-		for _, v := range [...]uint64{uint64(a.stripe), a.nonce, a.upto, a.opNum} {
-			e.Uint64(v)
-		}
-		e.Bool(a.sent)
-	}
-	h.Bytes(e.B)
-	if all {
-		for _, a := range r.answers {
+		h.String(string(a.requester))
+		h.Int(a.stripe)
+		h.Uint64(a.nonce)
+		if all {
 			h.OptBytesList(a.blocks)
 		}
+		h.Uint64(a.upto)
+		h.Uint64(a.opNum)
+		h.Bool(a.sent)
 	}
 }
