@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/erasure/erasuretest"
@@ -19,6 +20,18 @@ func answerStripe0(t *testing.T, s *Server, ctx *nodetest.Ctx, num, nonce uint64
 		s.Handle(ctx, msg.DataAddr(pos), msg.SnapshotData{Num: num, Stripe: 0, Nonce: nonce, Shard: pos, Block: stripe[pos], OpNum: 1, Primary: 1})
 	}
 	s.Handle(ctx, msg.ParityAddr(4), msg.SnapshotParity{Num: num, Stripe: 0, Nonce: nonce, Index: 1, Block: par[1]})
+}
+
+// replacedWith is a new incarnation of shard me (configuration 1) whose
+// rebuild settings set chose before it started.
+func replacedWith(t *testing.T, set func(*Server)) (*Server, *nodetest.Ctx) {
+	t.Helper()
+	s, ctx := newServer(t)
+	set(s)
+	cfg := msg.InitialConfig(testLayout)
+	cfg.Num, cfg.Data[me], cfg.Changed = 1, 2, msg.DataAddr(me)
+	s.Handle(ctx, msg.ReconfigAddr, msg.NewConfig{Config: cfg, Install: &msg.Install{Shard: me}})
+	return s, ctx
 }
 
 // A request for a block not yet rebuilt is held, not dropped, and runs as
@@ -85,11 +98,7 @@ func TestHeldRequestsAcrossConfigurations(t *testing.T) {
 // order, whatever requests rebuild meanwhile: a request's stripe starts at
 // once and is skipped by the background rebuild.
 func TestBackgroundRebuildWindow(t *testing.T) {
-	s, ctx := newServer(t)
-	s.SetRebuildWindow(2)
-	cfg := msg.InitialConfig(testLayout)
-	cfg.Num, cfg.Data[me], cfg.Changed = 1, 2, msg.DataAddr(me)
-	s.Handle(ctx, msg.ReconfigAddr, msg.NewConfig{Config: cfg, Install: &msg.Install{Shard: me}})
+	s, ctx := replacedWith(t, func(s *Server) { s.SetRebuildWindow(2) })
 	stripes := func() []int {
 		var out []int
 		for _, q := range nodetest.Msgs[msg.StripeSnapshot](ctx.Take()) {
@@ -108,5 +117,72 @@ func TestBackgroundRebuildWindow(t *testing.T) {
 	s.Handle(ctx, client(1), request(1, 1, read(testLayout.Block(last, pos))))
 	if got := stripes(); len(got) != 1 || got[0] != last || s.Held() != 1 {
 		t.Fatalf("a request for stripe %d: snapshots of %v, held %d", last, got, s.Held())
+	}
+}
+
+// A request's run is a background run's length: its stripe and the
+// following ones with the same servers; a request for a stripe of a run
+// in flight waits for that run instead of starting another snapshot.
+func TestHeldRequestRunCoversFollowingStripes(t *testing.T) {
+	s, ctx := replacedWith(t, func(s *Server) { s.SetRebuildRun(2) })
+	bg := nodetest.Msgs[msg.StripeSnapshot](ctx.Take())
+	if len(bg) == 0 {
+		t.Fatal("no background snapshot")
+	}
+	n := testLayout.N
+	st := -1
+	for _, c := range testLayout.StripesAs(me, erasure.RoleData) {
+		if c != bg[0].Stripe && c != bg[0].Stripe+n && c+n < testLayout.Stripes {
+			st = c
+			break
+		}
+	}
+	if st < 0 {
+		t.Fatal("no stripe of the test layout outside the background run with a following one")
+	}
+	block := func(st int) uint64 { _, pos := testLayout.RoleOf(st, me); return testLayout.Block(st, pos) }
+	s.Handle(ctx, client(1), request(1, 1, read(block(st))))
+	asked := nodetest.Msgs[msg.StripeSnapshot](ctx.Take())
+	if len(asked) == 0 || asked[0].Stripe != st || asked[0].Count != 2 {
+		t.Fatalf("a request for stripe %d asked %v, want a run of stripes %d and %d", st, asked, st, st+n)
+	}
+	s.Handle(ctx, client(2), request(2, 1, read(block(st+n))))
+	if asked := nodetest.Msgs[msg.StripeSnapshot](ctx.Take()); len(asked) != 0 || s.Held() != 2 {
+		t.Fatalf("a request for stripe %d of the run in flight asked %v (held %d), want it to wait for the run", st+n, asked, s.Held())
+	}
+}
+
+// While the server has client work its background rebuild is paced: with
+// a request held for a block not yet rebuilt, a rebuilt background run is
+// followed by one more, whose start sets the pause timer (1 ms per
+// stripe) that the next start waits for.
+func TestBackgroundRebuildYieldsToClients(t *testing.T) {
+	s, ctx := replacedWith(t, func(s *Server) { s.SetRebuildWindow(2); s.SetRebuildBusyPause(time.Millisecond) })
+	var nonce uint64
+	for _, q := range nodetest.Msgs[msg.StripeSnapshot](ctx.Take()) {
+		if q.Stripe == 0 {
+			nonce = q.Nonce
+		}
+	}
+	mine := testLayout.StripesAs(me, erasure.RoleData)
+	last := mine[len(mine)-1]
+	_, pos := testLayout.RoleOf(last, me)
+	s.Handle(ctx, client(1), request(1, 1, read(testLayout.Block(last, pos))))
+	ctx.Take()
+	answerStripe0(t, s, ctx, 1, nonce, [][]byte{pattern(1), pattern(2), pattern(3)})
+	if s.Degraded(0) {
+		t.Fatal("stripe 0 not rebuilt")
+	}
+	effs := ctx.Take()
+	asked := nodetest.Msgs[msg.StripeSnapshot](effs)
+	if len(asked) == 0 || asked[0].Stripe == 0 || s.Held() != 1 {
+		t.Fatalf("with a request held, the rebuilt run was followed by snapshots %v (held %d), want a new background run", asked, s.Held())
+	}
+	paced := false
+	for _, e := range effs {
+		paced = paced || e.Kind == nodetest.Timer && e.Timer == rebuildPaused && e.Min == time.Millisecond*time.Duration(max(asked[0].Count, 1))
+	}
+	if !paced {
+		t.Fatalf("the run started while busy set no pause timer of 1 ms per stripe (effects %v)", effs)
 	}
 }

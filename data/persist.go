@@ -8,6 +8,7 @@ import (
 
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/recovery"
 )
 
 // Durable state of a data server (node.Persistent), under the keys
@@ -39,7 +40,8 @@ import (
 type dataRC struct {
 	Inc      uint64
 	Stopped  []node.Addr
-	Degraded []bool
+	Flags    recovery.Flags // the degraded flags, packed: rewritten with every run
+	Degraded []bool         // the degraded flags as older builds wrote them; read only
 	Nonce    uint64
 	Answers  []answerRec
 	Resend   []node.Addr
@@ -120,7 +122,7 @@ func (s *Server) Persist(w node.Writer) {
 
 // rcRecord is the rc record of the durable part of reconfState.
 func (s *Server) rcRecord() any {
-	rc := dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend,
+	rc := dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Flags: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend,
 		Report: s.rc.report}
 	for _, a := range s.rc.answers {
 		rc.Answers = append(rc.Answers, answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce, Upto: a.upto,
@@ -270,8 +272,8 @@ func (s *Server) restorePending(r node.Reader) error {
 // restoreRC takes back the durable part of reconfState.
 func (s *Server) restoreRC(rc dataRC) {
 	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.resend, s.rc.report = rc.Inc, rc.Stopped, rc.Nonce, rc.Resend, rc.Report
-	if len(rc.Degraded) > 0 {
-		s.rc.degraded = rc.Degraded
+	if deg := rc.degraded(); len(deg) > 0 {
+		s.rc.degraded = deg
 	}
 	for _, a := range rc.Answers {
 		s.rc.answers = append(s.rc.answers, &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto,
@@ -292,3 +294,7 @@ func (s *Server) AbandonUnanswered() {
 
 // Stored is the number of blocks the server holds (written at least once).
 func (s *Server) Stored() int { return s.blocks.Len() }
+
+// degraded is the record's degraded flags, packed or as older builds
+// wrote them.
+func (rc dataRC) degraded() []bool { return recovery.Either(rc.Flags, rc.Degraded) }

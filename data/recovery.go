@@ -148,13 +148,19 @@ func (s *Server) waits(r msg.Request) bool {
 	return false
 }
 
-// Recover starts rebuilding this shard's block of stripe st, alone,
-// unless it is not degraded or already being rebuilt.
+// Recover starts rebuilding this shard's block of stripe st, unless it
+// is not degraded or a run in flight covers it already (a request for it
+// then waits for that run). The run is a background run's length: st and
+// the following degraded stripes with the same servers that no run in
+// flight covers, since the blocks clients ask for next are often near.
 func (s *Server) Recover(ctx node.Context, st int) {
-	if s.isDegraded(st) && !s.rebuilding(st) {
-		s.recoverRun(ctx, []int{st})
+	if s.free(st) {
+		s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, s.free))
 	}
 }
+
+// free reports whether stripe st is degraded and no run in flight covers it.
+func (s *Server) free(st int) bool { return s.isDegraded(st) && !s.rebuilding(st) }
 
 // rebuilding reports whether a rebuild in flight covers stripe st.
 func (s *Server) rebuilding(st int) bool {
@@ -328,22 +334,44 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 // it up. With a pause, one run is in flight, and the next starts once it
 // is rebuilt and its stripes times the pause have passed since it
 // started: the pause limits the rate, it does not add to the rebuild time.
+// While the server has client work (operations not yet acknowledged by
+// every backup, held requests, or a request since the last background
+// run started) and no pause is set, a background run of k stripes that
+// starts delays the next start by k times pace.Busy, within the window:
+// the rebuild yields to the foreground without stopping, and runs that
+// take longer than their share (large blocks) still overlap.
 func (s *Server) rebuildNext(ctx node.Context) {
-	free := func(st int) bool { return s.rc.degraded[st] && !s.rebuilding(st) }
+	busy := s.busy()
 	for st := range s.rc.degraded {
 		if len(s.rc.bg) >= s.pace.InFlight() || s.pace.Waiting {
 			return
 		}
-		if free(st) {
-			r := s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, free))
+		if s.free(st) {
+			r := s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, s.free))
 			s.rc.bg = append(s.rc.bg, r.Stripe)
-			s.pace.Started(ctx, rebuildPaused, r.Count)
+			s.pace.Started(ctx, rebuildPaused, r.Count, busy)
 		}
 	}
 }
 
+// SetRebuildBusyPause makes a background run of k stripes that starts
+// while the server has client work take at least k times d, from its
+// start to the next run's, when no pause is set (0: no limit).
+func (s *Server) SetRebuildBusyPause(d time.Duration) { s.pace.Busy = max(d, 0) }
+
+// busy reports whether the server has client work: operations not yet
+// acknowledged by every backup, held requests, or a request since the
+// last background run started.
+func (s *Server) busy() bool { return len(s.pending) > 0 || len(s.held) > 0 || s.pace.Asked }
+
+// noteRequest records a client request for the background rebuild's
+// pacing (only while it has blocks to rebuild and a busy pace to keep).
+func (s *Server) noteRequest() {
+	s.pace.Asked = s.pace.Asked || s.rc.degraded != nil && s.pace.Busy > 0
+}
+
 // SetRebuildWindow makes the background rebuild keep up to n runs in
-// flight when there is no pause (n < 1: one).
+// flight when there is no pause and no client work (n < 1: one).
 func (s *Server) SetRebuildWindow(n int) { s.pace.Window = n }
 
 // SetRebuildRun makes the background rebuild snapshot up to n stripes

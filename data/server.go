@@ -98,6 +98,7 @@ func (s *Server) owns(b uint64) bool {
 }
 
 func (s *Server) onRequest(ctx node.Context, from node.Addr, r msg.Request) {
+	s.noteRequest() // client work paces the background rebuild (recovery.go)
 	if e, ok := s.clients.get(r.Client); ok {
 		if r.Seq == e.seq && e.done {
 			ctx.Send(from, e.reply) // the reply was lost: send it again

@@ -105,6 +105,7 @@ func (s *Server) Hash() uint64 {
 		r.req.Hash(h)
 	}
 	h.Bool(s.pace.Waiting) // a rebuildPaused timer is pending: it changes what handlers do
+	h.Bool(s.pace.Asked)   // a client request since the last background run started: it paces the next
 	return h.Sum()
 }
 

@@ -69,8 +69,24 @@ func (h *Hasher) Uint64s(xs []uint64) { hashEach(h, xs, h.Uint64) }
 // Ints adds the number of xs, then each of them.
 func (h *Hasher) Ints(xs []int) { hashEach(h, xs, h.Int) }
 
-// Bools adds the number of xs, then each of them.
-func (h *Hasher) Bools(xs []bool) { hashEach(h, xs, h.Bool) }
+// Bools adds the number of xs, then the flags packed eight to a byte (a
+// server's degraded flags per stripe are hashed on every Persist: one
+// write per flag cost more than the rest of the state).
+func (h *Hasher) Bools(xs []bool) {
+	h.Int(len(xs))
+	var buf [512]byte
+	for len(xs) > 0 {
+		n := min(len(xs), 8*len(buf))
+		clear(buf[:])
+		for i, x := range xs[:n] {
+			if x {
+				buf[i>>3] |= 1 << (i & 7)
+			}
+		}
+		_, _ = h.d.Write(buf[:(n+7)/8])
+		xs = xs[n:]
+	}
+}
 
 // OptBytesList adds the number of bs, then each with OptBytes.
 func (h *Hasher) OptBytesList(bs [][]byte) { hashEach(h, bs, h.OptBytes) }

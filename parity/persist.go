@@ -8,6 +8,7 @@ import (
 	"github.com/amalgam-store/amalgam/backup"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
+	"github.com/amalgam-store/amalgam/recovery"
 )
 
 // Durable state of a parity server (node.Persistent), under the keys
@@ -37,7 +38,8 @@ import (
 type parityRC struct {
 	Inc      uint64
 	Stopped  []bool
-	Degraded []bool
+	Flags    recovery.Flags // the degraded flags, packed: rewritten with every run
+	Degraded []bool         // the degraded flags as older builds wrote them; read only
 	Early    []backup.EarlyRecord
 	Nonce    uint64
 	Kept     []msg.Prepare
@@ -142,7 +144,7 @@ func (s *Server) Persist(w node.Writer) {
 
 // rcRecord is the rc record of reconfState but its client records.
 func (s *Server) rcRecord() any {
-	rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Degraded: s.rc.degraded, Early: backup.EarlyToRecords(s.rc.early),
+	rc := parityRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Flags: s.rc.degraded, Early: backup.EarlyToRecords(s.rc.early),
 		Nonce: s.rc.nonce, Kept: s.rc.kept, Report: s.rc.report}
 	for _, v := range s.rc.versions {
 		rc.Versions = append(rc.Versions, versionRec{Stripe: v.stripe, Count: v.count, Prims: v.prims, OpNums: v.opNums})
@@ -218,8 +220,8 @@ func (s *Server) restoreRC(rc parityRC) error {
 		return fmt.Errorf("%d fences for %d shards", len(rc.Stopped), len(s.rc.stopped))
 	}
 	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.kept, s.rc.report = rc.Inc, rc.Stopped, rc.Nonce, rc.Kept, rc.Report
-	if len(rc.Degraded) > 0 {
-		s.rc.degraded = rc.Degraded
+	if deg := rc.degraded(); len(deg) > 0 {
+		s.rc.degraded = deg
 	}
 	for _, v := range rc.Versions {
 		s.rc.versions = append(s.rc.versions, version{stripe: v.Stripe, count: max(v.Count, 1), prims: v.Prims, opNums: v.OpNums})
@@ -268,3 +270,7 @@ func (s *Server) restoreClients(r node.Reader) error {
 
 // Stored is the number of parity blocks the server holds.
 func (s *Server) Stored() int { return s.blocks.Len() }
+
+// degraded is the record's degraded flags, packed or as older builds
+// wrote them.
+func (rc parityRC) degraded() []bool { return recovery.Either(rc.Flags, rc.Degraded) }

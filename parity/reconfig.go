@@ -358,8 +358,8 @@ func (s *Server) findSnapshot(req node.Addr, st int, nonce uint64) *snapshot {
 
 // findRun is req's snapshot of the run starting at stripe st, if any.
 func (s *Server) findRun(req node.Addr, st int) *snapshot {
-	for _, sn := range s.rc.snaps {
-		if sn.requester == req && sn.stripe == st {
+	for i := len(s.rc.snaps) - 1; i >= 0; i-- { // newest first: markers follow their snapshot closely
+		if sn := s.rc.snaps[i]; sn.stripe == st && sn.requester == req {
 			return sn
 		}
 	}

@@ -94,7 +94,7 @@ func (s *Server) rebuildNext(ctx node.Context) {
 		s.rc.rebuilds = append(s.rc.rebuilds, r)
 		r.Ask(ctx, s.cfg.Layout, s.cfg.Num)
 		s.tick(ctx)
-		s.pace.Started(ctx, rebuildPaused, len(sts))
+		s.pace.Started(ctx, rebuildPaused, len(sts), false)
 	}
 	if len(s.rc.rebuilds) == 0 && s.rc.degraded != nil && !slices.Contains(s.rc.degraded, true) {
 		s.rc.degraded = nil

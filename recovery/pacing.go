@@ -15,8 +15,8 @@ const (
 // Pacing limits the background rebuild's rate of a data or parity server:
 // with a Pause, one background run is in flight, and the next starts once
 // it is rebuilt and Pause per stripe of the run has passed since it
-// started (a rate: the pause overlaps the run's own time). Pause is a setting of the host (SetRebuildPause),
-// not protocol state: not hashed, not persisted, kept across incarnations.
+// started (a rate: the pause overlaps the run's own time). Pause is a
+// setting of the host (SetRebuildPause), not protocol state: not hashed, not persisted, kept across incarnations.
 // Waiting (the server's rebuildPaused timer is pending) is hashed, because
 // handlers act on it; it is not persisted, because a restart ends timers
 // and Init resumes the rebuild. With Pause 0 (the default) the next run
@@ -25,11 +25,27 @@ const (
 // Window (a setting too; 0 counts as 1) is how many snapshot runs a data
 // server's background rebuild keeps in flight when Pause is 0. Run (a
 // setting; 0 counts as 1) is how many stripes one background run covers.
+// Busy (a setting; 0: none) is, when Pause is 0, the pause per stripe by
+// which a data server's background run that starts while the server has
+// client work delays the next start (runs still overlap, up to Window):
+// the rebuild yields to the foreground without stopping. Asked (state,
+// hashed like Waiting, not persisted; only tracked with Busy set) is
+// whether a client request arrived since the last background run
+// started: client work that paces the next run even if it has committed.
 type Pacing struct {
 	Pause   time.Duration
 	Window  int
 	Run     int
+	Busy    time.Duration
 	Waiting bool
+	Asked   bool
+}
+
+// Settings is p's settings, without its state: what a new incarnation at
+// the address keeps (the old incarnation's timers end).
+func (p Pacing) Settings() Pacing {
+	p.Waiting, p.Asked = false, false
+	return p
 }
 
 // InFlight is how many background runs may be in flight: one with a
@@ -41,16 +57,19 @@ func (p Pacing) InFlight() int {
 	return max(p.Window, 1)
 }
 
-// Started notes that a background run of k stripes started: with a Pause,
-// the next run waits for timer t, which fires k pauses from now.
-func (p *Pacing) Started(ctx node.Context, t node.Timer, k int) {
-	if p.Pause > 0 {
+// Started notes that a background run of k stripes started: with a Pause
+// (or, without one, Busy when the server has client work), the next run
+// waits for timer t, which fires k pauses from now. It clears Asked.
+func (p *Pacing) Started(ctx node.Context, t node.Timer, k int, busy bool) {
+	p.Asked = false
+	pause := p.Pause
+	if pause == 0 && busy {
+		pause = p.Busy
+	}
+	if pause > 0 {
 		p.Waiting = true
-		wait := p.Pause * time.Duration(k)
+		wait := pause * time.Duration(k)
 		ctx.SetTimer(t, wait, wait)
 	}
 }
 
-// Settings is p without Waiting: what a server's new incarnation keeps
-// (the old incarnation's timers end).
-func (p Pacing) Settings() Pacing { return Pacing{Pause: p.Pause, Window: p.Window, Run: p.Run} }

@@ -63,14 +63,14 @@ func (r *Rebuild) Has(l erasure.Layout, st int) bool {
 }
 
 // RunFrom picks a run starting at stripe st: st and the following stripes
-// with the same servers (st+n, st+2n, ...) for which want holds, up to
-// limit stripes in all (limit < 1: one).
+// with the same servers (st+n, st+2n, ...) up to the first for which want
+// does not hold, at most limit stripes in all (limit < 1: one). A run is
+// contiguous (msg.RunStripes), so it stops at a stripe it does not want
+// (rebuilt, or in another run) rather than cover it again.
 func RunFrom(l erasure.Layout, st, limit int, want func(int) bool) []int {
 	out := []int{st}
-	for s := st + l.N; s < l.Stripes && len(out) < limit; s += l.N {
-		if want(s) {
-			out = append(out, s)
-		}
+	for s := st + l.N; s < l.Stripes && len(out) < limit && want(s); s += l.N {
+		out = append(out, s)
 	}
 	return out
 }

@@ -110,6 +110,7 @@ func (mc *Machine) fresh(a node.Addr) node.Node {
 		s.SetRebuildPause(mc.o.RebuildPause)
 		s.SetRebuildWindow(cmp.Or(mc.o.RebuildWindow, DefaultRebuildWindow))
 		s.SetRebuildRun(rebuildRun(mc.o.RebuildRun, cfg.Layout.BlockSize))
+		s.SetRebuildBusyPause(rebuildBusyPause(mc.o.RebuildBusyRate))
 		return s
 	case "parity":
 		s := parity.New(cfg, m, mc.code)

@@ -118,6 +118,10 @@ type MachineOptions struct {
 	// data or parity server covers (0: DefaultRebuildRunBytes of blocks;
 	// at most MaxRebuildRun).
 	RebuildRun int
+	// RebuildBusyRate is the rate in blocks per second a data server's
+	// background rebuild keeps to while the server has client work, when
+	// RebuildPause is 0 (0: DefaultRebuildBusyRate; negative: no limit).
+	RebuildBusyRate float64
 }
 
 // DefaultRebuildWindow is MachineOptions.RebuildWindow's default: requests

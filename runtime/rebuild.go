@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"cmp"
+	"time"
 
 	"github.com/amalgam-store/amalgam/wire"
 )
@@ -20,4 +21,23 @@ const DefaultRebuildRunBytes = 256 << 10
 // default for blocks of blockSize bytes), between 1 and MaxRebuildRun.
 func rebuildRun(n, blockSize int) int {
 	return min(max(cmp.Or(n, DefaultRebuildRunBytes/max(blockSize, 1)), 1), MaxRebuildRun)
+}
+
+// DefaultRebuildBusyRate is MachineOptions.RebuildBusyRate's default, in
+// blocks per second: while a data server has client work, the start of a
+// background run of k stripes delays the next start by k / 250 s (4 ms a
+// stripe: about 1 MB/s of 4 KiB blocks, besides the runs for held
+// requests, which are not paced; 32 MB/s of 128 KiB blocks, above what
+// their loaded rebuild reaches, whose runs still overlap within the
+// window). docs/performance.md, "Recovery".
+const DefaultRebuildBusyRate = 250
+
+// rebuildBusyPause is the pause per stripe that keeps a busy data
+// server's background rebuild to rate blocks per second (0:
+// DefaultRebuildBusyRate; negative: no pause).
+func rebuildBusyPause(rate float64) time.Duration {
+	if rate < 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / cmp.Or(rate, DefaultRebuildBusyRate))
 }

@@ -31,6 +31,7 @@ var (
 	benchWindow     = flag.Int("recovery-bench-window", 0, "stripes the background rebuild keeps in flight (0: runtime.DefaultRebuildWindow)")
 	benchAttemptTTL = flag.Duration("recovery-bench-attempt", 2*time.Second, "client attempt timeout (a request for a degraded block is held and answered once the block is rebuilt)")
 	benchRun        = flag.Int("recovery-bench-run", 0, "stripes per snapshot run (0: runtime.DefaultRebuildRunBytes of blocks)")
+	benchBusyRate   = flag.Float64("recovery-bench-busy-rate", 0, "blocks per second a busy data server's background rebuild keeps to (0: runtime.DefaultRebuildBusyRate; negative: no limit)")
 	benchBlock      = flag.Int("recovery-bench-block", 4096, "block size in bytes")
 	benchDurable    = flag.Bool("recovery-bench-durable", false, "durable mode (pebble under a temporary directory) instead of memory mode")
 	benchCompare    = flag.String("recovery-bench-compare", "1,0", "TestRecoveryBench/compare: the run sizes (-recovery-bench-run values) alternated round by round")
@@ -53,13 +54,14 @@ func benchMode() string {
 // load is clients writing whole blocks, either at random over a set of
 // blocks until stopped, or once each over a list (a sweep).
 type load struct {
-	mu   sync.Mutex
-	lats []time.Duration
-	errs int
-	stop chan struct{}
-	wg   sync.WaitGroup
-	t0   time.Time
-	end  time.Time
+	mu     sync.Mutex
+	lats   []time.Duration
+	blocks []uint64 // the block of each of lats
+	errs   int
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	t0     time.Time
+	end    time.Time
 }
 
 // run starts n clients; with sweep, client i writes blocks[i], blocks[i+n],
@@ -97,12 +99,33 @@ func run(t *testing.T, lc *Local, n int, blocks []uint64, sweep bool) *load {
 					ld.errs++
 				} else {
 					ld.lats = append(ld.lats, d)
+					ld.blocks = append(ld.blocks, b)
 				}
 				ld.mu.Unlock()
 			}
 		})
 	}
 	return ld
+}
+
+// byShard describes the writes i to j-1 (in completion order): how many
+// and their mean latency, to shard's blocks and to the others.
+func (ld *load) byShard(l erasure.Layout, shard, i, j int) string {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	var n [2]int
+	var sum [2]time.Duration
+	for k := i; k < j && k < len(ld.lats); k++ {
+		o := 0
+		if l.Shard(ld.blocks[k]) == shard {
+			o = 1
+		}
+		n[o]++
+		sum[o] += ld.lats[k]
+	}
+	mean := func(o int) time.Duration { return sum[o] / time.Duration(max(n[o], 1)) }
+	return fmt.Sprintf("%d to shard %d (mean %v), %d to the others (mean %v)", n[1], shard,
+		mean(1).Round(100*time.Microsecond), n[0], mean(0).Round(100*time.Microsecond))
 }
 
 func (ld *load) halt() *load {
@@ -172,7 +195,7 @@ func startBench(t *testing.T, pause time.Duration) *Local {
 func startRun(t *testing.T, pause time.Duration, run int) *Local {
 	t.Helper()
 	o := Options{Layout: benchLayout(), Durability: benchMode(), Addr: "127.0.0.1:0", Replicas: 1,
-		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: pause, RebuildWindow: *benchWindow, RebuildRun: run}
+		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: pause, RebuildWindow: *benchWindow, RebuildRun: run, RebuildBusyRate: *benchBusyRate}
 	if *benchDurable {
 		o.DataDir = t.TempDir()
 	}
@@ -189,8 +212,9 @@ func normal(t *testing.T, lc *Local) stats {
 }
 
 // replace replaces server in place and returns how long it took until the
-// cluster was healthy in configuration num again.
-func replace(t *testing.T, lc *Local, server string, num uint64) time.Duration {
+// cluster was healthy in configuration num again; replaced, if not nil, is
+// called when the reconfiguration service has accepted the replacement.
+func replace(t *testing.T, lc *Local, server string, num uint64, replaced func()) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := e2etest.DialAttempt(t, lc.Entries, *benchAttemptTTL)
@@ -198,6 +222,9 @@ func replace(t *testing.T, lc *Local, server string, num uint64) time.Duration {
 	start := time.Now()
 	if _, err := c.Replace(ctx, server, false); err != nil {
 		t.Fatal(err)
+	}
+	if replaced != nil {
+		replaced()
 	}
 	e2etest.WaitFor(t, server+" rebuilt", 10*time.Minute, func() (bool, string) { return healthy(lc, num) })
 	return time.Since(start)
@@ -216,7 +243,7 @@ func TestRecoveryBench(t *testing.T) {
 		t.Logf("rebuild pause between stripes %v", *benchPause)
 		base := normal(t, lc)
 
-		d := replace(t, lc, "data/1", 1)
+		d := replace(t, lc, "data/1", 1, nil)
 		idle := mb / d.Seconds()
 		t.Logf("RESULT rebuild without load: %d blocks in %v: %.2f MB/s = %.2f x normal write throughput",
 			shardBlocks, d.Round(time.Millisecond), idle, idle/base.mbs)
@@ -345,7 +372,7 @@ func compareRuns(t *testing.T, blocks int, mb float64) {
 			t.Run(fmt.Sprintf("round%d-run%d", round+1, run), func(t *testing.T) { // its cleanup closes the cluster
 				lc := startRun(t, *benchPause, run)
 				base := normal(t, lc)
-				d := replace(t, lc, "data/1", 1)
+				d := replace(t, lc, "data/1", 1, nil)
 				idle := mb / d.Seconds()
 				_, loaded, cw := rebuildLoaded(t, lc, mb)
 				r := &res[i]
@@ -370,10 +397,14 @@ func compareRuns(t *testing.T, blocks int, mb float64) {
 func rebuildLoaded(t *testing.T, lc *Local, mb float64) (d time.Duration, rate, clients float64) {
 	ld := run(t, lc, *benchClients, allBlocks(lc.Layout), false)
 	time.Sleep(time.Second)
-	before := ld.count()
-	d = replace(t, lc, "data/2", 2)
+	before, start := ld.count(), time.Now()
+	var accepted int
+	var took time.Duration
+	d = replace(t, lc, "data/2", 2, func() { accepted, took = ld.count()-before, time.Since(start) })
 	during := ld.count() - before
 	ld.halt()
+	t.Logf("the replacement was accepted after %v (%d client writes); then %d writes in %v until data/2 was rebuilt; %s",
+		took.Round(time.Millisecond), accepted, during-accepted, (d - took).Round(time.Millisecond), ld.byShard(lc.Layout, 2, before, before+during))
 	return d, mb / d.Seconds(), float64(during) / d.Seconds() * float64(lc.Layout.BlockSize) / 1e6
 }
 
