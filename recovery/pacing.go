@@ -72,4 +72,3 @@ func (p *Pacing) Started(ctx node.Context, t node.Timer, k int, busy bool) {
 		ctx.SetTimer(t, wait, wait)
 	}
 }
-
