@@ -165,10 +165,11 @@ func (h *Host) HoldStats() int64 { return h.steer.heldN.Load() }
 // hold filters), and a retry is posted for when the filter expires.
 // Re-handled by that retry, a message whose filter still holds is held
 // again; the others are applied in order. A message behind one the
-// immediate check holds is left to the check. Loop goroutine only.
+// immediate check holds is left to the check. Called only when a filter
+// is live or a message held. Loop goroutine only.
 func (l *loop) steerHolds(ev event) bool {
 	s := &l.h.steer
-	if ev.m == nil || (s.n.Load() == 0 && len(l.held) == 0) {
+	if ev.m == nil {
 		return false
 	}
 	keys := s.keysOf(l)
