@@ -63,9 +63,9 @@ type steering struct {
 	n  atomic.Int64
 	mu sync.Mutex
 	fs []steerFilter
-	// held are the sort keys of the messages each loop holds for a hold
-	// filter, by their id in the loop's held messages (steerhold.go).
-	held  map[*loop]map[uint64]holdKey
+	// held is each loop's messages held for hold filters (steerhold.go).
+	held  map[*loop]*holdState
+	nheld int // messages in held, counted in n
 	heldN atomic.Int64
 }
 
@@ -86,7 +86,7 @@ func (h *Host) Steer(from, to node.Addr, kind string, d time.Duration) {
 		f.hold = &hd
 	}
 	s.fs = append(s.fs, f)
-	s.n.Store(int64(len(s.fs)))
+	s.n.Store(int64(len(s.fs) + s.nheld))
 	h.log.Info("event filter installed", "from", from, "to", to, "kind", kind, "for", d)
 }
 
@@ -117,7 +117,7 @@ func (s *steering) latest(match func(steerFilter) bool) time.Time {
 		}
 	}
 	s.fs = live
-	s.n.Store(int64(len(live)))
+	s.n.Store(int64(len(live) + s.nheld))
 	return u
 }
 

@@ -116,20 +116,43 @@ func TestHoldFilter(t *testing.T) {
 	if n := h.HoldStats(); n != 7 {
 		t.Errorf("%d messages held, want 7", n)
 	}
-	// Expire the filters: the retry applies the held messages in key
-	// order: parity/3's (op 3, then 4 behind it), parity/2's (op 5, its op
-	// 3 behind it), parity/1's op 6 and the Commit behind it, then the
-	// unordered op 9.
+	// Expire the filters: the retries apply the held messages in key
+	// order, one operation at a time: parity/3's (op 3, then 4 behind it),
+	// parity/2's (op 5, its op 3 behind it), parity/1's op 6 and the Commit
+	// behind it, then the unordered op 9.
 	h.steer.mu.Lock()
 	for i := range h.steer.fs {
 		h.steer.fs[i].until = time.Now().Add(-time.Second)
 	}
 	h.steer.mu.Unlock()
-	l.retrying = false
-	l.collect([]event{{retry: true}}, false)
-	want = append(want, ok(3, 1), ok(4, 0), ok(5, 1), ok(3, 0), ok(6, 0), msg.Commit{OpNum: 1}, ok(9, 0))
+	st := h.steer.stateOf(l)
+	retry := func() {
+		st.relAt = time.Time{} // drainStep has passed
+		l.retrying = false
+		l.collect([]event{{retry: true}}, false)
+	}
+	retry()
+	want = append(want, ok(3, 1))
+	if !slices.Equal(rec.got, want) {
+		t.Fatalf("the first retry applied %v, want %v", rec.got, want)
+	}
+	// While they drain, a message of an operation applied already passes;
+	// one of a later operation that the expired filters match joins them.
+	l.collect([]event{{from: "parity/4", m: ok(2, 0)}}, false)
+	l.collect([]event{{from: "parity/4", m: ok(8, 0)}}, false)
+	want = append(want, ok(2, 0))
+	if !slices.Equal(rec.got, want) {
+		t.Fatalf("applied %v while draining, want %v", rec.got, want)
+	}
+	for range 10 {
+		retry()
+	}
+	want = append(want, ok(4, 0), ok(5, 1), ok(3, 0), ok(6, 0), msg.Commit{OpNum: 1}, ok(8, 0), ok(9, 0))
 	if !slices.Equal(rec.got, want) || len(l.held) != 0 {
 		t.Fatalf("applied %v (%d still held), want %v", rec.got, len(l.held), want)
+	}
+	if n := h.steer.n.Load(); n != 0 {
+		t.Errorf("%d filters and held messages counted, want 0", n)
 	}
 	send("parity/1", ok(7, 0)) // no filter: passes
 	if got := rec.got[len(rec.got)-1]; got != ok(7, 0) {

@@ -132,84 +132,151 @@ func (k holdKey) compare(o holdKey) int {
 }
 
 // holds is until when a hold filter holds message m from from at at
-// (zero: none does).
-func (s *steering) holds(at, from node.Addr, m node.Message) time.Time {
+// (zero: none does), and the filters that hold it.
+func (s *steering) holds(at, from node.Addr, m node.Message) (time.Time, []steerFilter) {
 	if s.n.Load() == 0 || m == nil {
-		return time.Time{}
+		return time.Time{}, nil
 	}
-	return s.latest(func(f steerFilter) bool {
-		return f.hold != nil && f.to == at && (f.from == at || f.from == from) && f.hold.Matches(m)
+	var fs []steerFilter
+	u := s.latest(func(f steerFilter) bool {
+		ok := f.hold != nil && f.to == at && (f.from == at || f.from == from) && f.hold.Matches(m)
+		if ok {
+			fs = append(fs, f)
+		}
+		return ok
+	})
+	return u, fs
+}
+
+// holdState is a loop's messages held for hold filters: their keys by
+// their id in the loop's held messages, the filters that held them (kept
+// past their expiry until they are all applied), and the operation
+// released last and when.
+type holdState struct {
+	keys  map[uint64]holdKey
+	holds []steerFilter
+	relOp uint64
+	relAt time.Time
+}
+
+// matches reports whether one of the filters that held st's messages
+// matches m from from at at.
+func (st *holdState) matches(at, from node.Addr, m node.Message) bool {
+	return slices.ContainsFunc(st.holds, func(f steerFilter) bool {
+		return f.to == at && (f.from == at || f.from == from) && f.hold.Matches(m)
 	})
 }
 
-// keysOf is the held-message keys of l (created on first use).
-func (s *steering) keysOf(l *loop) map[uint64]holdKey {
+// stateOf is l's hold state (created on first use).
+func (s *steering) stateOf(l *loop) *holdState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held == nil {
-		s.held = map[*loop]map[uint64]holdKey{}
+		s.held = map[*loop]*holdState{}
 	}
 	if s.held[l] == nil {
-		s.held[l] = map[uint64]holdKey{}
+		s.held[l] = &holdState{keys: map[uint64]holdKey{}}
 	}
 	return s.held[l]
+}
+
+// track counts a message held (d 1) or let go (d -1) in n, so that a
+// host keeps looking while it holds messages after its filters expired.
+func (s *steering) track(d int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nheld += d
+	s.n.Store(int64(len(s.fs) + s.nheld))
 }
 
 // HoldStats is how many messages hold filters held (each counted once,
 // those behind a held one on its stream included).
 func (h *Host) HoldStats() int64 { return h.steer.heldN.Load() }
 
+// drainStep is the time between the operations applied once a hold
+// filter expired.
+const drainStep = 2 * time.Millisecond
+
 // steerHolds reports whether ev is held for a hold filter: one matches it,
 // or it is behind a message held for one on its stream. A held message
 // goes into the loop's held messages in key order (among those held for
 // hold filters), and a retry is posted for when the filter expires.
-// Re-handled by that retry, a message whose filter still holds is held
-// again; the others are applied in order. A message behind one the
-// immediate check holds is left to the check. Called only when a filter
-// is live or a message held. Loop goroutine only.
+// Once the filters expired, the held messages are applied one operation
+// (key) at a time, the lowest first, drainStep apart, so that a message in
+// transit when they expired lands before the operations after its own;
+// a message the expired filters match that arrives meanwhile, for an
+// operation after the one applied last, joins them. A message behind one
+// the immediate check holds is left to the check. Called only when a
+// filter is live or a message held. Loop goroutine only.
 func (l *loop) steerHolds(ev event) bool {
 	s := &l.h.steer
 	if ev.m == nil {
 		return false
 	}
-	keys := s.keysOf(l)
-	again := ev.hid != 0
+	st := s.stateOf(l)
+	k, again := st.keys[ev.hid]
 	if again {
-		delete(keys, ev.hid) // re-handled from the held messages
+		delete(st.keys, ev.hid) // re-handled from the held messages
+		s.track(-1)
 	}
 	var prev *holdKey // the last message of ev's stream held for a filter
 	for _, e := range l.held {
 		if ev.seq == 0 || e.from != ev.from || e.sid != ev.sid {
 			continue
 		}
-		k, ok := keys[e.hid]
+		pk, ok := st.keys[e.hid]
 		if !ok {
 			return false // behind a message the check holds
 		}
-		prev = &k
+		prev = &pk
 	}
-	var until time.Time
-	if prev == nil {
-		if until = s.holds(l.addr, ev.from, ev.m); until.IsZero() {
-			return false
+	if !again {
+		k = holdKey{from: ev.from, sid: ev.sid, seq: ev.seq}
+		k.op, _ = OpOf(ev.m)
+		if prev != nil {
+			k.op = max(k.op, prev.op)
 		}
 	}
-	k := holdKey{from: ev.from, sid: ev.sid, seq: ev.seq}
-	k.op, _ = OpOf(ev.m)
-	if prev != nil {
-		k.op = max(k.op, prev.op)
+	until, fs := time.Time{}, []steerFilter(nil)
+	if prev == nil {
+		until, fs = s.holds(l.addr, ev.from, ev.m)
+	}
+	retry := time.Duration(-1) // none: the message ahead of it posted one
+	switch {
+	case prev != nil || !until.IsZero():
+		if !until.IsZero() {
+			retry = time.Until(until) + time.Millisecond
+		}
+		for _, f := range fs {
+			if !slices.ContainsFunc(st.holds, func(h steerFilter) bool { return h.from == f.from && h.kind == f.kind }) {
+				st.holds = append(st.holds, f)
+			}
+		}
+	case again && k.op <= st.relOp:
+		return false // its operation is being applied
+	case again && time.Since(st.relAt) >= drainStep:
+		st.relOp, st.relAt = k.op, time.Now() // the next operation
+		return false
+	case again || len(st.keys) > 0 && k.op > st.relOp && st.matches(l.addr, ev.from, ev.m):
+		retry = drainStep
+	default:
+		if len(st.keys) == 0 {
+			st.holds, st.relOp = nil, 0
+		}
+		return false
 	}
 	if !again {
 		s.heldN.Add(1)
 	}
 	l.nextHid++
 	ev.hid = l.nextHid
-	keys[ev.hid] = k
+	st.keys[ev.hid] = k
+	s.track(1)
 	// After the last message held for a filter whose key is not above
 	// ev's, else before the first one.
 	at, first, last := len(l.held), -1, -1
 	for i, e := range l.held {
-		if o, ok := keys[e.hid]; ok {
+		if o, ok := st.keys[e.hid]; ok && e.hid != ev.hid {
 			if first < 0 {
 				first = i
 			}
@@ -225,8 +292,8 @@ func (l *loop) steerHolds(ev event) bool {
 		at = first
 	}
 	l.held = slices.Insert(l.held, at, ev)
-	if !until.IsZero() {
-		l.retryAfter(time.Until(until) + time.Millisecond)
+	if retry >= 0 {
+		l.retryAfter(retry)
 	}
 	return true
 }
