@@ -131,8 +131,27 @@ func checkFiltersOf(trace []mc.Event) []Filter {
 // event closest to the violation back to the first, the hold at its
 // receiver of the messages of its kind from every sender for that
 // operation and later ones; then the same for its stripe only; then the
-// same from its sender only.
+// same from its sender only. As with Candidates, those that hold more of
+// the trace's events come first (the order above among equals): a hold
+// of the deliveries that lead to the bad step rather than of the one that
+// only shows it.
 func holdFiltersOf(trace []mc.Event) []Filter {
+	fs := holdShapes(trace)
+	n := map[Filter]int{}
+	for _, f := range fs {
+		for _, e := range trace {
+			if !f.allows(e) {
+				n[f]++
+			}
+		}
+	}
+	slices.SortStableFunc(fs, func(a, b Filter) int { return n[b] - n[a] })
+	return fs
+}
+
+// holdShapes are the hold filters of trace in the order holdFiltersOf
+// describes, before the sort.
+func holdShapes(trace []mc.Event) []Filter {
 	var fs []Filter
 	for shape := range 3 {
 		for i := len(trace) - 1; i >= 0 && len(fs) < maxHolds; i-- {
@@ -365,13 +384,24 @@ type liveFilter struct {
 // active is the filters live for at least horizon: the search from a cut
 // takes them as installed, and one expiring sooner as gone, so that its
 // error path, if still reachable, is predicted again and the filter
-// renewed before it lapses.
+// renewed before it lapses. Expired filters are forgotten.
 func (s *steering) active(horizon time.Duration) []Filter {
-	now := time.Now().Add(horizon)
+	return s.liveFor(func(until, soon time.Time) bool { return !until.Before(soon) }, horizon)
+}
+
+// expiring is the filters live for less than horizon.
+func (s *steering) expiring(horizon time.Duration) []Filter {
+	return s.liveFor(func(until, soon time.Time) bool { return until.Before(soon) }, horizon)
+}
+
+func (s *steering) liveFor(keep func(until, soon time.Time) bool, horizon time.Duration) []Filter {
+	now := time.Now()
 	s.live = slices.DeleteFunc(s.live, func(l liveFilter) bool { return l.until.Before(now) })
 	var fs []Filter
 	for _, l := range s.live {
-		fs = append(fs, l.f)
+		if keep(l.until, now.Add(horizon)) && !slices.Contains(fs, l.f) {
+			fs = append(fs, l.f)
+		}
 	}
 	return fs
 }
@@ -382,7 +412,7 @@ func (s *steering) active(horizon time.Duration) []Filter {
 // whose searches from the cut (with the live filters, and after it lifts)
 // find no violation is installed.
 func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Options, rep *Report, log io.Writer) error {
-	live := s.active(0)
+	live := s.active(renewWithin * o.Every)
 	try := func(f Filter, again bool) (bool, error) {
 		if slices.Contains(live, f) {
 			return false, nil
@@ -432,7 +462,15 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 		cands = append(checkFiltersOf(r.Trace), cands...)
 	}
 	if o.HoldFilters {
-		cands = holdFiltersOf(r.Trace)
+		// The hold filters about to lapse come first: renewed while a
+		// violation is predicted, they keep holding what they hold
+		// (a new trace's hold may start at a later operation).
+		cands = s.expiring(renewWithin * o.Every)
+		for _, f := range holdFiltersOf(r.Trace) {
+			if !slices.Contains(cands, f) {
+				cands = append(cands, f)
+			}
+		}
 	}
 	for _, f := range cands {
 		if ok, err := try(f, slices.Contains(s.paths, f)); ok || err != nil {

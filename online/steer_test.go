@@ -366,6 +366,15 @@ func TestHoldFilterInSearch(t *testing.T) {
 	if got := holdFiltersOf(trace); !slices.Equal(got, want) {
 		t.Fatalf("hold filters %v, want %v", got, want)
 	}
+	// The hold of more of the trace's deliveries comes before the one of
+	// the delivery closest to the violation.
+	trace = []mc.Event{in("parity/2", ok(5, 0)), in("parity/3", ok(4, 0)),
+		{Kind: mc.StreamIn, Env: mc.Envelope{From: "data/0", To: "parity/3", Msg: msg.Commit{OpNum: 4}}}}
+	first := []Filter{hold("data/0", "data/0", "PrepareOK", 4, -1), hold("data/0", "data/0", "PrepareOK", 4, 0),
+		hold("parity/3", "parity/3", "Commit", 4, -1)}
+	if got := holdFiltersOf(trace); !slices.Equal(got[:3], first) {
+		t.Fatalf("hold filters %v, want first %v", got, first)
+	}
 	if f := want[0]; f.host() != "data/0" || want[5].host() != "parity/3" || (Filter{"data/0", "parity/3", runtime.StreamKind}).host() != "data/0" {
 		t.Error("a hold filter is not applied at its receiver, or another filter not at its sender")
 	}
