@@ -52,6 +52,13 @@ type Options struct {
 	// (default SteerFor).
 	CheckFilters bool
 	CheckFor     time.Duration
+	// HoldFilters makes steering try hold filters (runtime.HoldPrefix)
+	// instead of the trace's other candidates: the receiver holds the
+	// predicted messages of one kind from the predicted operation on, and
+	// applies them in operation order when the filter expires, after
+	// HoldFor (default SteerFor).
+	HoldFilters bool
+	HoldFor     time.Duration
 }
 
 // Report is what a run did.
@@ -244,6 +251,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CheckFor <= 0 {
 		o.CheckFor = o.SteerFor
+	}
+	if o.HoldFor <= 0 {
+		o.HoldFor = o.SteerFor
 	}
 	return o
 }

@@ -77,6 +77,7 @@ var (
 	steerRuns    = flag.Int("steer-runs", 0, "TestSteeringTable: seeded runs per mutant and mode (0: skip)")
 	steerFor     = flag.Duration("steer-for", 300*time.Millisecond, "TestSteeringTable: how long a filter lasts")
 	checkFor     = flag.Duration("check-for", time.Second, "TestSteeringTable: how long a check filter lasts")
+	holdFor      = flag.Duration("hold-for", time.Second, "TestSteeringTable: how long a hold filter lasts")
 	steerMutants = flag.String("steer-mutants", "backlog-out-of-order,backlog-txn-first-stripe", "TestSteeringTable: the mutants")
 	steerWindows = flag.Int("steer-windows", 4, "TestSteeringTable: stall windows per run")
 	steerWriters = flag.Int("steer-writers", 2, "TestSteeringTable: writers")
@@ -84,19 +85,19 @@ var (
 	steerStates  = flag.Int("steer-states", 3000, "TestSteeringTable: states a search explores at most")
 	steerFires   = flag.Int("steer-timer-fires", 0, "TestSteeringTable: timer firings in a search")
 	steerLog     = flag.Bool("steer-log", false, "TestSteeringTable: log the checker's lines and the windows, with times")
-	steerModes   = flag.String("steer-modes", "off,steer,steer-check,steer+check", "TestSteeringTable: the modes")
+	steerModes   = flag.String("steer-modes", "off,steer,steer-check,steer-hold,steer+check", "TestSteeringTable: the modes")
 )
 
 // steerMode is a mode of TestSteeringTable: steering (filters from
-// predictions), check filters among its candidates, and the immediate
-// check on every machine.
+// predictions), check filters among its candidates, hold filters as its
+// candidates, and the immediate check on every machine.
 type steerMode struct {
-	name                 string
-	steer, checks, check bool
+	name                        string
+	steer, checks, holds, check bool
 }
 
-var steerModeList = []steerMode{{"off", false, false, false}, {"steer", true, false, false},
-	{"steer-check", true, true, false}, {"steer+check", true, false, true}}
+var steerModeList = []steerMode{{"off", false, false, false, false}, {"steer", true, false, false, false},
+	{"steer-check", true, true, false, false}, {"steer-hold", true, false, true, false}, {"steer+check", true, false, false, true}}
 
 // steerWindow is one stall window of a run (stallSchedule) and what
 // happened in it.
@@ -104,7 +105,7 @@ type steerWindow struct {
 	violated  bool // a data server step broke data.CheckStep and was applied
 	inGap     bool // such a step came before the stall began
 	postponed bool // the immediate check postponed a message
-	held      bool // a check filter postponed a message
+	held      bool // a check filter postponed a message, or a hold filter held one
 	predicted bool // a search predicted a violation ahead (1 event or more)
 	atCut     bool // a cut showed a violation (0 events)
 	filters   int  // filters installed
@@ -134,7 +135,7 @@ func runSteered(t *testing.T, mutant string, seed uint64, mode steerMode) steerR
 				st := m.ImmediateStats()
 				postponed += st.Refused
 				bad += st.LetThrough
-				held += st.Steered
+				held += st.Steered + m.HoldStats()
 			}
 			if !check {
 				bad, postponed = postponed, 0
@@ -142,7 +143,8 @@ func runSteered(t *testing.T, mutant string, seed uint64, mode steerMode) steerR
 			return bad, postponed, held
 		}
 		o := Options{Every: 100 * time.Millisecond, MaxStates: *steerStates, Consequence: true,
-			Settings: mc.Settings{MaxTimerFires: *steerFires}, SteerFor: *steerFor, CheckFilters: mode.checks, CheckFor: *checkFor}
+			Settings: mc.Settings{MaxTimerFires: *steerFires}, SteerFor: *steerFor, CheckFilters: mode.checks, CheckFor: *checkFor,
+			HoldFilters: mode.holds, HoldFor: *holdFor}
 		if steer {
 			o.Steer = LocalSteerer(lc.Machines)
 		}
@@ -179,7 +181,7 @@ func runSteered(t *testing.T, mutant string, seed uint64, mode steerMode) steerR
 				for _, m := range lc.Machines {
 					per = append(per, m.ImmediateStats().Refused)
 				}
-				logf("window ends: %d bad steps, %d held by check filters; per machine, counted so far: %v", b1-b0, h1-h0, per)
+				logf("window ends: %d bad steps, %d held by check or hold filters; per machine, counted so far: %v", b1-b0, h1-h0, per)
 			}
 			ends = append(ends, time.Now())
 			out.windows = append(out.windows, steerWindow{violated: b1 > b0, inGap: bs > b0, postponed: p1 > p0, held: h1 > h0})

@@ -1,6 +1,7 @@
 package online
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -22,7 +23,10 @@ import (
 // From to To; runtime.TimerPrefix plus a timer's type postpones From's
 // timers of that type (To is From); runtime.CheckPrefix plus a message
 // kind postpones From's messages of that kind whose step breaks
-// runtime.StepCheck (To is From).
+// runtime.StepCheck (To is From); runtime.HoldPrefix plus a message kind
+// and qualifiers (runtime.Hold) holds at To the matching messages From
+// sends (every sender's when From is To), and applies them in operation
+// order when it expires.
 type Filter struct {
 	From, To node.Addr
 	Kind     string
@@ -36,6 +40,12 @@ func (f Filter) String() string {
 		return fmt.Sprintf("postpone %s's %s timers", f.From, strings.TrimPrefix(f.Kind, runtime.TimerPrefix))
 	case strings.HasPrefix(f.Kind, runtime.CheckPrefix):
 		return fmt.Sprintf("check %s's %s steps", f.From, strings.TrimPrefix(f.Kind, runtime.CheckPrefix))
+	case strings.HasPrefix(f.Kind, runtime.HoldPrefix):
+		from := "from " + string(f.From)
+		if f.From == f.To {
+			from = "from every sender"
+		}
+		return fmt.Sprintf("hold %s at %s %s", strings.TrimPrefix(f.Kind, runtime.HoldPrefix), f.To, from)
 	}
 	return fmt.Sprintf("drop %s from %s to %s", f.Kind, f.From, f.To)
 }
@@ -44,6 +54,9 @@ func (f Filter) String() string {
 // event never happens: a dropped message is never delivered, a paused
 // stream's head and a postponed timer wait past the search's horizon.
 func (f Filter) allows(e mc.Event) bool {
+	if h, ok := f.hold(); ok {
+		return !f.holds(h, e)
+	}
 	switch e.Kind {
 	case mc.Deliver, mc.Duplicate:
 		return e.Env.From != f.From || e.Env.To != f.To || runtime.MessageKind(e.Env.Msg) != f.Kind
@@ -53,6 +66,29 @@ func (f Filter) allows(e mc.Event) bool {
 		return e.T == nil || e.Node != f.From || f.Kind != runtime.TimerPrefix+runtime.MessageKind(e.T)
 	}
 	return true
+}
+
+// hold is f's hold filter kind parsed, if f is one (and parses).
+func (f Filter) hold() (runtime.Hold, bool) {
+	h, ok, err := runtime.ParseHold(f.Kind)
+	return h, ok && err == nil
+}
+
+// holds reports whether hold filter f (h parsed) refuses e: a delivery to
+// f.To of a message h matches, from f.From (from anyone if f.From is
+// f.To). The message waits, with those behind it on its stream.
+func (f Filter) holds(h runtime.Hold, e mc.Event) bool {
+	return (e.Kind == mc.Deliver || e.Kind == mc.Duplicate || e.Kind == mc.StreamIn) && e.Env.To == f.To &&
+		(f.From == f.To || e.Env.From == f.From) && h.Matches(e.Env.Msg)
+}
+
+// host is the server whose machine applies f: the receiver for a hold
+// filter, the sender for the others.
+func (f Filter) host() node.Addr {
+	if strings.HasPrefix(f.Kind, runtime.HoldPrefix) {
+		return f.To
+	}
+	return f.From
 }
 
 // allowsAt reports whether check filter f lets event e happen in state
@@ -89,6 +125,60 @@ func checkFiltersOf(trace []mc.Event) []Filter {
 	}
 	return fs
 }
+
+// holdFiltersOf are the hold filters of trace (at most maxHolds): for
+// each delivery of a message that carries an operation number, from the
+// event closest to the violation back to the first, the hold at its
+// receiver of the messages of its kind from every sender for that
+// operation and later ones; then the same for its stripe only; then the
+// same from its sender only. As with Candidates, those that hold more of
+// the trace's events come first (the order above among equals): a hold
+// of the deliveries that lead to the bad step rather than of the one that
+// only shows it.
+func holdFiltersOf(trace []mc.Event) []Filter {
+	fs := holdShapes(trace)
+	n := map[Filter]int{}
+	for _, f := range fs {
+		for _, e := range trace {
+			if !f.allows(e) {
+				n[f]++
+			}
+		}
+	}
+	slices.SortStableFunc(fs, func(a, b Filter) int { return n[b] - n[a] })
+	return fs
+}
+
+// holdShapes are the hold filters of trace in the order holdFiltersOf
+// describes, before the sort.
+func holdShapes(trace []mc.Event) []Filter {
+	var fs []Filter
+	for shape := range 3 {
+		for i := len(trace) - 1; i >= 0 && len(fs) < maxHolds; i-- {
+			e := trace[i]
+			op, ok := runtime.OpOf(e.Env.Msg)
+			if (e.Kind != mc.Deliver && e.Kind != mc.StreamIn) || !ok {
+				continue
+			}
+			h, from := runtime.Hold{Kind: runtime.MessageKind(e.Env.Msg), MinOp: max(op, 1), Stripe: -1}, e.Env.To
+			switch st, ok := runtime.StripeOf(e.Env.Msg); {
+			case shape == 1 && !ok:
+				continue
+			case shape == 1:
+				h.Stripe = st
+			case shape == 2:
+				from = e.Env.From
+			}
+			if f := (Filter{from, e.Env.To, h.String()}); !slices.Contains(fs, f) {
+				fs = append(fs, f)
+			}
+		}
+	}
+	return fs
+}
+
+// maxHolds bounds the hold filters tried for one prediction.
+const maxHolds = 8
 
 // filterOf is the filter that refuses event e, if the runtime can refuse
 // it.
@@ -185,17 +275,84 @@ func (c *Cut) checkLifted(live []Filter, f Filter, o Options) (*mc.Result, error
 	}
 	fs := append(slices.Clip(live), f)
 	allow, allowAt := allowAll(fs), allowAllAt(fs)
-	for range settleSteps {
-		evs := s.Events(mc.Settings{}) // deliveries only
-		i := slices.IndexFunc(evs, func(e mc.Event) bool { return allow(e) && (allowAt == nil || allowAt(s, e)) })
-		if i < 0 {
-			break
-		}
-		if s, err = s.Apply(evs[i]); err != nil {
+	if s, err = deliverAll(s, func(s *mc.State, evs []mc.Event) int {
+		return slices.IndexFunc(evs, func(e mc.Event) bool { return allow(e) && (allowAt == nil || allowAt(s, e)) })
+	}); err != nil {
+		return nil, err
+	}
+	if h, ok := f.hold(); ok {
+		if s, err = release(s, f, h, live); err != nil {
 			return nil, err
 		}
 	}
 	return explore(s, searchOptions(c, o, live)), nil
+}
+
+// deliverAll applies, from s, the deliveries pick picks (the index of one
+// of the state's deliveries, -1: none) until it picks none, settleSteps
+// at most.
+func deliverAll(s *mc.State, pick func(*mc.State, []mc.Event) int) (*mc.State, error) {
+	for range settleSteps {
+		evs := s.Events(mc.Settings{}) // deliveries only
+		i := pick(s, evs)
+		if i < 0 {
+			break
+		}
+		var err error
+		if s, err = s.Apply(evs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// release is what the runtime does when hold filter f (h parsed)
+// expires (runtime/steerhold.go): the messages it holds at f.To, with
+// those behind them on their streams, are applied in the order of their
+// keys: the highest operation number carried so far on their stream,
+// then the sender (an unordered message before a stream's). From s,
+// where every delivery the filters allow has happened, every message f
+// holds has reached f.To.
+func release(s *mc.State, f Filter, h runtime.Hold, live []Filter) (*mc.State, error) {
+	allow, allowAt := allowAll(live), allowAllAt(live)
+	ran := map[node.Addr]uint64{} // the streams released from: their highest operation so far
+	type key struct {
+		op     uint64
+		from   node.Addr
+		stream bool
+	}
+	return deliverAll(s, func(s *mc.State, evs []mc.Event) int {
+		best, bk := -1, key{}
+		for i, e := range evs {
+			_, behind := ran[e.Env.From]
+			behind = behind && e.Kind == mc.StreamIn && e.Env.To == f.To
+			if !behind && !f.holds(h, e) || e.Kind == mc.Duplicate || allow != nil && !allow(e) || allowAt != nil && !allowAt(s, e) {
+				continue
+			}
+			k := key{from: e.Env.From, stream: e.Kind == mc.StreamIn}
+			k.op, _ = runtime.OpOf(e.Env.Msg)
+			if k.stream {
+				k.op = max(k.op, ran[e.Env.From])
+			}
+			if best < 0 || cmp.Or(cmp.Compare(k.op, bk.op), cmp.Compare(k.from, bk.from), boolCompare(k.stream, bk.stream)) < 0 {
+				best, bk = i, k
+			}
+		}
+		if best >= 0 && bk.stream {
+			ran[bk.from] = bk.op
+		}
+		return best
+	})
+}
+
+func boolCompare(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // settleSteps bounds the deliveries checkLifted makes before f lifts.
@@ -227,13 +384,24 @@ type liveFilter struct {
 // active is the filters live for at least horizon: the search from a cut
 // takes them as installed, and one expiring sooner as gone, so that its
 // error path, if still reachable, is predicted again and the filter
-// renewed before it lapses.
+// renewed before it lapses. Expired filters are forgotten.
 func (s *steering) active(horizon time.Duration) []Filter {
-	now := time.Now().Add(horizon)
+	return s.liveFor(func(until, soon time.Time) bool { return !until.Before(soon) }, horizon)
+}
+
+// expiring is the filters live for less than horizon.
+func (s *steering) expiring(horizon time.Duration) []Filter {
+	return s.liveFor(func(until, soon time.Time) bool { return until.Before(soon) }, horizon)
+}
+
+func (s *steering) liveFor(keep func(until, soon time.Time) bool, horizon time.Duration) []Filter {
+	now := time.Now()
 	s.live = slices.DeleteFunc(s.live, func(l liveFilter) bool { return l.until.Before(now) })
 	var fs []Filter
 	for _, l := range s.live {
-		fs = append(fs, l.f)
+		if keep(l.until, now.Add(horizon)) && !slices.Contains(fs, l.f) {
+			fs = append(fs, l.f)
+		}
 	}
 	return fs
 }
@@ -244,7 +412,7 @@ func (s *steering) active(horizon time.Duration) []Filter {
 // whose searches from the cut (with the live filters, and after it lifts)
 // find no violation is installed.
 func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Options, rep *Report, log io.Writer) error {
-	live := s.active(0)
+	live := s.active(renewWithin * o.Every)
 	try := func(f Filter, again bool) (bool, error) {
 		if slices.Contains(live, f) {
 			return false, nil
@@ -269,6 +437,8 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 		d := o.SteerFor
 		if strings.HasPrefix(f.Kind, runtime.CheckPrefix) {
 			d = o.CheckFor
+		} else if strings.HasPrefix(f.Kind, runtime.HoldPrefix) {
+			d = o.HoldFor
 		}
 		if err := o.Steer(ctx, f, d); err != nil {
 			return false, err
@@ -291,6 +461,17 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 	if o.CheckFilters {
 		cands = append(checkFiltersOf(r.Trace), cands...)
 	}
+	if o.HoldFilters {
+		// The hold filters about to lapse come first: renewed while a
+		// violation is predicted, they keep holding what they hold
+		// (a new trace's hold may start at a later operation).
+		cands = s.expiring(renewWithin * o.Every)
+		for _, f := range holdFiltersOf(r.Trace) {
+			if !slices.Contains(cands, f) {
+				cands = append(cands, f)
+			}
+		}
+	}
 	for _, f := range cands {
 		if ok, err := try(f, slices.Contains(s.paths, f)); ok || err != nil {
 			return err
@@ -311,15 +492,13 @@ func (s *steering) steer(ctx context.Context, c *Cut, i int, r *mc.Result, o Opt
 	return nil
 }
 
-// Steer installs f, for d, on the machine that hosts f.From (conns and
-// addrs as for Machines; the machine is the index in f.From).
+// Steer installs f, for d, on the machine that applies it (conns and
+// addrs as for Machines; the machine is the index in the address of
+// f.From, or of f.To for a hold filter).
 func Steer(ctx context.Context, conns []grpc.ClientConnInterface, addrs []string, cluster string, f Filter, d time.Duration) error {
-	m, err := machineOf(f.From)
+	m, err := machineFor(f, len(conns))
 	if err != nil {
 		return err
-	}
-	if m >= len(conns) {
-		return fmt.Errorf("steer: %s is on machine %d; the cluster has %d", f.From, m, len(conns))
 	}
 	_, err = wire.NewOnlineClient(conns[m]).Steer(ctx, &wire.SteerRequest{Cluster: cluster, From: string(f.From), To: string(f.To),
 		Kind: f.Kind, DurationMs: d.Milliseconds()})
@@ -339,14 +518,23 @@ func MachinesSteerer(conns []grpc.ClientConnInterface, addrs []string, cluster s
 // LocalSteerer is a Steerer over machines in this process.
 func LocalSteerer(machines []*runtime.Machine) Steerer {
 	return func(_ context.Context, f Filter, d time.Duration) error {
-		m, err := machineOf(f.From)
+		m, err := machineFor(f, len(machines))
 		if err != nil {
 			return err
-		}
-		if m >= len(machines) {
-			return fmt.Errorf("steer: %s is on machine %d; the cluster has %d", f.From, m, len(machines))
 		}
 		machines[m].Steer(f.From, f.To, f.Kind, d)
 		return nil
 	}
+}
+
+// machineFor is the machine that applies f, of a cluster of n.
+func machineFor(f Filter, n int) (int, error) {
+	m, err := machineOf(f.host())
+	if err != nil {
+		return 0, err
+	}
+	if m >= n {
+		return 0, fmt.Errorf("steer: %s is on machine %d; the cluster has %d", f.host(), m, n)
+	}
+	return m, nil
 }

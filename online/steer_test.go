@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -17,6 +18,7 @@ import (
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/runtime"
+	"github.com/amalgam-store/amalgam/wire"
 	"github.com/amalgam-store/amalgam/workload"
 )
 
@@ -98,10 +100,19 @@ func seededLoadAbandon(t *testing.T, seed uint64, writers int, abandon time.Dura
 // filters that pause the streams carrying messages in flight at each cut,
 // or check a data server's PREPARE-OKs. Nothing is predicted, the check refuses
 // nothing, and the clients' history stays linearizable.
-func TestSteeringKeepsLinearizable(t *testing.T) {
+func TestSteeringKeepsLinearizable(t *testing.T) { keepsLinearizable(t, false) }
+
+// The same with hold filters: automatic steering with hold filters as its
+// candidates, and checked hold filters of the messages in flight at each
+// cut (from their sender, or from every sender from their operation on),
+// which hold and then release real messages.
+func TestHoldSteeringKeepsLinearizable(t *testing.T) { keepsLinearizable(t, true) }
+
+func keepsLinearizable(t *testing.T, holds bool) {
 	lc, stop, _ := seededLoad(t, 1, 3, immediateCheck(runtime.DataCommitCheck()))
 	steer := LocalSteerer(lc.Machines)
-	o := Options{Every: 150 * time.Millisecond, MaxStates: 1500, Consequence: true, Steer: steer, SteerFor: 200 * time.Millisecond, CheckFilters: true}
+	o := Options{Every: 150 * time.Millisecond, MaxStates: 1500, Consequence: true, Steer: steer, SteerFor: 200 * time.Millisecond,
+		CheckFilters: !holds, HoldFilters: holds}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var rep *Report
@@ -124,7 +135,13 @@ func TestSteeringKeepsLinearizable(t *testing.T) {
 	}
 	installed := 0
 	src := Local(lc.Machines)
-	for attempt := 0; installed < 4 && attempt < 100; attempt++ {
+	heldNow := func() (n int64) {
+		for _, m := range lc.Machines {
+			n += m.HoldStats()
+		}
+		return n
+	}
+	for attempt := 0; (installed < 4 || holds && heldNow() == 0) && attempt < 100; attempt++ {
 		time.Sleep(runtime.DefaultSnapshotMinInterval)
 		snaps, err := src(context.Background())
 		if err != nil {
@@ -136,8 +153,13 @@ func TestSteeringKeepsLinearizable(t *testing.T) {
 		}
 		m := c.InFlight[attempt%len(c.InFlight)]
 		f := Filter{From: m.From, To: m.To, Kind: runtime.StreamKind}
-		if d := msg.DataAddr(attempt % 2); attempt%2 == 1 {
+		if d := msg.DataAddr(attempt % 2); attempt%2 == 1 && !holds {
 			f = Filter{From: d, To: d, Kind: runtime.CheckPrefix + "PrepareOK"} // every other one a check filter
+		}
+		if holds {
+			if f, err = heldInFlight(m, attempt%2 == 1); err != nil {
+				t.Fatal(err)
+			}
 		}
 		r, err := c.CheckFilter(f, Options{MaxStates: 1500, Consequence: true})
 		if err != nil {
@@ -161,6 +183,10 @@ func TestSteeringKeepsLinearizable(t *testing.T) {
 		refused += m.ImmediateStats().Refused + m.ImmediateStats().Steered
 		checked += m.ImmediateStats().Checked
 	}
+	held := heldNow()
+	if holds && held == 0 {
+		t.Fatal("the hold filters held no message")
+	}
 	if checked == 0 {
 		t.Fatal("the immediate check checked no PREPARE-OK")
 	}
@@ -174,7 +200,28 @@ func TestSteeringKeepsLinearizable(t *testing.T) {
 	if res != porcupine.Ok {
 		t.Fatalf("history of %d operations with steering is not linearizable (%v)", len(hist), res)
 	}
-	t.Logf("%d cuts through 2 stalls, %d pause and check filters installed, %d PREPARE-OKs checked, %d operations, linearizable", len(rep.States), installed, checked, len(hist))
+	t.Logf("%d cuts through 2 stalls, %d filters installed by hand (%d messages held), %d PREPARE-OKs checked, %d operations, linearizable",
+		len(rep.States), installed, held, checked, len(hist))
+}
+
+// heldInFlight is a hold filter of message m in flight: of its kind from
+// its sender, or, with every, from every sender from the operation it
+// carries on.
+func heldInFlight(m Message, every bool) (Filter, error) {
+	var p wire.Message
+	if err := proto.Unmarshal(m.Msg, &p); err != nil {
+		return Filter{}, err
+	}
+	nm, err := wire.MessageFromProto(&p)
+	if err != nil {
+		return Filter{}, err
+	}
+	h := runtime.Hold{Kind: runtime.MessageKind(nm), Stripe: -1}
+	if !every {
+		return Filter{m.From, m.To, h.String()}, nil
+	}
+	h.MinOp, _ = runtime.OpOf(nm)
+	return Filter{m.To, m.To, h.String()}, nil
 }
 
 // stall pauses every stream from data server k to its backups for d
@@ -262,5 +309,107 @@ func TestCandidates(t *testing.T) {
 				t.Errorf("%s allows %s: %v", f, e, !refused)
 			}
 		}
+	}
+}
+
+// recorder is a node that records the messages it handles.
+type recorder struct{ got []node.Message }
+
+func (r *recorder) Init(node.Context)                                  {}
+func (r *recorder) Handle(_ node.Context, _ node.Addr, m node.Message) { r.got = append(r.got, m) }
+func (r *recorder) Timer(node.Context, node.Timer)                     {}
+func (r *recorder) Clone() node.Node                                   { return &recorder{slices.Clone(r.got)} }
+func (r *recorder) Hash() uint64                                       { return uint64(len(r.got)) }
+
+// A hold filter in the search refuses exactly the deliveries the runtime
+// holds (runtime.TestHoldFilter): to its receiver, from its sender (every
+// sender when From is To), of its kind, operation and stripe; the trace's
+// hold filters are those of its deliveries that carry an operation; and
+// when it lifts, the held messages are applied in the runtime's order.
+func TestHoldFilterInSearch(t *testing.T) {
+	ok := func(op uint64, stripe int) msg.PrepareOK { return msg.PrepareOK{OpNum: op, Stripe: stripe} }
+	in := func(from node.Addr, m node.Message) mc.Event {
+		return mc.Event{Kind: mc.StreamIn, Env: mc.Envelope{From: from, To: "data/0", Msg: m}}
+	}
+	every := Filter{"data/0", "data/0", runtime.Hold{Kind: "PrepareOK", MinOp: 5, Stripe: -1}.String()}
+	one := Filter{"parity/3", "data/0", runtime.Hold{Kind: "PrepareOK", Stripe: 1}.String()}
+	for _, c := range []struct {
+		f    Filter
+		e    mc.Event
+		want bool
+	}{
+		{every, in("parity/1", ok(6, 0)), false},
+		{every, in("parity/1", ok(4, 0)), true},
+		{every, in("parity/1", msg.Commit{OpNum: 7}), true},
+		{every, mc.Event{Kind: mc.Deliver, Env: mc.Envelope{From: "parity/2", To: "data/0", Msg: ok(9, 0)}}, false},
+		{every, mc.Event{Kind: mc.StreamIn, Env: mc.Envelope{From: "parity/1", To: "data/1", Msg: ok(9, 0)}}, true},
+		{one, in("parity/3", ok(3, 1)), false},
+		{one, in("parity/3", ok(3, 0)), true},
+		{one, in("parity/2", ok(3, 1)), true},
+		{one, mc.Event{Kind: mc.Fire, Node: "data/0", T: testTimer{}}, true},
+	} {
+		if got := c.f.allows(c.e); got != c.want {
+			t.Errorf("%s allows %s: %v, want %v", c.f, c.e, got, c.want)
+		}
+	}
+	trace := []mc.Event{
+		{Kind: mc.StreamIn, Env: mc.Envelope{From: "data/0", To: "parity/3", Msg: msg.Prepare{OpNum: 4, Stripe: 1}}},
+		in("parity/3", ok(4, 1)),
+		{Kind: mc.Fire, Node: "parity/3", T: testTimer{}},
+	}
+	hold := func(from, to node.Addr, kind string, op uint64, stripe int) Filter {
+		return Filter{from, to, runtime.Hold{Kind: kind, MinOp: op, Stripe: stripe}.String()}
+	}
+	want := []Filter{hold("data/0", "data/0", "PrepareOK", 4, -1), hold("parity/3", "parity/3", "Prepare", 4, -1),
+		hold("data/0", "data/0", "PrepareOK", 4, 1), hold("parity/3", "parity/3", "Prepare", 4, 1),
+		hold("parity/3", "data/0", "PrepareOK", 4, -1), hold("data/0", "parity/3", "Prepare", 4, -1)}
+	if got := holdFiltersOf(trace); !slices.Equal(got, want) {
+		t.Fatalf("hold filters %v, want %v", got, want)
+	}
+	// The hold of more of the trace's deliveries comes before the one of
+	// the delivery closest to the violation.
+	trace = []mc.Event{in("parity/2", ok(5, 0)), in("parity/3", ok(4, 0)),
+		{Kind: mc.StreamIn, Env: mc.Envelope{From: "data/0", To: "parity/3", Msg: msg.Commit{OpNum: 4}}}}
+	first := []Filter{hold("data/0", "data/0", "PrepareOK", 4, -1), hold("data/0", "data/0", "PrepareOK", 4, 0),
+		hold("parity/3", "parity/3", "Commit", 4, -1)}
+	if got := holdFiltersOf(trace); !slices.Equal(got[:3], first) {
+		t.Fatalf("hold filters %v, want first %v", got, first)
+	}
+	if f := want[0]; f.host() != "data/0" || want[5].host() != "parity/3" || (Filter{"data/0", "parity/3", runtime.StreamKind}).host() != "data/0" {
+		t.Error("a hold filter is not applied at its receiver, or another filter not at its sender")
+	}
+	// The messages of runtime.TestHoldFilter, in flight; every and one
+	// hold them (and those behind them) and release them in that order.
+	nodes := map[node.Addr]node.Node{}
+	for _, a := range []node.Addr{"data/0", "parity/1", "parity/2", "parity/3"} {
+		nodes[a] = &recorder{}
+	}
+	var fl []mc.InFlight
+	for _, m := range []struct {
+		from node.Addr
+		m    node.Message
+	}{{"parity/1", ok(4, 0)}, {"parity/1", ok(6, 0)}, {"parity/1", msg.Commit{OpNum: 1}}, {"parity/2", ok(5, 1)},
+		{"parity/2", ok(3, 0)}, {"parity/3", ok(2, 0)}, {"parity/3", ok(3, 1)}, {"parity/3", ok(4, 0)}} {
+		fl = append(fl, mc.InFlight{From: m.from, To: "data/0", Msg: m.m})
+	}
+	s, err := deliverAll(mc.NewStateAt(nodes, nil, fl), func(_ *mc.State, evs []mc.Event) int {
+		return slices.IndexFunc(evs, func(e mc.Event) bool { return every.allows(e) && one.allows(e) })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := []node.Message{ok(4, 0), ok(2, 0)}
+	if got := s.Node("data/0").(*recorder).got; !slices.Equal(got, applied) {
+		t.Fatalf("applied %v while the filters hold, want %v", got, applied)
+	}
+	for _, f := range []Filter{one, every} {
+		h, _ := f.hold()
+		if s, err = release(s, f, h, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applied = append(applied, ok(3, 1), ok(4, 0), ok(5, 1), ok(3, 0), ok(6, 0), msg.Commit{OpNum: 1})
+	if got := s.Node("data/0").(*recorder).got; !slices.Equal(got, applied) {
+		t.Fatalf("applied %v once the filters lift, want %v", got, applied)
 	}
 }

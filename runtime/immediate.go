@@ -104,8 +104,12 @@ func (h *Host) ImmediateStats() ImmediateStats {
 // checks it with StepCheck and postpones it, whatever the host's check.
 // Loop goroutine only.
 func (l *loop) refuses(ev event) (refused bool, first []event) {
+	filters := l.h.steer.n.Load() != 0
+	if (filters || len(l.held) > 0) && l.steerHolds(ev) {
+		return true, nil
+	}
 	ic := l.h.imm.c.Load()
-	steered := l.h.steer.n.Load() != 0 && ev.m != nil && l.h.steer.checking(l.addr, MessageKind(ev.m))
+	steered := filters && ev.m != nil && l.h.steer.checking(l.addr, MessageKind(ev.m))
 	if ic == nil && len(l.held) == 0 && !steered {
 		return false, nil
 	}
@@ -165,14 +169,7 @@ func (l *loop) refuses(ev event) (refused bool, first []event) {
 	}
 	ev = l.hold(ev)
 	l.spec, l.specEvs = c, append(l.specEvs, ev)
-	if !l.retrying {
-		l.retrying = true
-		time.AfterFunc(ic.Retry, func() {
-			if l.h.ctx.Err() == nil {
-				_ = l.post(l.h.ctx, event{retry: true})
-			}
-		})
-	}
+	l.retryAfter(ic.Retry)
 	return true, nil
 }
 

@@ -31,13 +31,21 @@ import (
 //     node's timers of that type are postponed until the filter expires;
 //   - CheckPrefix + a message kind, from a node to itself: that node's
 //     messages of that kind pass the immediate check (immediate.go) and
-//     are postponed when their step breaks it, as with SetImmediateCheck.
+//     are postponed when their step breaks it, as with SetImmediateCheck;
+//   - HoldPrefix + a message kind, optionally narrowed by the operation
+//     and stripe the message carries (Hold): the messages of that kind
+//     that to receives from from (from every sender when from is to) are
+//     held at the receiver, unacknowledged, with the messages of their
+//     stream behind them, and released when the filter expires, in the
+//     order of the operations they carry (steerhold.go). No state is
+//     consulted: the filter matches messages only.
 
 // Filter kinds beyond message kinds.
 const (
 	StreamKind  = "stream"
 	TimerPrefix = "timer:"
 	CheckPrefix = "check:"
+	HoldPrefix  = "hold:"
 )
 
 // steerFilter refuses the events of kind from one node to another until a
@@ -46,6 +54,7 @@ type steerFilter struct {
 	from, to node.Addr
 	kind     string
 	until    time.Time
+	hold     *Hold // a hold filter's kind, parsed
 }
 
 // steering is a host's filters; n counts them, so that a host without
@@ -54,6 +63,10 @@ type steering struct {
 	n  atomic.Int64
 	mu sync.Mutex
 	fs []steerFilter
+	// held is each loop's messages held for hold filters (steerhold.go).
+	held  map[*loop]*holdState
+	nheld int // messages in held, counted in n
+	heldN atomic.Int64
 }
 
 // MessageKind is the name filters match a message (or timer) by: its
@@ -68,14 +81,24 @@ func (h *Host) Steer(from, to node.Addr, kind string, d time.Duration) {
 	s := &h.steer
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.fs = append(s.fs, steerFilter{from, to, kind, time.Now().Add(d)})
-	s.n.Store(int64(len(s.fs)))
+	f := steerFilter{from: from, to: to, kind: kind, until: time.Now().Add(d)}
+	if hd, ok, err := ParseHold(kind); ok && err == nil {
+		f.hold = &hd
+	}
+	s.fs = append(s.fs, f)
+	s.n.Store(int64(len(s.fs) + s.nheld))
 	h.log.Info("event filter installed", "from", from, "to", to, "kind", kind, "for", d)
 }
 
 // until is the latest deadline of the live filters of kind from from to
 // to (zero if none), forgetting expired filters.
 func (s *steering) until(from, to node.Addr, kind string) time.Time {
+	return s.latest(func(f steerFilter) bool { return f.from == from && f.to == to && f.kind == kind })
+}
+
+// latest is the latest deadline of the live filters that match (zero if
+// none), forgetting expired filters.
+func (s *steering) latest(match func(steerFilter) bool) time.Time {
 	if s.n.Load() == 0 {
 		return time.Time{}
 	}
@@ -89,12 +112,12 @@ func (s *steering) until(from, to node.Addr, kind string) time.Time {
 			continue
 		}
 		live = append(live, f)
-		if f.from == from && f.to == to && f.kind == kind && f.until.After(u) {
+		if match(f) && f.until.After(u) {
 			u = f.until
 		}
 	}
 	s.fs = live
-	s.n.Store(int64(len(live)))
+	s.n.Store(int64(len(live) + s.nheld))
 	return u
 }
 
@@ -136,6 +159,9 @@ func (s onlineServer) Steer(_ context.Context, req *wire.SteerRequest) (*wire.St
 	}
 	if (strings.HasPrefix(req.GetKind(), TimerPrefix) || strings.HasPrefix(req.GetKind(), CheckPrefix)) && req.GetFrom() != req.GetTo() {
 		return nil, status.Error(codes.InvalidArgument, "steer: a timer or check filter names one node as from and to")
+	}
+	if _, _, err := ParseHold(req.GetKind()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "steer: %v", err)
 	}
 	if k, ok := strings.CutPrefix(req.GetKind(), CheckPrefix); ok && !slices.Contains(StepCheck.Kinds, k) {
 		return nil, status.Errorf(codes.InvalidArgument, "steer: the immediate check checks %v, not %s", StepCheck.Kinds, k)

@@ -101,6 +101,8 @@ no violation; it expires after --steer-for. See docs/model-checking.md,
 	f.DurationVar(&o.SteerFor, "steer-for", time.Second, "how long a steering filter lasts")
 	f.BoolVar(&o.CheckFilters, "steer-check", false, "with --steer, try first a check filter: the immediate check on the node that takes the predicted bad step")
 	f.DurationVar(&o.CheckFor, "check-for", time.Second, "how long a check filter lasts")
+	f.BoolVar(&o.HoldFilters, "steer-hold", false, "with --steer, try hold filters instead: the receiver holds the predicted messages of one kind from the predicted operation on, and applies them in operation order when the filter expires")
+	f.DurationVar(&o.HoldFor, "hold-for", time.Second, "how long a hold filter lasts")
 	f.StringVar(&mutant, "mutant", "", "the mutant the cluster runs (amalgam-server --mutant): search with it injected")
 	cmd.AddCommand(newMCOnlineReplayCmd(gl), newMCOnlineSteerCmd(gl))
 	return cmd
@@ -153,7 +155,11 @@ func newMCOnlineSteerCmd(gl *globalFlags) *cobra.Command {
 as SnapshotData) that --from sends to --to, for --for, on the machine that
 hosts --from; --kind stream pauses the stream from --from to --to, and
 --kind timer:TYPE postpones the --from node's timers of TYPE (--to is
---from). It first takes a consistent cut of --cluster and searches
+--from), --kind check:KIND runs the immediate check on the --from node's
+messages of KIND, and --kind hold:KIND[@op>=N,stripe=S] holds at --to
+(on its machine) the messages of KIND from --from (from every sender when
+--to is --from) that carry operation N or later and stripe S, and
+applies them in operation order when it expires. It first takes a consistent cut of --cluster and searches
 from it with the filter in place (the bounds of mc online); it refuses to
 install a filter with which the search finds a violation.`,
 		Args: cobra.NoArgs,
