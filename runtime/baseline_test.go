@@ -30,7 +30,9 @@ func startBaseline(t *testing.T, protocol string, l erasure.Layout) *BaselineLoc
 
 // Both baselines run on the runtime behind the unchanged Go client: one
 // client's mixed transactions (RSPaxos runs them as GETs and PUTs) match
-// the sequential specification.
+// the sequential specification. The client's attempts wait 30 s: under
+// -race on a loaded machine an RSPaxos transaction can take longer than
+// the default 2 s, and each retry is one more request for the replicas.
 func TestBaselineLocalSequential(t *testing.T) {
 	for _, p := range []string{ShardedPaxos, RSPaxos} {
 		t.Run(p, func(t *testing.T) {
@@ -38,7 +40,7 @@ func TestBaselineLocalSequential(t *testing.T) {
 			if got, want := len(bl.Machines), max(testLayout.N, bl.Baseline.Members()); got != want {
 				t.Fatalf("%d machines, want %d", got, want)
 			}
-			c := e2etest.Dial(t, bl.EntryAddr)
+			c := e2etest.DialAttempt(t, bl.EntryAddr, 30*time.Second)
 			runModel(t, c, testLayout, 2, 150, map[uint64][]byte{})
 		})
 	}
