@@ -34,8 +34,9 @@ func TestLMCPaxosOneProposal(t *testing.T) {
 		sc := paxos.ScenarioOf(c)
 		g := sc.Run(mc.BFS, mc.Options{Workers: 1})
 		l, st := sc.RunLMC(mc.Options{})
-		t.Logf("%s: bfs %s after %d states; lmc %s after %d local states, %d transitions, checks %d/%d, %d global states searched",
-			sc.Name, g.Outcome, g.States, l.Outcome, l.States, st.Transitions, st.Passed, st.Checks, st.Searched)
+		t.Logf("%s: bfs %s after %d states, %d transitions, %v; lmc %s after %d local states, %d transitions, checks %d/%d, %d global states searched, %v; lmc/bfs transitions %.3f, time %.2f",
+			sc.Name, g.Outcome, g.States, g.Transitions, g.Elapsed, l.Outcome, l.States, st.Transitions, st.Passed, st.Checks, st.Searched, l.Elapsed,
+			float64(st.Transitions)/float64(max(g.Transitions, 1)), l.Elapsed.Seconds()/max(g.Elapsed.Seconds(), 1e-9))
 		want := mc.Exhausted
 		if bug != "" {
 			want = mc.Violation
