@@ -54,12 +54,7 @@ type snapshot struct {
 
 // fields writes the snapshot's record, but its copies and ord, to w (a
 // node.Hasher or node.Enc).
-func (sn *snapshot) fields(w interface {
-	String(string)
-	Int(int)
-	Uint64(uint64)
-	Bool(bool)
-}) {
+func (sn *snapshot) fields(w node.Fields) {
 	w.String(string(sn.requester))
 	w.Int(sn.stripe)
 	w.Uint64(sn.nonce)
