@@ -53,10 +53,19 @@ func (f Filter) String() string {
 // allows reports whether f lets event e happen. In the search a refused
 // event never happens: a dropped message is never delivered, a paused
 // stream's head and a postponed timer wait past the search's horizon.
-func (f Filter) allows(e mc.Event) bool {
+func (f Filter) allows(e mc.Event) bool { return f.allower()(e) }
+
+// allower is f's allows, with a hold filter's kind parsed once (searches
+// ask it of every event).
+func (f Filter) allower() func(mc.Event) bool {
 	if h, ok := f.hold(); ok {
-		return !f.holds(h, e)
+		return func(e mc.Event) bool { return !f.holds(h, e) }
 	}
+	return f.allowsPlain
+}
+
+// allowsPlain is allows for a filter that is not a hold filter.
+func (f Filter) allowsPlain(e mc.Event) bool {
 	switch e.Kind {
 	case mc.Deliver, mc.Duplicate:
 		return e.Env.From != f.From || e.Env.To != f.To || runtime.MessageKind(e.Env.Msg) != f.Kind
@@ -139,8 +148,9 @@ func holdFiltersOf(trace []mc.Event) []Filter {
 	fs := holdShapes(trace)
 	n := map[Filter]int{}
 	for _, f := range fs {
+		allows := f.allower()
 		for _, e := range trace {
-			if !f.allows(e) {
+			if !allows(e) {
 				n[f]++
 			}
 		}
@@ -223,9 +233,13 @@ func allowAll(fs []Filter) func(mc.Event) bool {
 	if len(fs) == 0 {
 		return nil
 	}
+	allows := make([]func(mc.Event) bool, len(fs))
+	for i, f := range fs {
+		allows[i] = f.allower()
+	}
 	return func(e mc.Event) bool {
-		for _, f := range fs {
-			if !f.allows(e) {
+		for _, a := range allows {
+			if !a(e) {
 				return false
 			}
 		}
