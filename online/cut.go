@@ -40,6 +40,15 @@ type Message struct {
 	Msg      []byte // a marshalled wire.Message
 }
 
+// Decode returns the protocol message m carries.
+func (m Message) Decode() (node.Message, error) {
+	var p wire.Message
+	if err := proto.Unmarshal(m.Msg, &p); err != nil {
+		return nil, err
+	}
+	return wire.MessageFromProto(&p)
+}
+
 // NewCut joins the snapshots of every machine of one cluster. A stream's
 // messages in flight are those its sender numbered and its receiver had
 // not applied: they are in the sender's unacknowledged queue. It fails
@@ -136,11 +145,7 @@ func (c *Cut) State() (*mc.State, error) {
 	}
 	var fl []mc.InFlight
 	for _, m := range c.InFlight {
-		var p wire.Message
-		if err := proto.Unmarshal(m.Msg, &p); err != nil {
-			return nil, fmt.Errorf("cut: message %d from %s to %s: %v", m.Seq, m.From, m.To, err)
-		}
-		nm, err := wire.MessageFromProto(&p)
+		nm, err := m.Decode()
 		if err != nil {
 			return nil, fmt.Errorf("cut: message %d from %s to %s: %v", m.Seq, m.From, m.To, err)
 		}

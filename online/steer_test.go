@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/erasure"
@@ -18,7 +17,6 @@ import (
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/runtime"
-	"github.com/amalgam-store/amalgam/wire"
 	"github.com/amalgam-store/amalgam/workload"
 )
 
@@ -208,11 +206,7 @@ func keepsLinearizable(t *testing.T, holds bool) {
 // its sender, or, with every, from every sender from the operation it
 // carries on.
 func heldInFlight(m Message, every bool) (Filter, error) {
-	var p wire.Message
-	if err := proto.Unmarshal(m.Msg, &p); err != nil {
-		return Filter{}, err
-	}
-	nm, err := wire.MessageFromProto(&p)
+	nm, err := m.Decode()
 	if err != nil {
 		return Filter{}, err
 	}
