@@ -132,13 +132,11 @@ type PieceReply struct {
 	Missing bool
 }
 
-// Hash implements node.Message.
+// Hash implements node.Message. Block, Version, Piece and Missing are the
+// replica's stored piece of the block, hashed as its store hashes it.
 func (m PieceReply) Hash(h *node.Hasher) {
 	h.Tag(node.TagRSPieceReply)
 	h.Int(m.Member)
 	h.Uint64(m.Slot)
-	h.Uint64(m.Block)
-	h.Uint64(m.Version)
-	h.Bytes(m.Piece)
-	h.Bool(m.Missing)
+	stored{version: m.Version, piece: m.Piece, missing: m.Missing}.hashTo(h, m.Block)
 }

@@ -231,13 +231,20 @@ func (r *Replica) putStored(b uint64, st stored) {
 	r.storeAcc ^= st.hash(b)
 }
 
+// hash is the store's hash of st as block b's piece.
 func (st stored) hash(b uint64) uint64 {
 	h := node.NewHasher()
+	st.hashTo(h, b)
+	return h.Sum()
+}
+
+// hashTo adds st, as block b's piece, to h: for the store and for the
+// PieceReply that carries it.
+func (st stored) hashTo(h *node.Hasher, b uint64) {
 	h.Uint64(b)
 	h.Uint64(st.version)
 	h.Bytes(st.piece)
 	h.Bool(st.missing)
-	return h.Sum()
 }
 
 // Execute implements paxos.App: it runs chosen slot s, and asks for the
