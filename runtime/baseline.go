@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -33,7 +32,7 @@ const (
 	RSPaxos      = "rspaxos"
 )
 
-// BaselineTiming is the baselines' timer settings on the runtime (zero
+// BaselineTiming is the baselines' timer settings on the runtime (unset
 // fields of LocalOptions.PaxosTiming): slower than the simulator's
 // defaults, so that a loaded machine moving large blocks over gRPC does
 // not start elections; a machine's client tries the next member after
@@ -69,13 +68,11 @@ type BaselineClient interface {
 }
 
 // NewBaseline describes protocol (ShardedPaxos or RSPaxos) on layout l:
-// one Paxos group per shard of l, f from l, with timing tm (zero fields
-// from BaselineTiming).
+// one Paxos group per shard of l, f from l, with timing tm (fields it
+// leaves unset, zero or negative, from BaselineTiming).
 func NewBaseline(protocol string, l erasure.Layout, tm paxos.Timing) (*Baseline, error) {
 	b := &Baseline{Protocol: protocol, Layout: l, firstSeq: func(seq uint64) uint64 { return seq }}
-	tm.Heartbeat = cmp.Or(tm.Heartbeat, BaselineTiming.Heartbeat)
-	tm.Election = cmp.Or(tm.Election, BaselineTiming.Election)
-	tm.Retry = cmp.Or(tm.Retry, BaselineTiming.Retry)
+	tm = tm.Or(BaselineTiming)
 	switch protocol {
 	case ShardedPaxos:
 		cfg := shardedpaxos.Config{Layout: l, Timing: tm}

@@ -31,7 +31,7 @@ type LocalOptions struct {
 	ServerOptions []grpc.ServerOption
 	DialOptions   []grpc.DialOption
 	Register      func(*grpc.Server) // added to every server (health, reflection)
-	// PaxosTiming is the baselines' timing (StartBaselineLocal; zero
+	// PaxosTiming is the baselines' timing (StartBaselineLocal; unset
 	// fields: BaselineTiming).
 	PaxosTiming paxos.Timing
 	Metrics     Metrics

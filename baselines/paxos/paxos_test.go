@@ -69,3 +69,16 @@ func TestClientTable(t *testing.T) {
 		t.Fatal("the zero table is not empty")
 	}
 }
+
+// Or fills the fields t leaves unset (zero or negative) from d and keeps
+// the others; WithDefaults fills them from DefaultTiming.
+func TestTimingOr(t *testing.T) {
+	d := Timing{Heartbeat: 1, Election: 2, Misses: 3, Retry: 4, LearnBatch: 5}
+	got := Timing{Heartbeat: 10, Election: -1, Misses: 0, Retry: 40, LearnBatch: -5}.Or(d)
+	if want := (Timing{Heartbeat: 10, Election: 2, Misses: 3, Retry: 40, LearnBatch: 5}); got != want {
+		t.Errorf("Or = %+v, want %+v", got, want)
+	}
+	if got := (Timing{}).WithDefaults(); got != DefaultTiming {
+		t.Errorf("WithDefaults of the zero Timing = %+v, want %+v", got, DefaultTiming)
+	}
+}

@@ -31,24 +31,25 @@ var DefaultTiming = Timing{
 
 // WithDefaults returns t with DefaultTiming's value in every field that
 // is zero or negative.
-func (t Timing) WithDefaults() Timing {
-	d := DefaultTiming
-	if t.Heartbeat <= 0 {
-		t.Heartbeat = d.Heartbeat
-	}
-	if t.Election <= 0 {
-		t.Election = d.Election
-	}
-	if t.Misses <= 0 {
-		t.Misses = d.Misses
-	}
-	if t.Retry <= 0 {
-		t.Retry = d.Retry
-	}
-	if t.LearnBatch <= 0 {
-		t.LearnBatch = d.LearnBatch
-	}
+func (t Timing) WithDefaults() Timing { return t.Or(DefaultTiming) }
+
+// Or returns t with d's value in every field that t leaves unset (zero or
+// negative).
+func (t Timing) Or(d Timing) Timing {
+	t.Heartbeat = orPositive(t.Heartbeat, d.Heartbeat)
+	t.Election = orPositive(t.Election, d.Election)
+	t.Misses = orPositive(t.Misses, d.Misses)
+	t.Retry = orPositive(t.Retry, d.Retry)
+	t.LearnBatch = orPositive(t.LearnBatch, d.LearnBatch)
 	return t
+}
+
+// orPositive is v if it is positive, else d.
+func orPositive[T int | time.Duration](v, d T) T {
+	if v > 0 {
+		return v
+	}
+	return d
 }
 
 // ElectionTimeout is the range of member i's election timer.
