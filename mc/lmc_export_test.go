@@ -10,24 +10,6 @@ func LMCValid(init *State, o LMCOptions, valid func(*State)) (*Result, *LMCStats
 	return RunLMC(init, o)
 }
 
-// LMCLocalHashes lists, per node, the node hashes of LMC's local states
-// that were not pruned.
-func LMCLocalHashes(init *State, o LMCOptions) []map[uint64]bool {
-	e := &lmc{}
-	var out []map[uint64]bool
-	lmcHook = func(x *lmc) { e = x }
-	RunLMC(init, o)
-	lmcHook = nil
-	for _, ls := range e.locals {
-		m := map[uint64]bool{}
-		for _, l := range ls {
-			m[l.in.h] = true
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // LMCWitnesses runs LMC and replays, with State.Apply from init, every
 // execution it kept to a local state; it returns how many it replayed
 // and the first that does not end with the node in that local state.

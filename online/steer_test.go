@@ -22,10 +22,9 @@ import (
 
 // history is what seededLoad's clients did.
 type history struct {
-	mu        sync.Mutex
-	ops       []porcupine.Operation
-	n         atomic.Int64
-	abandoned atomic.Int64
+	mu  sync.Mutex
+	ops []porcupine.Operation
+	n   atomic.Int64
 }
 
 // seededLoad starts a local cluster and writers running seeded workloads
@@ -63,7 +62,6 @@ func seededLoadAbandon(t *testing.T, seed uint64, writers int, abandon time.Dura
 			out, err := c.Txn(cctx, ops)
 			cancel()
 			if err != nil && abandon > 0 && ctx.Err() == nil && cctx.Err() != nil {
-				h.abandoned.Add(1)
 				continue
 			}
 			if err != nil {

@@ -20,7 +20,7 @@ type Timing struct {
 	LearnBatch int
 }
 
-// DefaultTiming is used for zero fields of a Timing.
+// DefaultTiming is used for the unset (zero or negative) fields of a Timing.
 var DefaultTiming = Timing{
 	Heartbeat:  20 * time.Millisecond,
 	Election:   50 * time.Millisecond,
