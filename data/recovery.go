@@ -155,9 +155,13 @@ func (s *Server) waits(r msg.Request) bool {
 // flight covers, since the blocks clients ask for next are often near.
 func (s *Server) Recover(ctx node.Context, st int) {
 	if s.free(st) {
-		s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, s.free))
+		s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.HeldRun(), s.free))
 	}
 }
+
+// SetHeldRun makes a run for a held request snapshot up to n stripes (0:
+// as many as a background run, SetRebuildRun).
+func (s *Server) SetHeldRun(n int) { s.pace.Held = max(n, 0) }
 
 // free reports whether stripe st is degraded and no run in flight covers it.
 func (s *Server) free(st int) bool { return s.isDegraded(st) && !s.rebuilding(st) }

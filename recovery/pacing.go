@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/amalgam-store/amalgam/node"
@@ -32,14 +33,21 @@ const (
 // hashed like Waiting, not persisted; only tracked with Busy set) is
 // whether a client request arrived since the last background run
 // started: client work that paces the next run even if it has committed.
+// Held (a setting; 0: Run) is how many stripes a data server's run for a
+// held request covers.
 type Pacing struct {
 	Pause   time.Duration
 	Window  int
 	Run     int
+	Held    int
 	Busy    time.Duration
 	Waiting bool
 	Asked   bool
 }
+
+// HeldRun is how many stripes a run for a held request covers: Held, or
+// Run if Held is 0.
+func (p Pacing) HeldRun() int { return cmp.Or(p.Held, p.Run) }
 
 // Settings is p's settings, without its state: what a new incarnation at
 // the address keeps (the old incarnation's timers end).

@@ -122,6 +122,10 @@ type MachineOptions struct {
 	// background rebuild keeps to while the server has client work, when
 	// RebuildPause is 0 (0: DefaultRebuildBusyRate; negative: no limit).
 	RebuildBusyRate float64
+	// RebuildHeldRun is how many stripes a data server's snapshot run for
+	// a held request covers (0: DefaultRebuildHeldRun; at most
+	// MaxRebuildRun).
+	RebuildHeldRun int
 }
 
 // DefaultRebuildWindow is MachineOptions.RebuildWindow's default: requests

@@ -41,3 +41,12 @@ func rebuildBusyPause(rate float64) time.Duration {
 	}
 	return time.Duration(float64(time.Second) / cmp.Or(rate, DefaultRebuildBusyRate))
 }
+
+// DefaultRebuildHeldRun is MachineOptions.RebuildHeldRun's default (0: a
+// run for a held request is as long as a background run).
+const DefaultRebuildHeldRun = 0
+
+// heldRun is the stripes per snapshot run for a held request: n (0:
+// DefaultRebuildHeldRun), at most MaxRebuildRun; 0 leaves it to the
+// background run's length.
+func heldRun(n int) int { return min(cmp.Or(n, DefaultRebuildHeldRun), MaxRebuildRun) }
