@@ -184,10 +184,10 @@ func TestHeldRunSetting(t *testing.T) {
 	}
 }
 
-// While the server has client work its background rebuild is paced: with
+// While the server has client work its rebuild as a whole is paced: with
 // a request held for a block not yet rebuilt, a rebuilt background run is
-// followed by one more, whose start sets the pause timer (1 ms per
-// stripe) that the next start waits for.
+// followed by one more, whose start sets the pause timer for its stripes
+// and the held request's (1 ms per stripe) that the next start waits for.
 func TestBackgroundRebuildYieldsToClients(t *testing.T) {
 	s, ctx := replacedWith(t, func(s *Server) { s.SetRebuildWindow(2); s.SetRebuildBusyPause(time.Millisecond) })
 	var nonce uint64
@@ -198,9 +198,11 @@ func TestBackgroundRebuildYieldsToClients(t *testing.T) {
 	}
 	mine := testLayout.StripesAs(me, erasure.RoleData)
 	last := mine[len(mine)-1]
-	_, pos := testLayout.RoleOf(last, me)
-	s.Handle(ctx, client(1), request(1, 1, read(testLayout.Block(last, pos))))
-	ctx.Take()
+	s.Handle(ctx, client(1), request(1, 1, read(stripeBlock(last))))
+	forHeld := nodetest.Msgs[msg.StripeSnapshot](ctx.Take())
+	if len(forHeld) == 0 || forHeld[0].Stripe != last {
+		t.Fatalf("a request for stripe %d asked %v", last, forHeld)
+	}
 	answerStripe0(t, s, ctx, 1, nonce, [][]byte{pattern(1), pattern(2), pattern(3)})
 	if s.Degraded(0) {
 		t.Fatal("stripe 0 not rebuilt")
@@ -210,11 +212,12 @@ func TestBackgroundRebuildYieldsToClients(t *testing.T) {
 	if len(asked) == 0 || asked[0].Stripe == 0 || s.Held() != 1 {
 		t.Fatalf("with a request held, the rebuilt run was followed by snapshots %v (held %d), want a new background run", asked, s.Held())
 	}
+	stripes := len(msg.RunStripes(asked[0].Stripe, asked[0].Count, testLayout.N)) + len(msg.RunStripes(last, forHeld[0].Count, testLayout.N))
 	paced := false
 	for _, e := range effs {
-		paced = paced || e.Kind == nodetest.Timer && e.Timer == rebuildPaused && e.Min == time.Millisecond*time.Duration(max(asked[0].Count, 1))
+		paced = paced || e.Kind == nodetest.Timer && e.Timer == rebuildPaused && e.Min == time.Millisecond*time.Duration(stripes)
 	}
 	if !paced {
-		t.Fatalf("the run started while busy set no pause timer of 1 ms per stripe (effects %v)", effs)
+		t.Fatalf("the run started while busy set no pause timer of 1 ms per stripe of it and of the held request's run, %d in all (effects %v)", stripes, effs)
 	}
 }

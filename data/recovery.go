@@ -155,7 +155,8 @@ func (s *Server) waits(r msg.Request) bool {
 // flight covers, since the blocks clients ask for next are often near.
 func (s *Server) Recover(ctx node.Context, st int) {
 	if s.free(st) {
-		s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.HeldRun(), s.free))
+		r := s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.HeldRun(), s.free))
+		s.pace.HeldStarted(r.Count)
 	}
 }
 
