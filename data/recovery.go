@@ -342,9 +342,11 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 // While the server has client work (operations not yet acknowledged by
 // every backup, held requests, or a request since the last background
 // run started) and no pause is set, a background run of k stripes that
-// starts delays the next start by k times pace.Busy, within the window:
-// the rebuild yields to the foreground without stopping, and runs that
-// take longer than their share (large blocks) still overlap.
+// starts delays the next start by k times pace.Busy, plus pace.Busy per
+// stripe of the runs started for held requests since the last start
+// (recovery.Pacing.Owed), within the window: the rebuild as a whole yields
+// to the foreground, the background without stopping, and runs that take
+// longer than their share (large blocks) still overlap.
 func (s *Server) rebuildNext(ctx node.Context) {
 	busy := s.busy()
 	for st := range s.rc.degraded {
@@ -360,8 +362,10 @@ func (s *Server) rebuildNext(ctx node.Context) {
 }
 
 // SetRebuildBusyPause makes a background run of k stripes that starts
-// while the server has client work take at least k times d, from its
-// start to the next run's, when no pause is set (0: no limit).
+// while the server has client work take at least k times d, plus d per
+// stripe of the runs for held requests started since the last background
+// start, from its start to the next run's, when no pause is set (0: no
+// limit).
 func (s *Server) SetRebuildBusyPause(d time.Duration) { s.pace.Busy = max(d, 0) }
 
 // busy reports whether the server has client work: operations not yet

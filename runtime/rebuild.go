@@ -24,12 +24,13 @@ func rebuildRun(n, blockSize int) int {
 }
 
 // DefaultRebuildBusyRate is MachineOptions.RebuildBusyRate's default, in
-// blocks per second: while a data server has client work, the start of a
-// background run of k stripes delays the next start by k / 250 s (4 ms a
-// stripe: about 1 MB/s of 4 KiB blocks, besides the runs for held
-// requests, which are not paced; 32 MB/s of 128 KiB blocks, above what
-// their loaded rebuild reaches, whose runs still overlap within the
-// window). docs/performance.md, "Recovery".
+// blocks per second: while a data server has client work, its rebuild as
+// a whole keeps to 250 stripes a second (4 ms a stripe: about 1 MB/s of 4
+// KiB blocks, 32 MB/s of 128 KiB blocks): the start of a background run
+// of k stripes delays the next start by k / 250 s plus 4 ms per stripe of
+// the runs for held requests started meanwhile, which are never delayed
+// themselves (data.Server.SetRebuildBusyPause). docs/performance.md,
+// "Recovery".
 const DefaultRebuildBusyRate = 250
 
 // rebuildBusyPause is the pause per stripe that keeps a busy data
