@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"time"
 
@@ -120,42 +121,73 @@ func TestBackgroundRebuildWindow(t *testing.T) {
 	}
 }
 
-// A request's run is a background run's length: its stripe and the
-// following ones with the same servers; a request for a stripe of a run
-// in flight waits for that run instead of starting another snapshot.
-func TestHeldRequestRunCoversFollowingStripes(t *testing.T) {
-	s, ctx := replacedWith(t, func(s *Server) { s.SetRebuildRun(2) })
+// heldOutsideBackground starts s's background rebuild, then has client 1
+// read the block of a stripe st of s outside the background run that has
+// a following stripe with the same servers, and returns st and the
+// snapshots the request asked for.
+func heldOutsideBackground(t *testing.T, s *Server, ctx *nodetest.Ctx) (int, []msg.StripeSnapshot) {
+	t.Helper()
 	bg := nodetest.Msgs[msg.StripeSnapshot](ctx.Take())
 	if len(bg) == 0 {
 		t.Fatal("no background snapshot")
 	}
 	n := testLayout.N
-	st := -1
 	for _, c := range testLayout.StripesAs(me, erasure.RoleData) {
-		if c != bg[0].Stripe && c != bg[0].Stripe+n && c+n < testLayout.Stripes {
-			st = c
-			break
+		inBackground := slices.ContainsFunc(bg, func(q msg.StripeSnapshot) bool {
+			return slices.Contains(msg.RunStripes(q.Stripe, q.Count, n), c)
+		})
+		if !inBackground && c+n < testLayout.Stripes {
+			s.Handle(ctx, client(1), request(1, 1, read(stripeBlock(c))))
+			return c, nodetest.Msgs[msg.StripeSnapshot](ctx.Take())
 		}
 	}
-	if st < 0 {
-		t.Fatal("no stripe of the test layout outside the background run with a following one")
-	}
-	block := func(st int) uint64 { _, pos := testLayout.RoleOf(st, me); return testLayout.Block(st, pos) }
-	s.Handle(ctx, client(1), request(1, 1, read(block(st))))
-	asked := nodetest.Msgs[msg.StripeSnapshot](ctx.Take())
+	t.Fatal("no stripe of the test layout outside the background run with a following one")
+	return 0, nil
+}
+
+// stripeBlock is shard me's block of stripe st.
+func stripeBlock(st int) uint64 {
+	_, pos := testLayout.RoleOf(st, me)
+	return testLayout.Block(st, pos)
+}
+
+// A request's run is a background run's length: its stripe and the
+// following ones with the same servers; a request for a stripe of a run
+// in flight waits for that run instead of starting another snapshot.
+func TestHeldRequestRunCoversFollowingStripes(t *testing.T) {
+	s, ctx := replacedWith(t, func(s *Server) { s.SetRebuildRun(2) })
+	st, asked := heldOutsideBackground(t, s, ctx)
+	n := testLayout.N
 	if len(asked) == 0 || asked[0].Stripe != st || asked[0].Count != 2 {
 		t.Fatalf("a request for stripe %d asked %v, want a run of stripes %d and %d", st, asked, st, st+n)
 	}
-	s.Handle(ctx, client(2), request(2, 1, read(block(st+n))))
+	s.Handle(ctx, client(2), request(2, 1, read(stripeBlock(st+n))))
 	if asked := nodetest.Msgs[msg.StripeSnapshot](ctx.Take()); len(asked) != 0 || s.Held() != 2 {
 		t.Fatalf("a request for stripe %d of the run in flight asked %v (held %d), want it to wait for the run", st+n, asked, s.Held())
 	}
 }
 
-// While the server has client work its background rebuild is paced: with
+// SetHeldRun sets a held request's run length apart from the background
+// runs': with background runs of 2 stripes and held runs of 1, a request
+// asks for its own stripe alone, and a request for the following stripe
+// starts a run of its own.
+func TestHeldRunSetting(t *testing.T) {
+	s, ctx := replacedWith(t, func(s *Server) { s.SetRebuildRun(2); s.SetHeldRun(1) })
+	st, asked := heldOutsideBackground(t, s, ctx)
+	if len(asked) == 0 || asked[0].Stripe != st || len(msg.RunStripes(st, asked[0].Count, testLayout.N)) != 1 {
+		t.Fatalf("a request for stripe %d asked %v, want a run of that stripe alone", st, asked)
+	}
+	n := testLayout.N
+	s.Handle(ctx, client(2), request(2, 1, read(stripeBlock(st+n))))
+	if asked := nodetest.Msgs[msg.StripeSnapshot](ctx.Take()); len(asked) == 0 || asked[0].Stripe != st+n || s.Held() != 2 {
+		t.Fatalf("a request for stripe %d asked %v (held %d), want a run of its own", st+n, asked, s.Held())
+	}
+}
+
+// While the server has client work its rebuild as a whole is paced: with
 // a request held for a block not yet rebuilt, a rebuilt background run is
-// followed by one more, whose start sets the pause timer (1 ms per
-// stripe) that the next start waits for.
+// followed by one more, whose start sets the pause timer for its stripes
+// and the held request's (1 ms per stripe) that the next start waits for.
 func TestBackgroundRebuildYieldsToClients(t *testing.T) {
 	s, ctx := replacedWith(t, func(s *Server) { s.SetRebuildWindow(2); s.SetRebuildBusyPause(time.Millisecond) })
 	var nonce uint64
@@ -166,9 +198,11 @@ func TestBackgroundRebuildYieldsToClients(t *testing.T) {
 	}
 	mine := testLayout.StripesAs(me, erasure.RoleData)
 	last := mine[len(mine)-1]
-	_, pos := testLayout.RoleOf(last, me)
-	s.Handle(ctx, client(1), request(1, 1, read(testLayout.Block(last, pos))))
-	ctx.Take()
+	s.Handle(ctx, client(1), request(1, 1, read(stripeBlock(last))))
+	forHeld := nodetest.Msgs[msg.StripeSnapshot](ctx.Take())
+	if len(forHeld) == 0 || forHeld[0].Stripe != last {
+		t.Fatalf("a request for stripe %d asked %v", last, forHeld)
+	}
 	answerStripe0(t, s, ctx, 1, nonce, [][]byte{pattern(1), pattern(2), pattern(3)})
 	if s.Degraded(0) {
 		t.Fatal("stripe 0 not rebuilt")
@@ -178,11 +212,12 @@ func TestBackgroundRebuildYieldsToClients(t *testing.T) {
 	if len(asked) == 0 || asked[0].Stripe == 0 || s.Held() != 1 {
 		t.Fatalf("with a request held, the rebuilt run was followed by snapshots %v (held %d), want a new background run", asked, s.Held())
 	}
+	stripes := len(msg.RunStripes(asked[0].Stripe, asked[0].Count, testLayout.N)) + len(msg.RunStripes(last, forHeld[0].Count, testLayout.N))
 	paced := false
 	for _, e := range effs {
-		paced = paced || e.Kind == nodetest.Timer && e.Timer == rebuildPaused && e.Min == time.Millisecond*time.Duration(max(asked[0].Count, 1))
+		paced = paced || e.Kind == nodetest.Timer && e.Timer == rebuildPaused && e.Min == time.Millisecond*time.Duration(stripes)
 	}
 	if !paced {
-		t.Fatalf("the run started while busy set no pause timer of 1 ms per stripe (effects %v)", effs)
+		t.Fatalf("the run started while busy set no pause timer of 1 ms per stripe of it and of the held request's run, %d in all (effects %v)", stripes, effs)
 	}
 }

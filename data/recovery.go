@@ -155,9 +155,14 @@ func (s *Server) waits(r msg.Request) bool {
 // flight covers, since the blocks clients ask for next are often near.
 func (s *Server) Recover(ctx node.Context, st int) {
 	if s.free(st) {
-		s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, s.free))
+		r := s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.HeldRun(), s.free))
+		s.pace.HeldStarted(r.Count)
 	}
 }
+
+// SetHeldRun makes a run for a held request snapshot up to n stripes (0:
+// as many as a background run, SetRebuildRun).
+func (s *Server) SetHeldRun(n int) { s.pace.Held = max(n, 0) }
 
 // free reports whether stripe st is degraded and no run in flight covers it.
 func (s *Server) free(st int) bool { return s.isDegraded(st) && !s.rebuilding(st) }
@@ -337,9 +342,11 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 // While the server has client work (operations not yet acknowledged by
 // every backup, held requests, or a request since the last background
 // run started) and no pause is set, a background run of k stripes that
-// starts delays the next start by k times pace.Busy, within the window:
-// the rebuild yields to the foreground without stopping, and runs that
-// take longer than their share (large blocks) still overlap.
+// starts delays the next start by k times pace.Busy, plus pace.Busy per
+// stripe of the runs started for held requests since the last start
+// (recovery.Pacing.Owed), within the window: the rebuild as a whole yields
+// to the foreground, the background without stopping, and runs that take
+// longer than their share (large blocks) still overlap.
 func (s *Server) rebuildNext(ctx node.Context) {
 	busy := s.busy()
 	for st := range s.rc.degraded {
@@ -355,8 +362,10 @@ func (s *Server) rebuildNext(ctx node.Context) {
 }
 
 // SetRebuildBusyPause makes a background run of k stripes that starts
-// while the server has client work take at least k times d, from its
-// start to the next run's, when no pause is set (0: no limit).
+// while the server has client work take at least k times d, plus d per
+// stripe of the runs for held requests started since the last background
+// start, from its start to the next run's, when no pause is set (0: no
+// limit).
 func (s *Server) SetRebuildBusyPause(d time.Duration) { s.pace.Busy = max(d, 0) }
 
 // busy reports whether the server has client work: operations not yet

@@ -106,6 +106,7 @@ func (s *Server) Hash() uint64 {
 	}
 	h.Bool(s.pace.Waiting) // a rebuildPaused timer is pending: it changes what handlers do
 	h.Bool(s.pace.Asked)   // a client request since the last background run started: it paces the next
+	h.Int(s.pace.Owed)     // stripes rebuilt for held requests since then: they pace the next too
 	return h.Sum()
 }
 

@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/amalgam-store/amalgam/node"
@@ -25,26 +26,49 @@ const (
 // Window (a setting too; 0 counts as 1) is how many snapshot runs a data
 // server's background rebuild keeps in flight when Pause is 0. Run (a
 // setting; 0 counts as 1) is how many stripes one background run covers.
-// Busy (a setting; 0: none) is, when Pause is 0, the pause per stripe by
-// which a data server's background run that starts while the server has
-// client work delays the next start (runs still overlap, up to Window):
-// the rebuild yields to the foreground without stopping. Asked (state,
-// hashed like Waiting, not persisted; only tracked with Busy set) is
-// whether a client request arrived since the last background run
-// started: client work that paces the next run even if it has committed.
+// Held (a setting; 0: Run) is how many stripes a data server's run for a
+// held request covers.
+//
+// Busy (a setting; 0: none) is, when Pause is 0, the pause per stripe that
+// keeps a data server's rebuild, as a whole, to a rate while the server
+// has client work: a background run of k stripes that starts then delays
+// the next start by k pauses, plus one pause per stripe that runs for held
+// requests started since the last background start (Owed). Runs for held
+// requests are never delayed (clients wait for them), so the background
+// takes what they leave of the rate; Owed counts at most Window times Run
+// stripes, so the background slows down but never stops (runs still
+// overlap, up to Window). Asked and Owed (state, hashed like Waiting, not
+// persisted; only tracked with Busy set) are whether a client request
+// arrived since the last background run started (client work that paces
+// the next run even if it has committed) and the held requests' stripes
+// since then.
 type Pacing struct {
 	Pause   time.Duration
 	Window  int
 	Run     int
+	Held    int
 	Busy    time.Duration
 	Waiting bool
 	Asked   bool
+	Owed    int
+}
+
+// HeldRun is how many stripes a run for a held request covers: Held, or
+// Run if Held is 0.
+func (p Pacing) HeldRun() int { return cmp.Or(p.Held, p.Run) }
+
+// HeldStarted notes that a run of k stripes started for a held request:
+// with Busy set, the next background start waits for them too.
+func (p *Pacing) HeldStarted(k int) {
+	if p.Busy > 0 {
+		p.Owed = min(p.Owed+k, p.InFlight()*max(p.Run, 1))
+	}
 }
 
 // Settings is p's settings, without its state: what a new incarnation at
 // the address keeps (the old incarnation's timers end).
 func (p Pacing) Settings() Pacing {
-	p.Waiting, p.Asked = false, false
+	p.Waiting, p.Asked, p.Owed = false, false, 0
 	return p
 }
 
@@ -57,15 +81,16 @@ func (p Pacing) InFlight() int {
 	return max(p.Window, 1)
 }
 
-// Started notes that a background run of k stripes started: with a Pause
-// (or, without one, Busy when the server has client work), the next run
-// waits for timer t, which fires k pauses from now. It clears Asked.
+// Started notes that a background run of k stripes started: with a Pause,
+// the next run waits for timer t, which fires k pauses from now; without
+// one, when the server has client work, k plus Owed Busy pauses. It
+// clears Asked and Owed.
 func (p *Pacing) Started(ctx node.Context, t node.Timer, k int, busy bool) {
-	p.Asked = false
 	pause := p.Pause
 	if pause == 0 && busy {
-		pause = p.Busy
+		pause, k = p.Busy, k+p.Owed
 	}
+	p.Asked, p.Owed = false, 0
 	if pause > 0 {
 		p.Waiting = true
 		wait := pause * time.Duration(k)

@@ -119,9 +119,14 @@ type MachineOptions struct {
 	// at most MaxRebuildRun).
 	RebuildRun int
 	// RebuildBusyRate is the rate in blocks per second a data server's
-	// background rebuild keeps to while the server has client work, when
+	// rebuild (its background runs and, counted against them, its runs
+	// for held requests) keeps to while the server has client work, when
 	// RebuildPause is 0 (0: DefaultRebuildBusyRate; negative: no limit).
 	RebuildBusyRate float64
+	// RebuildHeldRun is how many stripes a data server's snapshot run for
+	// a held request covers (0: DefaultRebuildHeldRun; at most
+	// MaxRebuildRun).
+	RebuildHeldRun int
 }
 
 // DefaultRebuildWindow is MachineOptions.RebuildWindow's default: requests

@@ -24,12 +24,13 @@ func rebuildRun(n, blockSize int) int {
 }
 
 // DefaultRebuildBusyRate is MachineOptions.RebuildBusyRate's default, in
-// blocks per second: while a data server has client work, the start of a
-// background run of k stripes delays the next start by k / 250 s (4 ms a
-// stripe: about 1 MB/s of 4 KiB blocks, besides the runs for held
-// requests, which are not paced; 32 MB/s of 128 KiB blocks, above what
-// their loaded rebuild reaches, whose runs still overlap within the
-// window). docs/performance.md, "Recovery".
+// blocks per second: while a data server has client work, its rebuild as
+// a whole keeps to 250 stripes a second (4 ms a stripe: about 1 MB/s of 4
+// KiB blocks, 32 MB/s of 128 KiB blocks): the start of a background run
+// of k stripes delays the next start by k / 250 s plus 4 ms per stripe of
+// the runs for held requests started meanwhile, which are never delayed
+// themselves (data.Server.SetRebuildBusyPause). docs/performance.md,
+// "Recovery".
 const DefaultRebuildBusyRate = 250
 
 // rebuildBusyPause is the pause per stripe that keeps a busy data
@@ -41,3 +42,12 @@ func rebuildBusyPause(rate float64) time.Duration {
 	}
 	return time.Duration(float64(time.Second) / cmp.Or(rate, DefaultRebuildBusyRate))
 }
+
+// DefaultRebuildHeldRun is MachineOptions.RebuildHeldRun's default (0: a
+// run for a held request is as long as a background run).
+const DefaultRebuildHeldRun = 0
+
+// heldRun is the stripes per snapshot run for a held request: n (0:
+// DefaultRebuildHeldRun), at most MaxRebuildRun; 0 leaves it to the
+// background run's length.
+func heldRun(n int) int { return min(cmp.Or(n, DefaultRebuildHeldRun), MaxRebuildRun) }

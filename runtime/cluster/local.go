@@ -58,6 +58,9 @@ type Options struct {
 	// RebuildBusyRate: a busy data server's background rebuild rate
 	// (runtime.MachineOptions.RebuildBusyRate).
 	RebuildBusyRate float64
+	// RebuildHeldRun: stripes per snapshot run for a held request
+	// (runtime.MachineOptions.RebuildHeldRun).
+	RebuildHeldRun int
 }
 
 // Local is a running local cluster.
@@ -210,7 +213,7 @@ func (lc *Local) startMachine(ln net.Listener, m int, dir string) (*runtime.Mach
 	mc, err := runtime.StartMachine(cl, m, lc.code, runtime.MachineOptions{Listener: ln, Dir: dir, Logger: o.Logger,
 		ServerOptions: o.ServerOptions, DialOptions: o.DialOptions, Register: o.Register, Metrics: o.Metrics,
 		Joining: m < 0, HeartbeatEvery: o.Heartbeat, RebuildPause: o.RebuildPause, RebuildWindow: o.RebuildWindow, RebuildRun: o.RebuildRun,
-		RebuildBusyRate: o.RebuildBusyRate,
+		RebuildBusyRate: o.RebuildBusyRate, RebuildHeldRun: o.RebuildHeldRun,
 		OnEvicted: func(int, string) {
 			<-ready
 			mc.Close() // replaced: its slot is served by a spare now
