@@ -73,6 +73,10 @@ func (e Event) String() string {
 		}
 		return fmt.Sprintf("fire %s timer %s", e.Node, Describe(e.T))
 	case Crash:
+		if e.Env.Msg != nil {
+			return fmt.Sprintf("crash %s after handling %s -> %s %s, its unordered messages sent before the batch was durable",
+				e.Node, e.Env.From, e.Env.To, Describe(e.Env.Msg))
+		}
 		return fmt.Sprintf("crash %s", e.Node)
 	case Restart:
 		return fmt.Sprintf("restart %s", e.Node)
@@ -170,6 +174,7 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 			if set.CrashTargets == nil && !slices.Contains(s.sys.clients, i) ||
 				slices.Contains(set.CrashTargets, a) {
 				out = append(out, Event{Kind: Crash, Node: a})
+				out = s.appendEarlyCrashes(out, i, a)
 			}
 		}
 	}
@@ -188,6 +193,21 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 			if _, ok := s.nodes[i].nd.(node.Persistent); ok && s.crashed[i] {
 				out = append(out, Event{Kind: Restart, Node: a})
 			}
+		}
+	}
+	return out
+}
+
+// appendEarlyCrashes appends the crashes of node i right after it handled
+// the head of a stream that SendsBeforeDurableOn selects.
+func (s *State) appendEarlyCrashes(out []Event, i int, a node.Addr) []Event {
+	if s.sys.early == nil || s.sys.restore == nil {
+		return out
+	}
+	for _, q := range s.streams {
+		h := q.msgs[0]
+		if int(h.to)-1 == i && !s.across(h) && s.sys.early(a, h.Msg) {
+			out = append(out, Event{Kind: Crash, Node: a, Env: h})
 		}
 	}
 	return out
@@ -389,6 +409,11 @@ func (s *State) applyWith(b *builder, e Event) (*State, error) {
 		i, ok := s.sys.index[e.Node]
 		if !ok || s.crashed[i] {
 			return nil, fmt.Errorf("mc: %v: not a live node", e)
+		}
+		if e.Env.Msg != nil {
+			if err = b.sendEarly(i, e.Env); err != nil {
+				return nil, err
+			}
 		}
 		b.n.used.Crashes++
 		b.touch(i)
@@ -640,6 +665,23 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 		}
 	}
 	b.flush(i, ef.sends, ef.streams, ef.timers)
+	return nil
+}
+
+// sendEarly runs node i's handler of env, the head of its stream, and
+// sends the handler's unordered messages, leaving the node, its streams,
+// its timers and env as they are (SendsBeforeDurableOn).
+func (b *builder) sendEarly(i int, env Envelope) error {
+	s := b.n
+	qi, ok := s.findStream(link{env.From, env.To})
+	if !ok || s.streams[qi].msgs[0].hash != env.hash || int(env.to)-1 != i {
+		return fmt.Errorf("mc: crash %s after %s: not at the head of its stream", s.sys.addrs[i], Describe(env.Msg))
+	}
+	ef, err := s.run(i, env.From, env.Msg, nil)
+	if err != nil {
+		return err
+	}
+	b.flush(i, ef.sends, nil, nil)
 	return nil
 }
 

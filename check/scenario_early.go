@@ -1,0 +1,37 @@
+package check
+
+import "github.com/amalgam-store/amalgam/node"
+
+// earlyMarked selects the messages whose handler's unordered messages a
+// host releases before the batch is durable: the kinds that implement
+// node.EarlySends, as the runtime does (runtime/lazysync.go).
+func earlyMarked(_ node.Addr, m node.Message) bool {
+	_, ok := m.(node.EarlySends)
+	return ok
+}
+
+// early is restart scenario base where the restarting server's crash may
+// also come right after it handled a node.EarlySends message, with that
+// handler's unordered messages (a data server's replies) sent and nothing
+// else: restarted, it handles the message again (mc.State.SendsBeforeDurableOn).
+func early(name, doc string, base *Scenario) *Scenario {
+	sc := *base
+	sc.Name, sc.Doc, sc.EarlySends = name, doc, earlyMarked
+	return register(&sc)
+}
+
+// The early variants of the data server's restart scenarios: the crash
+// may come after the client has the reply to an operation whose commit is
+// lost, so the client's next operation (a read, an add, another client's
+// write, or the retry) meets the restarted server that has the operation
+// pending again.
+var (
+	RestartDataEarly = early("restart-data-early", RestartData.Doc+"; or right after a PREPARE-OK's handler, "+
+		"with the reply sent before the commit is durable", RestartData)
+	RestartDataRetryEarly = early("restart-data-retry-early", RestartDataRetry.Doc+"; or right after a "+
+		"PREPARE-OK's handler, with the reply sent before the commit is durable", RestartDataRetry)
+	RestartDataTwoEarly = early("restart-data-two-early", RestartDataTwo.Doc+"; or right after a PREPARE-OK's "+
+		"handler, with the reply sent before the commit is durable", RestartDataTwo)
+	RestartReplaceDataEarly = early("restart-replace-data-early", RestartReplaceData.Doc+"; or right after a "+
+		"PREPARE-OK's handler, with the reply sent before the commit is durable", RestartReplaceData)
+)
