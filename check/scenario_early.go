@@ -1,6 +1,10 @@
 package check
 
-import "github.com/amalgam-store/amalgam/node"
+import (
+	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
+)
 
 // earlyMarked selects the messages whose handler's unordered messages a
 // host releases before the batch is durable: the kinds that implement
@@ -35,3 +39,14 @@ var (
 	RestartReplaceDataEarly = early("restart-replace-data-early", RestartReplaceData.Doc+"; or right after a "+
 		"PREPARE-OK's handler, with the reply sent before the commit is durable", RestartReplaceData)
 )
+
+// RestartDataReplaceParityEarly is replace-parity with data/0 crashing at
+// any moment, also right after a PREPARE-OK's handler whose unordered
+// messages left: its replies and the stripe snapshot answers that the
+// commit released (the snapshot that rebuilds the replaced parity server).
+var RestartDataReplaceParityEarly = register(&Scenario{Name: "restart-data-replace-parity-early",
+	Doc: ReplaceParity.Doc + "; data/0 crashes at any moment and restarts from what it persisted, or right after " +
+		"a PREPARE-OK's handler, with its replies and snapshot answers sent before the commit is durable",
+	Layout: ReplaceParity.Layout, Scripts: ReplaceParity.Scripts, Replace: ReplaceParity.Replace, RebuildRun: ReplaceParity.RebuildRun,
+	Settings:   mc.Settings{MaxTimerFires: ReplaceParity.Settings.MaxTimerFires, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.DataAddr(0)}},
+	EarlySends: earlyMarked})

@@ -69,21 +69,44 @@ func TestEarlyScenariosReach(t *testing.T) {
 	}
 }
 
-// TestEarlyReplaceDataWalks: the early variant of restart-replace-data,
-// too large to exhaust, passes 400 seeded random walks (bounded by walks,
-// not time) that reach the early crash.
-func TestEarlyReplaceDataWalks(t *testing.T) {
-	m := RestartReplaceDataEarly.MC()
-	o := m.Options(mc.Random)
-	o.MaxTime, o.Seed, o.Walks, o.Workers = 0, 1, 400, 1
-	r := mc.Search(m.Init(), o)
-	if r.Outcome == mc.Violation {
-		t.Fatalf("%s: %s: %s", m.Name, r.Predicate, r.Explanation)
+// TestEarlyReplaceWalks: the early variants with a replacement, too
+// large to exhaust, pass 3000 seeded random walks each (bounded by walks,
+// not time), which reach the early crash (restart-replace-data-early) and
+// a snapshot answer sent early (restart-data-replace-parity-early).
+func TestEarlyReplaceWalks(t *testing.T) {
+	// A snapshot answer of data/0 covers the operations numbered below its
+	// OpNum: one still in flight while the restarted data/0 has such an
+	// operation uncommitted left early.
+	answered := mc.Pred("data/0 restarted with an operation uncommitted that its snapshot answer in flight covers",
+		func(s *mc.State) (bool, string) {
+			if s.Used().Restarts != 1 || s.Crashed(msg.DataAddr(0)) {
+				return false, ""
+			}
+			ops := s.Node(msg.DataAddr(0)).(*data.Server).Ops()
+			return slices.ContainsFunc(s.Network(), func(e mc.Envelope) bool {
+				a, ok := e.Msg.(msg.SnapshotData)
+				return ok && e.From == msg.DataAddr(0) && slices.ContainsFunc(ops, func(o data.OpView) bool {
+					return !o.Committed && o.OpNum < a.OpNum
+				})
+			}), ""
+		})
+	for _, c := range []struct {
+		sc   *Scenario
+		goal mc.Predicate
+	}{{RestartReplaceDataEarly, earlyLost}, {RestartDataReplaceParityEarly, answered}} {
+		m := c.sc.MC()
+		o := m.Options(mc.Random)
+		o.MaxTime, o.Seed, o.Walks, o.Workers = 0, 1, 3000, 1
+		r := mc.Search(m.Init(), o)
+		if r.Outcome == mc.Violation {
+			t.Fatalf("%s: %s: %s", m.Name, r.Predicate, r.Explanation)
+		}
+		t.Logf("%s: %s, %d states, depth %d", m.Name, r.Outcome, r.States, r.MaxDepth)
+		o.Goals = []mc.Predicate{c.goal}
+		if r := mc.Search(m.Init(), o); r.Outcome != mc.GoalFound {
+			t.Errorf("%s: %q not reached: %s after %d states", m.Name, c.goal.Name, r.Outcome, r.States)
+		}
 	}
-	if r := reachByWalks(m, earlyLost); r.Outcome != mc.GoalFound {
-		t.Errorf("%s: %q not reached: %s after %d states", m.Name, earlyLost.Name, r.Outcome, r.States)
-	}
-	t.Logf("%s: %s, %d states, depth %d", m.Name, r.Outcome, r.States, r.MaxDepth)
 }
 
 // kindAt selects the handler of messages like m at servers whose address
