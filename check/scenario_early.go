@@ -15,9 +15,10 @@ func earlyMarked(_ node.Addr, m node.Message) bool {
 }
 
 // early is restart scenario base where the restarting server's crash may
-// also come right after it handled a node.EarlySends message, with that
-// handler's unordered messages (a data server's replies) sent and nothing
-// else: restarted, it handles the message again (mc.State.SendsBeforeDurableOn).
+// also come right after it handled up to 4 node.EarlySends messages (one
+// batch of the host), with their handlers' unordered messages (a data
+// server's replies) sent and nothing else: restarted, it handles the
+// messages again (mc.State.SendsBeforeDurableOn).
 func early(name, doc string, base *Scenario) *Scenario {
 	sc := *base
 	sc.Name, sc.Doc, sc.EarlySends = name, doc, earlyMarked
@@ -41,7 +42,7 @@ var (
 )
 
 // RestartDataReplaceParityEarly is replace-parity with data/0 crashing at
-// any moment, also right after a PREPARE-OK's handler whose unordered
+// any moment, also right after PREPARE-OK handlers whose unordered
 // messages left: its replies and the stripe snapshot answers that the
 // commit released (the snapshot that rebuilds the replaced parity server).
 var RestartDataReplaceParityEarly = register(&Scenario{Name: "restart-data-replace-parity-early",

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/amalgam-store/amalgam/node"
@@ -54,6 +55,10 @@ type Event struct {
 	Node  node.Addr
 	Timer uint64     // hash of the timer to fire
 	T     node.Timer // the timer to fire, for descriptions
+	// Handled, for a crash of State.SendsBeforeDurableOn, are the stream
+	// messages the node handled before it crashed, in order, each the
+	// next of its stream; Env is the last.
+	Handled []Envelope
 }
 
 // Target is the node that handles the event (the crashed node for Crash,
@@ -73,9 +78,15 @@ func (e Event) String() string {
 		}
 		return fmt.Sprintf("fire %s timer %s", e.Node, Describe(e.T))
 	case Crash:
-		if e.Env.Msg != nil {
-			return fmt.Sprintf("crash %s after handling %s -> %s %s, its unordered messages sent before the batch was durable",
-				e.Node, e.Env.From, e.Env.To, Describe(e.Env.Msg))
+		if len(e.Handled) > 0 {
+			var b strings.Builder
+			for k, h := range e.Handled {
+				if k > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s -> %s %s", h.From, h.To, Describe(h.Msg))
+			}
+			return fmt.Sprintf("crash %s after handling %s, their unordered messages sent before the batch was durable", e.Node, b.String())
 		}
 		return fmt.Sprintf("crash %s", e.Node)
 	case Restart:
@@ -198,19 +209,65 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 	return out
 }
 
+// maxEarly bounds the stream messages a crash of SendsBeforeDurableOn
+// comes after (a batch of the host handles several).
+const maxEarly = 4
+
 // appendEarlyCrashes appends the crashes of node i right after it handled
-// the head of a stream that SendsBeforeDurableOn selects.
+// up to maxEarly messages that SendsBeforeDurableOn selects, each the next
+// of its stream: every order of every prefix of the selected messages
+// heading the streams to i.
 func (s *State) appendEarlyCrashes(out []Event, i int, a node.Addr) []Event {
 	if s.sys.early == nil || s.sys.restore == nil {
 		return out
 	}
+	var qs [][]Envelope // per stream to i: its selected messages up front
 	for _, q := range s.streams {
-		h := q.msgs[0]
-		if int(h.to)-1 == i && !s.across(h) && s.sys.early(a, h.Msg) {
-			out = append(out, Event{Kind: Crash, Node: a, Env: h})
+		if int(q.msgs[0].to)-1 != i || s.across(q.msgs[0]) {
+			continue
+		}
+		var p []Envelope
+		for _, m := range q.msgs {
+			if len(p) == maxEarly || !s.sys.early(a, m.Msg) {
+				break
+			}
+			p = append(p, m)
+		}
+		if len(p) > 0 {
+			qs = append(qs, p)
 		}
 	}
+	taken := make([]int, len(qs))
+	var seq []Envelope
+	var walk func()
+	walk = func() {
+		if len(seq) > 0 {
+			out = append(out, Event{Kind: Crash, Node: a, Env: seq[len(seq)-1], Handled: slices.Clone(seq)})
+		}
+		if len(seq) == maxEarly {
+			return
+		}
+		for j, p := range qs {
+			if taken[j] < len(p) {
+				seq = append(seq, p[taken[j]])
+				taken[j]++
+				walk()
+				taken[j]--
+				seq = seq[:len(seq)-1]
+			}
+		}
+	}
+	walk()
 	return out
+}
+
+// earlyKey identifies a crash's handled messages (0 for a plain crash).
+func (e Event) earlyKey() uint64 {
+	var h uint64
+	for _, x := range e.Handled {
+		h = mix(h ^ x.hash)
+	}
+	return h
 }
 
 // timerReady applies DSLabs' rule: a timer set after another, with a
@@ -410,8 +467,8 @@ func (s *State) applyWith(b *builder, e Event) (*State, error) {
 		if !ok || s.crashed[i] {
 			return nil, fmt.Errorf("mc: %v: not a live node", e)
 		}
-		if e.Env.Msg != nil {
-			if err = b.sendEarly(i, e.Env); err != nil {
+		if len(e.Handled) > 0 {
+			if err = b.sendEarly(i, e.Handled); err != nil {
 				return nil, err
 			}
 		}
@@ -668,20 +725,36 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 	return nil
 }
 
-// sendEarly runs node i's handler of env, the head of its stream, and
-// sends the handler's unordered messages, leaving the node, its streams,
-// its timers and env as they are (SendsBeforeDurableOn).
-func (b *builder) sendEarly(i int, env Envelope) error {
+// sendEarly runs node i's handlers of the handled messages, each the next
+// of its stream, on a clone, and sends their unordered messages, leaving
+// the node, its streams, its timers and the messages as they are
+// (SendsBeforeDurableOn).
+func (b *builder) sendEarly(i int, handled []Envelope) (err error) {
 	s := b.n
-	qi, ok := s.findStream(link{env.From, env.To})
-	if !ok || s.streams[qi].msgs[0].hash != env.hash || int(env.to)-1 != i {
-		return fmt.Errorf("mc: crash %s after %s: not at the head of its stream", s.sys.addrs[i], Describe(env.Msg))
+	a := s.sys.addrs[i]
+	taken := map[link]int{}
+	for _, env := range handled {
+		l := link{env.From, env.To}
+		qi, ok := s.findStream(l)
+		if !ok || int(env.to)-1 != i || taken[l] >= len(s.streams[qi].msgs) || s.streams[qi].msgs[taken[l]].hash != env.hash {
+			return fmt.Errorf("mc: crash %s after %s: not the next message of its stream", a, Describe(env.Msg))
+		}
+		taken[l]++
 	}
-	ef, err := s.run(i, env.From, env.Msg, nil)
-	if err != nil {
-		return err
+	lk := &s.sys.cloneLocks[s.nodes[i].h%uint64(len(s.sys.cloneLocks))]
+	lk.Lock()
+	nd := s.nodes[i].nd.Clone()
+	lk.Unlock()
+	ctx := &simContext{sys: s.sys, self: a}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &HandlerPanic{Node: a, Value: r}
+		}
+	}()
+	for _, env := range handled {
+		nd.Handle(ctx, env.From, env.Msg)
 	}
-	b.flush(i, ef.sends, nil, nil)
+	b.flush(i, ctx.sends, nil, nil)
 	return nil
 }
 

@@ -141,7 +141,7 @@ func newTnode(parent *tnode, s *State, e Event) *tnode {
 	case Fire:
 		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
 	case Crash:
-		t.node, t.hash = int32(s.sys.index[e.Node]), e.Env.hash // 0 but for SendsBeforeDurableOn's crashes
+		t.node, t.hash = int32(s.sys.index[e.Node]), e.earlyKey() // 0 but for SendsBeforeDurableOn's crashes
 	case Restart, Heal:
 		t.node, t.hash = int32(s.sys.index[e.Node]), 0
 	case Partition:
@@ -211,7 +211,7 @@ func (t *tnode) matches(s *State, e Event) bool {
 	case Fire:
 		return e.Timer == t.hash && s.sys.index[e.Node] == int(t.node)
 	case Crash:
-		return s.sys.index[e.Node] == int(t.node) && e.Env.hash == t.hash
+		return s.sys.index[e.Node] == int(t.node) && e.earlyKey() == t.hash
 	case Restart, Heal:
 		return s.sys.index[e.Node] == int(t.node)
 	}

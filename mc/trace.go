@@ -51,8 +51,8 @@ func encodeEvent(e Event) TraceEvent {
 		te.Node, te.Timer = string(e.Node), strconv.FormatUint(e.Timer, 16)
 	case Crash:
 		te.Node = string(e.Node)
-		if e.Env.Msg != nil { // a crash after handling a stream's head (SendsBeforeDurableOn)
-			te.From, te.To, te.Msg = string(e.Env.From), string(e.Env.To), strconv.FormatUint(e.Env.hash, 16)
+		if len(e.Handled) > 0 { // a crash after handling stream messages (SendsBeforeDurableOn)
+			te.From, te.To, te.Msg = string(e.Env.From), string(e.Env.To), strconv.FormatUint(e.earlyKey(), 16)
 		}
 	case Restart, Heal:
 		te.Node = string(e.Node)
@@ -103,7 +103,7 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 				return e, nil
 			}
 		case Crash:
-			if string(e.Node) == te.Node && e.Env.hash == h {
+			if string(e.Node) == te.Node && e.earlyKey() == h {
 				return e, nil
 			}
 		case Restart, Heal:
