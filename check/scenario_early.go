@@ -51,3 +51,16 @@ var RestartDataReplaceParityEarly = register(&Scenario{Name: "restart-data-repla
 	Layout: ReplaceParity.Layout, Scripts: ReplaceParity.Scripts, Replace: ReplaceParity.Replace, RebuildRun: ReplaceParity.RebuildRun,
 	Settings:   mc.Settings{MaxTimerFires: ReplaceParity.Settings.MaxTimerFires, MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.DataAddr(0)}},
 	EarlySends: earlyMarked})
+
+// RestartDataTxnEarly is txn (a transaction across two stripes, then a
+// read) with data/0 crashing at any moment and restarting, also right
+// after PREPARE-OK handlers whose replies left: the transaction's reply
+// may leave once both stripes have their quorum, and the restarted server
+// must commit it on both again.
+var RestartDataTxnEarly = register(&Scenario{Name: "restart-data-txn-early",
+	Doc: "txn (g=2 f=1 w=0, 3 machines, 2 stripes; txn{write b0, add b4} then read b4) with data/0 crashing at any " +
+		"moment and restarting from what it persisted, or right after PREPARE-OK handlers, with the reply sent " +
+		"before the commit is durable",
+	Layout: Txn.Layout, Scripts: Txn.Scripts,
+	Settings:   mc.Settings{MaxCrashes: 1, MaxRestarts: 1, CrashTargets: []node.Addr{msg.DataAddr(0)}},
+	EarlySends: earlyMarked})

@@ -34,11 +34,13 @@ var earlyLost = mc.Pred("client/0 has its reply and asks again, data/0 restarted
 // about, and only through the early crash: the client holds the reply of
 // an operation that the restarted data server has pending again, and from
 // there the client's next operation (restart-data: the read of the
-// written block; restart-data-retry: the read after the add) still ends,
+// written block; restart-data-retry: the read after the add;
+// restart-data-txn: the read after a transaction across two stripes,
+// whose reply left once both had their quorum) still ends,
 // the restarted server committing the operation again when the
 // PREPARE-OKs come again. The base scenarios never reach it.
 func TestEarlyScenariosReach(t *testing.T) {
-	for _, sc := range []*Scenario{RestartDataEarly, RestartDataRetryEarly} {
+	for _, sc := range []*Scenario{RestartDataEarly, RestartDataRetryEarly, RestartDataTxnEarly} {
 		m := sc.MC()
 		o := m.Options(mc.BFS)
 		o.Goals = []mc.Predicate{earlyLost}

@@ -24,7 +24,7 @@ func TestRestartScenariosExhaustive(t *testing.T) {
 		sc     *Scenario
 		states int
 	}{{RestartData, 216}, {RestartParity, 207}, {RestartWitness, 3747}, {RestartDataRetry, 1103}, {RestartDataTwo, 9669},
-		{RestartDataEarly, 484}, {RestartDataRetryEarly, 2485}, {RestartDataTwoEarly, 20115}} {
+		{RestartDataEarly, 484}, {RestartDataRetryEarly, 2485}, {RestartDataTwoEarly, 20115}, {RestartDataTxnEarly, 367}} {
 		for _, o := range []struct {
 			st mc.Strategy
 			w  int
