@@ -16,11 +16,15 @@ import (
 
 // TestRestartScenariosExhaustive explores the restart scenarios to
 // exhaustion (BFS with 1 and 2 workers, DFS): no violation, exact counts.
+// The early variants (scenario_early.go) add the crashes right after
+// data/0 handled up to 4 PREPARE-OKs, their replies sent before the
+// commit was durable (node.EarlySends).
 func TestRestartScenariosExhaustive(t *testing.T) {
 	for _, c := range []struct {
 		sc     *Scenario
 		states int
-	}{{RestartData, 216}, {RestartParity, 207}, {RestartWitness, 3747}, {RestartDataRetry, 1103}, {RestartDataTwo, 9669}} {
+	}{{RestartData, 216}, {RestartParity, 207}, {RestartWitness, 3747}, {RestartDataRetry, 1103}, {RestartDataTwo, 9669},
+		{RestartDataEarly, 484}, {RestartDataRetryEarly, 2485}, {RestartDataTwoEarly, 20115}, {RestartDataTxnEarly, 367}} {
 		for _, o := range []struct {
 			st mc.Strategy
 			w  int

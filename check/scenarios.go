@@ -14,6 +14,7 @@ import (
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
 	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
 )
 
 // Scenario is an Amalgam checking setup: the cluster, the clients'
@@ -43,6 +44,11 @@ type Scenario struct {
 	// RebuildRun is how many stripes a server's snapshot run covers
 	// (SetRebuildRun; 0: one).
 	RebuildRun int
+	// EarlySends, with restarts, adds the crashes of a host that releases
+	// a batch's unordered messages before it is durable when it handled
+	// a message that EarlySends selects (mc.State.SendsBeforeDurableOn;
+	// scenario_early.go).
+	EarlySends func(a node.Addr, m node.Message) bool
 }
 
 // MC is the scenario as the engine runs it (a new value each call).
@@ -76,6 +82,9 @@ func (sc *Scenario) Init() *mc.State {
 		}
 		if releaseEarly != nil {
 			s.PersistBehindOn(releaseEarly)
+		}
+		if sc.EarlySends != nil {
+			s.SendsBeforeDurableOn(sc.EarlySends)
 		}
 	}
 	return s

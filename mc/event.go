@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/amalgam-store/amalgam/node"
@@ -54,6 +55,10 @@ type Event struct {
 	Node  node.Addr
 	Timer uint64     // hash of the timer to fire
 	T     node.Timer // the timer to fire, for descriptions
+	// Handled, for a crash of State.SendsBeforeDurableOn, are the stream
+	// messages the node handled before it crashed, in order, each the
+	// next of its stream; Env is the last.
+	Handled []Envelope
 }
 
 // Target is the node that handles the event (the crashed node for Crash,
@@ -73,6 +78,16 @@ func (e Event) String() string {
 		}
 		return fmt.Sprintf("fire %s timer %s", e.Node, Describe(e.T))
 	case Crash:
+		if len(e.Handled) > 0 {
+			var b strings.Builder
+			for k, h := range e.Handled {
+				if k > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s -> %s %s", h.From, h.To, Describe(h.Msg))
+			}
+			return fmt.Sprintf("crash %s after handling %s, their unordered messages sent before the batch was durable", e.Node, b.String())
+		}
 		return fmt.Sprintf("crash %s", e.Node)
 	case Restart:
 		return fmt.Sprintf("restart %s", e.Node)
@@ -170,6 +185,7 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 			if set.CrashTargets == nil && !slices.Contains(s.sys.clients, i) ||
 				slices.Contains(set.CrashTargets, a) {
 				out = append(out, Event{Kind: Crash, Node: a})
+				out = s.appendEarlyCrashes(out, i, a)
 			}
 		}
 	}
@@ -191,6 +207,67 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 		}
 	}
 	return out
+}
+
+// maxEarly bounds the stream messages a crash of SendsBeforeDurableOn
+// comes after (a batch of the host handles several).
+const maxEarly = 4
+
+// appendEarlyCrashes appends the crashes of node i right after it handled
+// up to maxEarly messages that SendsBeforeDurableOn selects, each the next
+// of its stream: every order of every prefix of the selected messages
+// heading the streams to i.
+func (s *State) appendEarlyCrashes(out []Event, i int, a node.Addr) []Event {
+	if s.sys.early == nil || s.sys.restore == nil {
+		return out
+	}
+	var qs [][]Envelope // per stream to i: its selected messages up front
+	for _, q := range s.streams {
+		if int(q.msgs[0].to)-1 != i || s.across(q.msgs[0]) {
+			continue
+		}
+		var p []Envelope
+		for _, m := range q.msgs {
+			if len(p) == maxEarly || !s.sys.early(a, m.Msg) {
+				break
+			}
+			p = append(p, m)
+		}
+		if len(p) > 0 {
+			qs = append(qs, p)
+		}
+	}
+	taken := make([]int, len(qs))
+	var seq []Envelope
+	var walk func()
+	walk = func() {
+		if len(seq) > 0 {
+			out = append(out, Event{Kind: Crash, Node: a, Env: seq[len(seq)-1], Handled: slices.Clone(seq)})
+		}
+		if len(seq) == maxEarly {
+			return
+		}
+		for j, p := range qs {
+			if taken[j] < len(p) {
+				seq = append(seq, p[taken[j]])
+				taken[j]++
+				walk()
+				taken[j]--
+				seq = seq[:len(seq)-1]
+			}
+		}
+	}
+	walk()
+	return out
+}
+
+// earlyKey identifies a crash's handled messages (0 for a plain crash).
+func (e Event) earlyKey() uint64 {
+	var h uint64
+	for _, x := range e.Handled {
+		h = mix(h ^ x.hash)
+	}
+	return h
 }
 
 // timerReady applies DSLabs' rule: a timer set after another, with a
@@ -389,6 +466,11 @@ func (s *State) applyWith(b *builder, e Event) (*State, error) {
 		i, ok := s.sys.index[e.Node]
 		if !ok || s.crashed[i] {
 			return nil, fmt.Errorf("mc: %v: not a live node", e)
+		}
+		if len(e.Handled) > 0 {
+			if err = b.sendEarly(i, e.Handled); err != nil {
+				return nil, err
+			}
 		}
 		b.n.used.Crashes++
 		b.touch(i)
@@ -640,6 +722,39 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 		}
 	}
 	b.flush(i, ef.sends, ef.streams, ef.timers)
+	return nil
+}
+
+// sendEarly runs node i's handlers of the handled messages, each the next
+// of its stream, on a clone, and sends their unordered messages, leaving
+// the node, its streams, its timers and the messages as they are
+// (SendsBeforeDurableOn).
+func (b *builder) sendEarly(i int, handled []Envelope) (err error) {
+	s := b.n
+	a := s.sys.addrs[i]
+	taken := map[link]int{}
+	for _, env := range handled {
+		l := link{env.From, env.To}
+		qi, ok := s.findStream(l)
+		if !ok || int(env.to)-1 != i || taken[l] >= len(s.streams[qi].msgs) || s.streams[qi].msgs[taken[l]].hash != env.hash {
+			return fmt.Errorf("mc: crash %s after %s: not the next message of its stream", a, Describe(env.Msg))
+		}
+		taken[l]++
+	}
+	lk := &s.sys.cloneLocks[s.nodes[i].h%uint64(len(s.sys.cloneLocks))]
+	lk.Lock()
+	nd := s.nodes[i].nd.Clone()
+	lk.Unlock()
+	ctx := &simContext{sys: s.sys, self: a}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &HandlerPanic{Node: a, Value: r}
+		}
+	}()
+	for _, env := range handled {
+		nd.Handle(ctx, env.From, env.Msg)
+	}
+	b.flush(i, ctx.sends, nil, nil)
 	return nil
 }
 

@@ -53,6 +53,20 @@ func (s *State) PersistBehind() {
 // kind at a time (a host that released that kind's effects early).
 func (s *State) PersistBehindOn(fn func(a node.Addr, m node.Message) bool) { s.sys.behind = fn }
 
+// SendsBeforeDurableOn adds crashes that model a host releasing a batch's
+// unordered messages before the batch is durable, while it holds the
+// batch's stream messages and the acknowledgement of what it handled until
+// then: for a crash target a and the message m at the head of a stream to
+// it that fn selects, the crash may come right after a handled m, with
+// that handler's unordered messages sent and nothing else. Its state, its
+// streams and m (still at the head of its stream, delivered again after
+// the restart) are as before the handler, as the runtime's are when the
+// batch is lost. It is one more Crash event per such stream head (Event.Env
+// names m), counted as a crash; set it on the initial state. Unlike
+// PersistBehindOn it is not a mutation: it is the rule a host may follow
+// for the kinds fn selects.
+func (s *State) SendsBeforeDurableOn(fn func(a node.Addr, m node.Message) bool) { s.sys.early = fn }
+
 // diskImage is what a node persisted: key -> value.
 type diskImage = node.Disk
 

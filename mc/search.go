@@ -140,7 +140,9 @@ func newTnode(parent *tnode, s *State, e Event) *tnode {
 	switch e.Kind {
 	case Fire:
 		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
-	case Crash, Restart, Heal:
+	case Crash:
+		t.node, t.hash = int32(s.sys.index[e.Node]), e.earlyKey() // 0 but for SendsBeforeDurableOn's crashes
+	case Restart, Heal:
 		t.node, t.hash = int32(s.sys.index[e.Node]), 0
 	case Partition:
 		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
@@ -208,7 +210,9 @@ func (t *tnode) matches(s *State, e Event) bool {
 	switch e.Kind {
 	case Fire:
 		return e.Timer == t.hash && s.sys.index[e.Node] == int(t.node)
-	case Crash, Restart, Heal:
+	case Crash:
+		return s.sys.index[e.Node] == int(t.node) && e.earlyKey() == t.hash
+	case Restart, Heal:
 		return s.sys.index[e.Node] == int(t.node)
 	}
 	return e.Env.hash == t.hash

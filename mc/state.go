@@ -119,6 +119,7 @@ type system struct {
 	restore func(a node.Addr, crashed node.Node) node.Persistent
 	corrupt func(a node.Addr, disk map[string][]byte) // see CorruptDisk
 	behind  func(node.Addr, node.Message) bool        // see PersistBehindOn
+	early   func(node.Addr, node.Message) bool        // see SendsBeforeDurableOn
 	keep    bool                                      // see KeepDelivered
 	sym     *symmetry                                 // see Symmetric
 }

@@ -49,7 +49,12 @@ func encodeEvent(e Event) TraceEvent {
 	switch e.Kind {
 	case Fire:
 		te.Node, te.Timer = string(e.Node), strconv.FormatUint(e.Timer, 16)
-	case Crash, Restart, Heal:
+	case Crash:
+		te.Node = string(e.Node)
+		if len(e.Handled) > 0 { // a crash after handling stream messages (SendsBeforeDurableOn)
+			te.From, te.To, te.Msg = string(e.Env.From), string(e.Env.To), strconv.FormatUint(e.earlyKey(), 16)
+		}
+	case Restart, Heal:
 		te.Node = string(e.Node)
 	case Partition:
 		te.Node, te.Timer = string(e.Node), strconv.FormatUint(e.Timer, 16)
@@ -69,7 +74,11 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 	switch k {
 	case Fire, Partition:
 		h, err = strconv.ParseUint(te.Timer, 16, 64)
-	case Crash, Restart, Heal:
+	case Restart, Heal:
+	case Crash:
+		if te.Msg != "" {
+			h, err = strconv.ParseUint(te.Msg, 16, 64)
+		}
 	default:
 		h, err = strconv.ParseUint(te.Msg, 16, 64)
 	}
@@ -93,7 +102,11 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 			if string(e.Node) == te.Node && e.Timer == h {
 				return e, nil
 			}
-		case Crash, Restart, Heal:
+		case Crash:
+			if string(e.Node) == te.Node && e.earlyKey() == h {
+				return e, nil
+			}
+		case Restart, Heal:
 			if string(e.Node) == te.Node {
 				return e, nil
 			}

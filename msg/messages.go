@@ -131,6 +131,16 @@ func (Commit) Unhurried() {}
 // PREPARE sooner.
 func (PrepareDrop) Unhurried() {}
 
+// EarlySends implements node.EarlySends: a data server's reply to the
+// operation a PREPARE-OK commits may leave before the commit is durable.
+// The operation, its result and its PREPAREs are durable since the
+// request's batch; a crash that loses the commit loses the
+// acknowledgement of this PREPARE-OK too, so the backup sends it again and
+// the restarted server commits the same operation with the same reply
+// (docs/hosts.md, lazy batches; checked by the restart scenarios' early
+// variants, check/scenario_early.go).
+func (PrepareOK) EarlySends() {}
+
 // PrepKey identifies one stripe's part of one operation.
 type PrepKey struct {
 	Shard  int

@@ -41,6 +41,20 @@ type Unhurried interface {
 	Unhurried()
 }
 
+// EarlySends is implemented by stream messages whose handler's unordered
+// messages may leave before the batch is durable: a crash that loses the
+// batch also loses its acknowledgement of the message, so the message is
+// delivered again after the restart and the handler, in the state the
+// batch started from, sends the same. A host may then release a batch
+// that handled only such messages, streams only Unhurried ones, sets no
+// timer and changes no incarnation, as it does a lazy one, except that its
+// unordered messages leave at once (runtime/lazysync.go). The model
+// checker checks a kind with mc.State.SendsBeforeDurableOn.
+type EarlySends interface {
+	Message
+	EarlySends()
+}
+
 // Writer receives a node's durable changes. Values are copied before Put
 // returns.
 type Writer interface {

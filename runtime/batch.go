@@ -85,6 +85,10 @@ type ready struct {
 	covers uint64        // with b: the store's lazy batches its fsync covers
 	lazy   bool          // written without a sync (lazysync.go)
 	ticket uint64        // if lazy: its number among the store's lazy batches
+	// early: a lazy batch that handled only node.EarlySends messages,
+	// whose sends may leave before it is durable; sent says they have
+	// (lazysync.go, early sends).
+	early, sent bool
 	// Durable part (with the node's own Persist writes).
 	inc     incChanges              // ended incarnations and streams, learned peers
 	acks    map[node.Addr]delivered // stream messages handled
@@ -136,6 +140,7 @@ func (l *loop) pipeline() {
 			if rd.lazy {
 				ok, ch := st.durableLazy(rd.ticket)
 				if !ok {
+					l.sendEarly(held)
 					i := slices.IndexFunc(held, func(r *ready) bool { return r.b != nil })
 					if i < 0 {
 						wake = ch
@@ -170,6 +175,21 @@ func (l *loop) pipeline() {
 	}
 }
 
+// sendEarly lets the sends of the early batches at the head of held leave
+// (lazysync.go, early sends): every earlier batch is released, and if a
+// crash loses them it loses these early batches only, which handled
+// nothing but node.EarlySends messages.
+func (l *loop) sendEarly(held []*ready) {
+	for _, rd := range held {
+		if !rd.early || l.h.ctx.Err() != nil {
+			return
+		}
+		if !rd.sent {
+			l.send(rd)
+		}
+	}
+}
+
 // syncWait waits for a synced batch's fsync, once, and records the lazy
 // batches it covered.
 func (l *loop) syncWait(rd *ready) {
@@ -193,7 +213,9 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 	}
 	counting := causes.on.Load()
 	l.spec, l.specEvs = nil, nil
+	early := !restart
 	for _, ev := range batch {
+		early = early && earlyEvent(ev)
 		if counting {
 			switch {
 			case ev.fn != nil:
@@ -236,7 +258,8 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 	rd.epoch = l.epoch
 	l.number(ctx.streams, rd)
 	rd.sends, rd.timers = ctx.sends, ctx.timers
-	rd.lazy = l.pipe != nil && lazyBatch(rd, ctx.streams)
+	rd.lazy = l.pipe != nil && lazyBatch(rd, ctx.streams, early)
+	rd.early = rd.lazy && early
 	return rd
 }
 
@@ -346,7 +369,7 @@ func (l *loop) persist(rd *ready) {
 	l.writeAppends(b, rd.appends)
 	if b.Empty() {
 		_ = b.Close()
-		rd.lazy = false // nothing to wait for
+		rd.lazy, rd.early = false, false // nothing to wait for
 		return
 	}
 	l.forgetAcked(b)
@@ -373,6 +396,15 @@ func (l *loop) persist(rd *ready) {
 	}
 }
 
+// send lets the ready's unordered messages leave: when it is released, or
+// before, for early sends (lazysync.go).
+func (l *loop) send(rd *ready) {
+	for _, s := range rd.sends {
+		l.h.send(l.addr, s.to, s.m)
+	}
+	rd.sent = true
+}
+
 // release lets the ready's effects leave, once persist has returned.
 func (l *loop) release(rd *ready) {
 	for _, o := range rd.inc.ended {
@@ -386,8 +418,8 @@ func (l *loop) release(rd *ready) {
 	for _, a := range rd.appends {
 		a.o.push(a.e)
 	}
-	for _, s := range rd.sends {
-		l.h.send(l.addr, s.to, s.m)
+	if !rd.sent {
+		l.send(rd)
 	}
 	for _, t := range rd.timers {
 		l.setTimer(t, rd.epoch)

@@ -21,16 +21,29 @@ import (
 // same store covers it, and a background sync (lazyDelay after the first
 // uncovered lazy batch) covers it when no synced batch comes.
 //
+// Early sends. A batch that handled only stream messages of kinds that
+// implement node.EarlySends (a data server's PREPARE-OKs) and is lazy but
+// for its unordered messages (the replies of the operations it committed)
+// is an early batch: lazy too, and its unordered messages leave before it
+// is durable, as soon as every batch of the loop before it is released or
+// is an early batch itself; its stream messages and acknowledgements
+// still wait for the sync. A crash that loses it loses only early batches
+// with it, and the acknowledgements of the messages they handled, so
+// those come again after the restart, and the node, restarted from the
+// state before the first of them, sends the same (the model checker's
+// crashes of mc.State.SendsBeforeDurableOn).
+//
 // A crash loses the lazy batches not yet covered, as it loses synced
-// batches whose fsync had not returned: nothing they produced has left,
-// their stream messages are redelivered (their acknowledgement had not
-// left either) and their unordered messages are lost, as if the crash had
-// come before the batch.
+// batches whose fsync had not returned: nothing they produced has left
+// but early sends, their stream messages are redelivered (their
+// acknowledgement had not left either) and their unordered messages are
+// lost, as if the crash had come before the batch.
 
 // lazyDelay is how long an uncovered lazy batch waits for a synced batch
 // before the store syncs for it. Only the acknowledgements, COMMITs and
-// PREPARE-DROPs of lazy batches wait: no reply does.
-const lazyDelay = 20 * time.Millisecond
+// PREPARE-DROPs of lazy batches wait: no reply does (a reply of a lazy
+// batch is an early send). A variable for tests only.
+var lazyDelay = 20 * time.Millisecond
 
 // lazySyncs tracks a store's lazy batches: applied counts those written,
 // durable those known to be covered by a sync.
@@ -136,10 +149,11 @@ func (s *Store) syncLazily() {
 }
 
 // lazyBatch reports whether a batch's effects may wait for a later sync:
-// it ends no stream, learns no incarnation, sends nothing unordered, sets
-// no timer, and streams only unhurried messages.
-func lazyBatch(rd *ready, streamed []effect) bool {
-	if len(rd.sends) > 0 || len(rd.timers) > 0 || !rd.inc.empty() {
+// it ends no stream, learns no incarnation, sets no timer, streams only
+// unhurried messages, and sends nothing unordered unless early says that
+// its unordered messages may leave before it is durable.
+func lazyBatch(rd *ready, streamed []effect, early bool) bool {
+	if len(rd.sends) > 0 && !early || len(rd.timers) > 0 || !rd.inc.empty() {
 		return false
 	}
 	for _, s := range streamed {
@@ -148,6 +162,17 @@ func lazyBatch(rd *ready, streamed []effect) bool {
 		}
 	}
 	return true
+}
+
+// earlyEvent reports whether ev is a stream message whose handler's
+// unordered messages may leave before its batch is durable
+// (node.EarlySends).
+func earlyEvent(ev event) bool {
+	if ev.seq == 0 || ev.fn != nil || ev.t != nil || ev.retry {
+		return false
+	}
+	_, ok := ev.m.(node.EarlySends)
+	return ok
 }
 
 func (c *incChanges) empty() bool {

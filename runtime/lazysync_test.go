@@ -1,8 +1,13 @@
 package runtime
 
 import (
+	"bytes"
+	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/amalgam-store/amalgam/e2e/e2etest"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
@@ -73,4 +78,50 @@ func TestLazyBatchCovered(t *testing.T) {
 			_ = c.Close()
 		}
 	}
+}
+
+// TestEarlyReplies: a data server's reply leaves before the batch that
+// committed its operation is durable (lazysync.go, early sends). With no
+// background sync (an hour's delay), each write's commit batch is lazy
+// and only the next synced batch of its machine covers it: after the last
+// write's reply, its commit is still not durable there; the batches that
+// committed the writes counted as lazy ones that sent.
+func TestEarlyReplies(t *testing.T) {
+	defer setLazyDelay(time.Hour)()
+	CountSyncCauses(true)
+	defer CountSyncCauses(false)
+	l := testLayout
+	lc, err := StartLocal(LocalOptions{Layout: l, Durability: "durable", DataDir: "/data", FS: vfs.NewStrictMem(), Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	c := e2etest.Dial(t, lc.EntryAddr)
+	for i := range 3 {
+		if err := c.Write(context.Background(), 0, 0, bytes.Repeat([]byte{byte(i + 1)}, l.BlockSize)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := lc.Machines[l.Shard(0)].store
+	st.lazy.mu.Lock()
+	applied, durable := st.lazy.applied, st.lazy.durable
+	st.lazy.mu.Unlock()
+	if durable >= applied {
+		t.Errorf("after the last reply, the data server's machine has %d lazy batches, %d durable: want the last commit not durable yet (%v)", applied, durable, SyncCauses())
+	}
+	var early int
+	for cause, n := range SyncCauses() {
+		if strings.HasPrefix(cause, "data in[PrepareOK]") && strings.HasSuffix(cause, "+send lazy") {
+			early += n
+		}
+	}
+	if early < 3 {
+		t.Errorf("%d lazy data server batches handling PREPARE-OKs sent replies, want 3 (causes %v)", early, SyncCauses())
+	}
+}
+
+func setLazyDelay(d time.Duration) func() {
+	old := lazyDelay
+	lazyDelay = d
+	return func() { lazyDelay = old }
 }
