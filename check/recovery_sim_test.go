@@ -122,6 +122,7 @@ func (r replaceRun) try() (*mc.State, error) {
 }
 
 func TestRandomizedReplaceParity(t *testing.T) {
+	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(150, 40, 20)
 	for seed := 1; seed <= seeds; seed++ {
 		l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 16}
@@ -135,6 +136,7 @@ func TestRandomizedReplaceParity(t *testing.T) {
 }
 
 func TestRandomizedReplaceWitness(t *testing.T) {
+	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(100, 30, 15)
 	for seed := 1; seed <= seeds; seed++ {
 		l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 6, BlockSize: 16}
@@ -148,6 +150,7 @@ func TestRandomizedReplaceWitness(t *testing.T) {
 }
 
 func TestRandomizedReplaceData(t *testing.T) {
+	t.Parallel() // with the other replacement sweeps: they share nothing
 	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 16}
 	seeds := sweep(200, 60, 30)
 	replaced := 0
@@ -179,6 +182,7 @@ func replaceSeed(seed int) replaceRun {
 }
 
 func TestRandomizedReplaceTwoDataServers(t *testing.T) {
+	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(200, 60, 30)
 	both := 0
 	for seed := 2; seed <= 2*seeds; seed += 2 {
@@ -220,6 +224,7 @@ func runSeed(seed int) replaceRun {
 
 // Multi-stripe snapshot runs rebuild data and parity servers under load.
 func TestRandomizedReplaceMultiStripe(t *testing.T) {
+	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(60, 30, 16)
 	for seed := 1; seed <= seeds; seed++ {
 		runSeed(seed).run(t)
@@ -231,6 +236,7 @@ func TestRandomizedReplaceMultiStripe(t *testing.T) {
 // data and parity servers: runs of up to 2 stripes, 3 in flight, and a
 // parity replacement in every seed.
 func TestRandomizedReplaceWindow(t *testing.T) {
+	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(60, 30, 16)
 	for seed := 1; seed <= seeds; seed++ {
 		r := runSeed(seed)
@@ -253,6 +259,7 @@ func pauseSeed(seed int) replaceRun {
 // With a pause between background rebuilds, replacements still settle,
 // and the pause survives the new incarnation's start.
 func TestRandomizedReplaceWithRebuildPause(t *testing.T) {
+	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(80, 30, 16)
 	all, postponed := 0, 0
 	for seed := 1; seed <= seeds; seed++ {
