@@ -122,7 +122,6 @@ func (r replaceRun) try() (*mc.State, error) {
 }
 
 func TestRandomizedReplaceParity(t *testing.T) {
-	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(150, 40, 20)
 	for seed := 1; seed <= seeds; seed++ {
 		l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 16}
@@ -136,7 +135,6 @@ func TestRandomizedReplaceParity(t *testing.T) {
 }
 
 func TestRandomizedReplaceWitness(t *testing.T) {
-	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(100, 30, 15)
 	for seed := 1; seed <= seeds; seed++ {
 		l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 6, BlockSize: 16}
@@ -150,7 +148,6 @@ func TestRandomizedReplaceWitness(t *testing.T) {
 }
 
 func TestRandomizedReplaceData(t *testing.T) {
-	t.Parallel() // with the other replacement sweeps: they share nothing
 	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 16}
 	seeds := sweep(200, 60, 30)
 	replaced := 0
@@ -182,7 +179,6 @@ func replaceSeed(seed int) replaceRun {
 }
 
 func TestRandomizedReplaceTwoDataServers(t *testing.T) {
-	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(200, 60, 30)
 	both := 0
 	for seed := 2; seed <= 2*seeds; seed += 2 {
@@ -224,7 +220,6 @@ func runSeed(seed int) replaceRun {
 
 // Multi-stripe snapshot runs rebuild data and parity servers under load.
 func TestRandomizedReplaceMultiStripe(t *testing.T) {
-	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(60, 30, 16)
 	for seed := 1; seed <= seeds; seed++ {
 		runSeed(seed).run(t)
@@ -236,7 +231,6 @@ func TestRandomizedReplaceMultiStripe(t *testing.T) {
 // data and parity servers: runs of up to 2 stripes, 3 in flight, and a
 // parity replacement in every seed.
 func TestRandomizedReplaceWindow(t *testing.T) {
-	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(60, 30, 16)
 	for seed := 1; seed <= seeds; seed++ {
 		r := runSeed(seed)
@@ -259,7 +253,6 @@ func pauseSeed(seed int) replaceRun {
 // With a pause between background rebuilds, replacements still settle,
 // and the pause survives the new incarnation's start.
 func TestRandomizedReplaceWithRebuildPause(t *testing.T) {
-	t.Parallel() // with the other replacement sweeps: they share nothing
 	seeds := sweep(80, 30, 16)
 	all, postponed := 0, 0
 	for seed := 1; seed <= seeds; seed++ {
