@@ -158,45 +158,42 @@ func TestPersistAcrossReconfiguration(t *testing.T) {
 	l := erasure.Layout{N: 6, G: 3, F: 2, W: 1, Stripes: 6, BlockSize: 16}
 	seeds := sweep(6, 6, 2)
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) {
-			t.Parallel() // the seeds share nothing; on 2 cores two run at once
-			rng := rand.New(rand.NewPCG(seed, 3))
-			scripts := make([][][]msg.Op, 3)
-			for i := range scripts {
-				scripts[i] = workload.Generate(rng.Uint64, l, 0, 20, workload.DefaultMix)
-			}
-			m := int(seed) % l.N
-			sc := &Scenario{Name: "persist", Layout: l, Scripts: scripts, Replace: []msg.Replace{{Role: erasure.RoleData, Machine: m, Inc: 1},
-				{Role: erasure.RoleParity, Machine: (m + 1) % l.N, Inc: 1}, {Role: erasure.RoleWitness, Machine: (m + 2) % l.N, Inc: 1}}}
-			restore := Restorer(msg.InitialConfig(l), sc.Code())
-			s := sc.Init()
-			checked := 0
-			check := func(st mc.Step) error {
-				if st.N%7 != 0 {
-					return nil
-				}
-				for _, a := range st.After.Addrs() {
-					checkRestore(t, restore, a, st.After.Node(a), false)
-					checked++
-				}
+		rng := rand.New(rand.NewPCG(seed, 3))
+		scripts := make([][][]msg.Op, 3)
+		for i := range scripts {
+			scripts[i] = workload.Generate(rng.Uint64, l, 0, 20, workload.DefaultMix)
+		}
+		m := int(seed) % l.N
+		sc := &Scenario{Name: "persist", Layout: l, Scripts: scripts, Replace: []msg.Replace{{Role: erasure.RoleData, Machine: m, Inc: 1},
+			{Role: erasure.RoleParity, Machine: (m + 1) % l.N, Inc: 1}, {Role: erasure.RoleWitness, Machine: (m + 2) % l.N, Inc: 1}}}
+		restore := Restorer(msg.InitialConfig(l), sc.Code())
+		s := sc.Init()
+		checked := 0
+		check := func(st mc.Step) error {
+			if st.N%7 != 0 {
 				return nil
 			}
-			replaced := func(s *mc.State) uint64 {
-				return s.Node(msg.ReconfigAddr).(interface{ Config() msg.Config }).Config().Num
+			for _, a := range st.After.Addrs() {
+				checkRestore(t, restore, a, st.After.Node(a), false)
+				checked++
 			}
-			done := func(s *mc.State) bool { return mc.ClientsDone(s) && replaced(s) == 3 && Settled(s) }
-			final, steps, err := mc.Simulate(s, mc.SimOptions{Seed: seed, MaxSteps: 400000, Loss: 0.02, Dup: 0.02, TimerChance: 0.02}, done, check)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !done(final) {
-				t.Fatalf("seed %d: not settled after %d steps", seed, steps)
-			}
-			for _, a := range final.Addrs() {
-				checkRestore(t, restore, a, final.Node(a), true)
-			}
-			t.Logf("seed %d: %d steps, %d restores checked", seed, steps, checked)
-		})
+			return nil
+		}
+		replaced := func(s *mc.State) uint64 {
+			return s.Node(msg.ReconfigAddr).(interface{ Config() msg.Config }).Config().Num
+		}
+		done := func(s *mc.State) bool { return mc.ClientsDone(s) && replaced(s) == 3 && Settled(s) }
+		final, steps, err := mc.Simulate(s, mc.SimOptions{Seed: seed, MaxSteps: 400000, Loss: 0.02, Dup: 0.02, TimerChance: 0.02}, done, check)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !done(final) {
+			t.Fatalf("seed %d: not settled after %d steps", seed, steps)
+		}
+		for _, a := range final.Addrs() {
+			checkRestore(t, restore, a, final.Node(a), true)
+		}
+		t.Logf("seed %d: %d steps, %d restores checked", seed, steps, checked)
 	}
 }
 
