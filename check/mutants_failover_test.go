@@ -8,7 +8,7 @@ import (
 )
 
 // TestLivenessMutants: random walks of the failover scenarios (Mutants)
-// find each failure handling mutant within 60 s.
+// find each failure handling mutant within mutantBound states.
 // Run with: go test -tags mutants -run TestLivenessMutants -v ./check/
 func TestLivenessMutants(t *testing.T) {
 	searchMutants(t, "liveness", 1, func(Mutant) time.Duration { return 0 })

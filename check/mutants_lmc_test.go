@@ -10,14 +10,15 @@ import (
 	"github.com/amalgam-store/amalgam/mc"
 )
 
-// TestLMCProtocolMutants runs local model checking (20 s) on every protocol
-// mutant's scenario: it must find each with the mutant's invariant, and
+// TestLMCProtocolMutants runs local model checking (bounded by lmcBound
+// local states) on every protocol mutant's scenario: it must find each
+// with the mutant's invariant, and
 // its trace must replay under global semantics to the same invariant.
 // Run with: go test -tags mutants -run TestLMCProtocolMutants -v ./check/
 func TestLMCProtocolMutants(t *testing.T) {
 	for _, m := range mutantsOfKind(t, "protocol") {
 		t.Run(m.Name, func(t *testing.T) {
-			if r := lmcMutant(t, m.Name, m.sc, 20*time.Second); r.Outcome != mc.Violation || r.Predicate != m.Finds {
+			if r := lmcMutant(t, m.Name, m.sc); r.Outcome != mc.Violation || r.Predicate != m.Finds {
 				t.Errorf("%s: lmc %s %q, want a violation of %q", m.Name, r.Outcome, r.Predicate, m.Finds)
 			}
 		})
@@ -28,7 +29,8 @@ func TestLMCProtocolMutants(t *testing.T) {
 // states (mc.LMCOptions.WalkUnjudged).
 var lmcUnjudged = flag.Bool("lmc-unjudged", false, "LMC mutants: find violations through combinations only")
 
-// TestLMCRecoveryMutants runs LMC (60 s) on each recovery mutant's
+// TestLMCRecoveryMutants runs LMC (bounded by lmcBound local states) on
+// each recovery mutant's
 // scenario: it must find a violation that replays (with -lmc-unjudged it
 // only logs what combinations alone find). The invariant may be another
 // than the one global search reports first (held-old-config breaks
@@ -38,7 +40,7 @@ var lmcUnjudged = flag.Bool("lmc-unjudged", false, "LMC mutants: find violations
 func TestLMCRecoveryMutants(t *testing.T) {
 	for _, m := range mutantsOfKind(t, "recovery") {
 		t.Run(m.Name, func(t *testing.T) {
-			r := lmcMutant(t, m.Name, m.sc, time.Minute)
+			r := lmcMutant(t, m.Name, m.sc)
 			if !*lmcUnjudged && r.Outcome != mc.Violation {
 				t.Errorf("%s: lmc %s, want a violation (global search: %q)", m.Name, r.Outcome, m.Finds)
 			}
@@ -46,14 +48,15 @@ func TestLMCRecoveryMutants(t *testing.T) {
 	}
 }
 
-// lmcMutant runs LMC on scenario sc with mutant name set, logs and
-// returns the outcome, and replays a violation.
-func lmcMutant(t *testing.T, name string, sc *mc.Scenario, limit time.Duration) *mc.Result {
+// lmcMutant runs LMC on scenario sc with mutant name set, bounded by
+// lmcBound local states, logs and returns the outcome, and replays a
+// violation.
+func lmcMutant(t *testing.T, name string, sc *mc.Scenario) *mc.Result {
 	if err := SetMutant(name); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = SetMutant("") }()
-	o := mc.LMCOptions{Settings: sc.Settings, MaxTime: limit, WalkUnjudged: *lmcUnjudged}
+	o := mc.LMCOptions{Settings: sc.Settings, MaxLocal: lmcBound(t, name), WalkUnjudged: *lmcUnjudged}
 	if sc.Invariants != nil {
 		o.Invariants = sc.Invariants()
 	}

@@ -14,12 +14,14 @@ import (
 // TestThesisBugFound injects the bug of thesis 4.2 (phase 2 replies carry
 // only the value, and the leader counts them whatever ballot they answer)
 // and checks that the guided search finds two values chosen for one slot
-// within 60 s (DSLabs reports 18 s for its guided test).
+// within thesisPhaseStates states a phase (about 32,800 states in all,
+// with one worker). The time it took is logged, not asserted (DSLabs
+// reports 18 s for its guided test; docs/model-checking.md compares).
 func TestThesisBugFound(t *testing.T) {
 	paxos.Mutant = paxos.MutantP2bValueOnly
 	defer func() { paxos.Mutant = "" }()
 	start := time.Now()
-	r := mc.RunGuided(thesisInit(), thesisPlan(9, 60*time.Second), mc.Options{Workers: 2, MaxTime: 60 * time.Second})
+	r := mc.RunGuided(thesisInit(), thesisPlan(9, thesisPhaseStates), mc.Options{Workers: 1})
 	took := time.Since(start)
 	if r.Outcome != mc.Violation {
 		t.Fatalf("guided search ended %s after %d states in %v without finding the bug (%s)", r.Outcome, r.States, took, r.Explanation)
