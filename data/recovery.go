@@ -362,7 +362,7 @@ func (s *Server) onSnapshotParity(ctx node.Context, m msg.SnapshotParity) {
 // tryDecode rebuilds the run's blocks once the snapshot can be decoded
 // (3.3.2.3 step 4), installing them together.
 func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
-	data, _, ok := r.Decode(s.cfg.Layout)
+	data, ok := r.DecodeData(s.cfg.Layout)
 	if !ok {
 		return
 	}
