@@ -30,9 +30,7 @@ type answer struct {
 
 // fields writes the answer's record fields (its hash without the blocks).
 func (a *answer) fields(w node.Fields) {
-	w.String(string(a.requester))
-	w.Int(a.stripe)
-	w.Uint64(a.nonce)
+	recovery.RecordHead(w, a.requester, a.stripe, a.nonce)
 	w.Uint64(a.upto)
 	w.Uint64(a.opNum)
 	w.Bool(a.sent)

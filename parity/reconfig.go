@@ -60,9 +60,7 @@ type snapshot struct {
 // fields writes the snapshot's record, but its copies and ord, to w (a
 // node.Hasher or node.Enc).
 func (sn *snapshot) fields(w node.Fields) {
-	w.String(string(sn.requester))
-	w.Int(sn.stripe)
-	w.Uint64(sn.nonce)
+	recovery.RecordHead(w, sn.requester, sn.stripe, sn.nonce)
 	w.Uint64(sn.seen)
 	w.Bool(sn.sent)
 }

@@ -245,3 +245,12 @@ func (r *Rebuild) Hash(h *node.Hasher) {
 		h.Uint64(r.Prims[i])
 	}
 }
+
+// RecordHead writes the fields that name a snapshot's record at a server
+// answering it (a data server's answer, a parity server's copies): its
+// requester, the run's first stripe and the round's nonce.
+func RecordHead(w node.Fields, requester node.Addr, stripe int, nonce uint64) {
+	w.String(string(requester))
+	w.Int(stripe)
+	w.Uint64(nonce)
+}
