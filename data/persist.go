@@ -1,6 +1,7 @@
 package data
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -20,16 +21,19 @@ import (
 //	                 whether it committed (node.Enc)
 //	cfg              gob of the configuration the server is in
 //	rc               gob of dataRC: incarnation, fences, degraded blocks,
-//	                 snapshot nonce and answers (not their blocks), backups
-//	                 to re-send to, whether msg.Rebuilt awaits its
-//	                 acknowledgement
+//	                 snapshot nonce, backups to re-send to, whether
+//	                 msg.Rebuilt awaits its acknowledgement (older builds
+//	                 also kept the snapshot answers here)
+//	n/<requester>/<stripe, hex>  a snapshot answer but its blocks (node.Enc)
 //	b/<block, hex>   the block's contents
 //	c/<client, hex>  the client's clientEntry (node.Enc)
 //
 // Everything is written when it changes: an operation once when it is
 // made and its a/ record when its acknowledgements change, both deleted
-// when it leaves pending_ops; cfg and rc when their hash changes; meta on
-// every Persist (a few bytes). Snapshots this server runs to rebuild its
+// when it leaves pending_ops; an answer when it is made or sent, deleted
+// when it is replaced or its configuration ends; cfg and rc when their
+// hash changes (for rc, reconfState.recordHash); meta on every Persist (a
+// few bytes). Snapshots this server runs to rebuild its
 // own blocks are not kept: after a restart, Init starts them again with
 // fresh nonces. Nor are the blocks of snapshot answers: an answer not
 // sent when the server stopped is abandoned (restored as sent, so a
@@ -43,7 +47,7 @@ type dataRC struct {
 	Flags    recovery.Flags // the degraded flags, packed: rewritten with every run
 	Degraded []bool         // the degraded flags as older builds wrote them; read only
 	Nonce    uint64
-	Answers  []answerRec
+	Answers  []answerRec // as older builds wrote them; read only (now under n/)
 	Resend   []node.Addr
 	Report   bool
 }
@@ -57,10 +61,29 @@ type answerRec struct {
 }
 
 // persistMemo remembers what Persist last wrote: the hashes of cfg and
-// rc, and the pending operations.
+// rc, and the pending operations; and the answers changed since (nil
+// until TrackChanges).
 type persistMemo struct {
-	state msg.StateMemo
-	ops   map[uint64]savedOp
+	state   msg.StateMemo
+	ops     map[uint64]savedOp
+	answers map[ansKey]*answer // nil value: deleted
+}
+
+// ansKey names an answer record: a requester has one answer per run.
+type ansKey struct {
+	requester node.Addr
+	stripe    int
+}
+
+// answerChanged notes that the answer a names is now now (nil: gone).
+func (m *persistMemo) answerChanged(a, now *answer) {
+	if m.answers != nil {
+		m.answers[ansKey{a.requester, a.stripe}] = now
+	}
+}
+
+func answerRecKey(k ansKey) string {
+	return node.HexKey("n/"+string(k.requester)+"/", uint64(uint32(k.stripe)), 8)
 }
 
 // savedOp is what o/ and a/ hold for a pending operation.
@@ -94,7 +117,10 @@ var _ node.Persistent = (*Server)(nil)
 
 // TrackChanges implements node.Persistent.
 func (s *Server) TrackChanges() {
-	s.saved = persistMemo{}
+	s.saved = persistMemo{answers: make(map[ansKey]*answer, len(s.rc.answers))}
+	for _, a := range s.rc.answers {
+		s.saved.answerChanged(a, a)
+	}
 	s.blocks.Track()
 	s.clients.changed = make(map[uint64]bool, len(s.clients.m))
 	for c := range s.clients.m {
@@ -115,20 +141,21 @@ func (s *Server) Persist(w node.Writer) {
 	}
 	clear(s.clients.changed)
 	s.persistPending(w)
-	h := node.NewHasher()
-	s.rc.hashWith(h, false)
-	s.saved.state.Write(w, s.cfg, s.cfgHash, h.Sum(), s.rcRecord, func(m *node.Enc) { m.Uint64(s.opNum) })
+	for k, a := range s.saved.answers {
+		node.PutOrDelete(w, answerRecKey(k), a != nil, func(b *node.Enc) {
+			a.fields(b)
+			b.Uint64(a.ord)
+		})
+	}
+	clear(s.saved.answers)
+	s.saved.state.Write(w, s.cfg, s.cfgHash, s.rc.recordHash(), s.rcRecord, func(m *node.Enc) { m.Uint64(s.opNum) })
 }
 
-// rcRecord is the rc record of the durable part of reconfState.
+// rcRecord is the rc record of the durable part of reconfState but its
+// answers.
 func (s *Server) rcRecord() any {
-	rc := dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Flags: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend,
+	return dataRC{Inc: s.rc.inc, Stopped: s.rc.stopped, Flags: s.rc.degraded, Nonce: s.rc.nonce, Resend: s.rc.resend,
 		Report: s.rc.report}
-	for _, a := range s.rc.answers {
-		rc.Answers = append(rc.Answers, answerRec{Requester: a.requester, Stripe: a.stripe, Nonce: a.nonce, Upto: a.upto,
-			OpNum: a.opNum, Sent: a.sent})
-	}
-	return rc
 }
 
 // persistPending writes the pending operations that changed since the
@@ -192,6 +219,9 @@ func (s *Server) Restore(r node.Reader) error {
 	s.rc = newReconfState(st.Config, s.me)
 	if st.RC {
 		s.restoreRC(rc)
+	}
+	if err := s.restoreAnswers(r); err != nil {
+		return fmt.Errorf("%s: %w", who, err)
 	}
 	if err := s.restorePending(r); err != nil {
 		return fmt.Errorf("%s: %w", who, err)
@@ -274,12 +304,32 @@ func (s *Server) restoreRC(rc dataRC) {
 	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.resend, s.rc.report = rc.Inc, rc.Stopped, rc.Nonce, rc.Resend, rc.Report
 	if deg := rc.degraded(); len(deg) > 0 {
 		s.rc.degraded = deg
+		s.rc.left = recovery.CountDegraded(deg)
 	}
-	for _, a := range rc.Answers {
-		s.rc.answers = append(s.rc.answers, &answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto,
-			opNum: a.OpNum, sent: a.Sent})
+	for _, a := range rc.Answers { // an older build's record: written under n/ at the next Persist
+		s.addAnswer(&answer{requester: a.Requester, stripe: a.Stripe, nonce: a.Nonce, upto: a.Upto, opNum: a.OpNum, sent: a.Sent})
 	}
+}
+
+// restoreAnswers reads back the answer records, in the order they were
+// made, and abandons those not sent.
+func (s *Server) restoreAnswers(r node.Reader) error {
+	err := r.Scan("n/", func(k string, v []byte) error {
+		d := node.NewDec(v)
+		a := &answer{requester: node.Addr(d.String()), stripe: d.Int(), nonce: d.Uint64(), upto: d.Uint64(), opNum: d.Uint64(),
+			sent: d.Bool(), ord: d.Uint64()}
+		if err := d.Err(); err != nil {
+			return fmt.Errorf("bad answer record %q: %v", k, err)
+		}
+		s.rc.answers = append(s.rc.answers, a)
+		if !a.sent {
+			s.rc.unsent++
+		}
+		return nil
+	})
+	slices.SortFunc(s.rc.answers, func(a, b *answer) int { return cmp.Compare(a.ord, b.ord) })
 	s.AbandonUnanswered()
+	return err
 }
 
 // AbandonUnanswered marks every snapshot answer not yet sent as sent,
@@ -288,7 +338,9 @@ func (s *Server) restoreRC(rc dataRC) {
 // requester's next round covers it.
 func (s *Server) AbandonUnanswered() {
 	for _, a := range s.rc.answers {
-		a.sent, a.blocks = true, nil
+		if !a.sent {
+			s.markSent(a)
+		}
 	}
 }
 

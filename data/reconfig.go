@@ -20,6 +20,12 @@ type reconfState struct {
 	bg       []int               // stripes the background rebuild is on
 	answers  []*answer           // snapshots of other servers this server answers
 	ticking  bool                // the retry timer is set
+	// Derived from the fields above and kept up to date with them, so
+	// that no handler or Persist scans every stripe or answer; not hashed
+	// (Hash hashes what they are derived from; docs/recovery.md):
+	left   int // the degraded flags set
+	next   int // the background rebuild's cursor: every stripe below it is rebuilt or in a run in flight
+	unsent int // answers not sent yet
 	// resend lists replaced backups whose new incarnation has not yet
 	// acknowledged every pending operation: the PREPAREs streamed to it
 	// may have reached the old incarnation, or nobody, so the retry timer
@@ -123,6 +129,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 		s.rc.degraded = make([]bool, l.Stripes)
 		for _, st := range l.StripesAs(s.me, erasure.RoleData) {
 			s.rc.degraded[st] = true
+			s.rc.left++
 		}
 		if in := m.Install; in != nil && in.Shard == s.me {
 			for _, r := range in.Clients {
@@ -167,7 +174,8 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 		s.setTimer(ctx)
 		s.reportResending(ctx)
 	}
-	s.rc.answers = nil
+	s.dropAnswers()
+	s.rc.next = 0 // the runs in flight start over under new nonces
 	for i, r := range s.rc.recov {
 		s.rc.nonce++
 		_, me := l.RoleOf(r.Stripe, s.me)
@@ -183,7 +191,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 // counts it as degraded until then (SLC, thesis 3.4.2). degraded becomes
 // nil again, as for a server that never had anything to rebuild.
 func (s *Server) noteRebuilt(ctx node.Context) {
-	if s.rc.degraded == nil || slices.Contains(s.rc.degraded, true) {
+	if s.rc.degraded == nil || s.rc.left > 0 {
 		return
 	}
 	s.rc.degraded = nil
@@ -217,12 +225,8 @@ func (r reconfState) clone() reconfState {
 	return c
 }
 
-func (r reconfState) hash(h *node.Hasher) { r.hashWith(h, true) }
-
-// hashWith hashes the state; the rebuilds in flight and the blocks of
-// snapshot answers only with all (they are not persisted, and hashing
-// them on every Persist cost as much as writing them).
-func (r reconfState) hashWith(h *node.Hasher, all bool) {
+// hash adds the state to h, for the model checker (Server.Hash).
+func (r reconfState) hash(h *node.Hasher) {
 	h.Uint64(r.inc)
 	node.HashStrings(h, r.stopped)
 	h.Bools(r.degraded)
@@ -234,19 +238,29 @@ func (r reconfState) hashWith(h *node.Hasher, all bool) {
 		h.String(string(a))
 	}
 	for _, x := range r.recov {
-		if all {
-			x.Hash(h)
-		}
+		x.Hash(h)
 	}
 	for _, a := range r.answers {
-		h.String(string(a.requester))
-		h.Int(a.stripe)
-		h.Uint64(a.nonce)
-		if all {
-			h.OptBytesList(a.blocks)
-		}
-		h.Uint64(a.upto)
-		h.Uint64(a.opNum)
-		h.Bool(a.sent)
+		a.fields(h)
+		h.OptBytesList(a.blocks)
 	}
+}
+
+// recordHash is a hash of what the rc record holds (Server.rcRecord),
+// for Persist to tell whether to rewrite it: the answers are persisted on
+// their own, and the degraded flags are represented by their number,
+// which every change of them changes (a flag is only ever cleared, and
+// a new set of flags comes with a new incarnation), so that a Persist
+// costs no pass over every stripe.
+func (r reconfState) recordHash() uint64 {
+	h := node.NewHasher()
+	h.Uint64(r.inc)
+	node.HashStrings(h, r.stopped)
+	h.Bool(r.degraded != nil)
+	h.Int(len(r.degraded))
+	h.Int(r.left)
+	h.Uint64(r.nonce)
+	h.Bool(r.report)
+	node.HashStrings(h, r.resend)
+	return h.Sum()
 }

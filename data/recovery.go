@@ -25,6 +25,56 @@ type answer struct {
 	upto      uint64   // the last op number executed before the snapshot
 	opNum     uint64
 	sent      bool
+	ord       uint64 // its place in rc.answers, increasing along it, for its record (not hashed: only the order matters)
+}
+
+// fields writes the answer's record fields (its hash without the blocks).
+func (a *answer) fields(w node.Fields) {
+	recovery.RecordHead(w, a.requester, a.stripe, a.nonce)
+	w.Uint64(a.upto)
+	w.Uint64(a.opNum)
+	w.Bool(a.sent)
+}
+
+// addAnswer appends a to the answers. A requester has at most one answer
+// per run (ansKey).
+func (s *Server) addAnswer(a *answer) {
+	a.ord = 1
+	if n := len(s.rc.answers); n > 0 {
+		a.ord = s.rc.answers[n-1].ord + 1
+	}
+	s.rc.answers = append(s.rc.answers, a)
+	if !a.sent {
+		s.rc.unsent++
+	}
+	s.saved.answerChanged(a, a)
+}
+
+// dropAnswer removes the i-th answer.
+func (s *Server) dropAnswer(i int) {
+	a := s.rc.answers[i]
+	if !a.sent {
+		s.rc.unsent--
+	}
+	s.rc.answers = slices.Delete(s.rc.answers, i, i+1)
+	s.saved.answerChanged(a, nil)
+}
+
+// dropAnswers removes every answer (they end with their configuration).
+func (s *Server) dropAnswers() {
+	for _, a := range s.rc.answers {
+		s.saved.answerChanged(a, nil)
+	}
+	s.rc.answers, s.rc.unsent = nil, 0
+}
+
+// markSent records answer a as sent, dropping its blocks.
+func (s *Server) markSent(a *answer) {
+	if !a.sent {
+		s.rc.unsent--
+	}
+	a.sent, a.blocks = true, nil
+	s.saved.answerChanged(a, a)
 }
 
 // The server's timers: re-asking for a rebuild's snapshot parts, and the
@@ -64,7 +114,7 @@ func (s *Server) isDegraded(st int) bool { return s.rc.degraded != nil && s.rc.d
 func (s *Server) Degraded(st int) bool { return s.isDegraded(st) }
 
 // DegradedBlocks is the number of this shard's blocks not yet rebuilt.
-func (s *Server) DegradedBlocks() int { return recovery.CountDegraded(s.rc.degraded) }
+func (s *Server) DegradedBlocks() int { return s.rc.left }
 
 // needsRecovery starts rebuilding every degraded block ops touch and
 // reports whether there was any.
@@ -240,10 +290,8 @@ func (s *Server) onSnapshot(ctx node.Context, m msg.StripeSnapshot) {
 	if role != erasure.RoleData {
 		return
 	}
-	i := slices.IndexFunc(s.rc.answers, func(a *answer) bool {
-		return a.requester == m.Requester && a.stripe == m.Stripe && a.nonce == m.Nonce
-	})
-	if i < 0 {
+	i := slices.IndexFunc(s.rc.answers, func(a *answer) bool { return a.requester == m.Requester && a.stripe == m.Stripe })
+	if i < 0 || s.rc.answers[i].nonce != m.Nonce {
 		a := &answer{requester: m.Requester, stripe: m.Stripe, nonce: m.Nonce, upto: s.opNum - 1, opNum: s.opNum,
 			blocks: make([][]byte, len(sts))}
 		for j, st := range sts {
@@ -251,10 +299,10 @@ func (s *Server) onSnapshot(ctx node.Context, m msg.StripeSnapshot) {
 				a.blocks[j] = s.blocks.Get(l.Block(st, pos)) // never modified in place
 			}
 		}
-		s.rc.answers = slices.DeleteFunc(s.rc.answers, func(o *answer) bool {
-			return o.requester == m.Requester && o.stripe == m.Stripe
-		})
-		s.rc.answers = append(s.rc.answers, a)
+		if i >= 0 {
+			s.dropAnswer(i)
+		}
+		s.addAnswer(a)
 	}
 	s.mark(ctx, m.Stripe, len(sts), m.Nonce, m.Requester)
 	s.answerSnapshots(ctx)
@@ -268,6 +316,9 @@ func (s *Server) onSnapshot(ctx node.Context, m msg.StripeSnapshot) {
 
 // answerSnapshots sends every answer whose operations have committed.
 func (s *Server) answerSnapshots(ctx node.Context) {
+	if s.rc.unsent == 0 {
+		return
+	}
 	var open uint64 // first uncommitted op number, 0 if none
 	for _, p := range s.pending {
 		if !p.committed {
@@ -281,7 +332,7 @@ func (s *Server) answerSnapshots(ctx node.Context) {
 		}
 		ctx.Send(a.requester, msg.SnapshotData{Num: s.cfg.Num, Stripe: a.stripe, Nonce: a.nonce, Shard: s.me,
 			Block: a.blocks[0], Rest: a.blocks[1:], OpNum: a.opNum, Primary: s.primary()})
-		a.sent, a.blocks = true, nil
+		s.markSent(a)
 	}
 }
 
@@ -314,7 +365,7 @@ func (s *Server) onSnapshotParity(ctx node.Context, m msg.SnapshotParity) {
 // tryDecode rebuilds the run's blocks once the snapshot can be decoded
 // (3.3.2.3 step 4), installing them together.
 func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
-	data, _, ok := r.Decode(s.cfg.Layout)
+	data, ok := r.DecodeData(s.cfg.Layout)
 	if !ok {
 		return
 	}
@@ -324,6 +375,7 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 		if s.isDegraded(st) {
 			s.blocks.Put(l.Block(st, pos), data[i][pos])
 			s.rc.degraded[st] = false
+			s.rc.left--
 		}
 	}
 	s.rc.recov = slices.DeleteFunc(s.rc.recov, func(o *recovery.Rebuild) bool { return o == r })
@@ -347,13 +399,19 @@ func (s *Server) tryDecode(ctx node.Context, r *recovery.Rebuild) {
 // (recovery.Pacing.Owed), within the window: the rebuild as a whole yields
 // to the foreground, the background without stopping, and runs that take
 // longer than their share (large blocks) still overlap.
+//
+// The scan starts at the cursor rc.next, below which every stripe is
+// rebuilt or in a run in flight: a stripe leaves a run only rebuilt, and
+// a new configuration, whose runs start over, puts the cursor back to 0.
+// Without it every run started scanned from stripe 0, quadratic over a
+// rebuild.
 func (s *Server) rebuildNext(ctx node.Context) {
 	busy := s.busy()
-	for st := range s.rc.degraded {
+	for ; s.rc.next < len(s.rc.degraded); s.rc.next++ {
 		if len(s.rc.bg) >= s.pace.InFlight() || s.pace.Waiting {
 			return
 		}
-		if s.free(st) {
+		if st := s.rc.next; s.free(st) {
 			r := s.recoverRun(ctx, recovery.RunFrom(s.cfg.Layout, st, s.pace.Run, s.free))
 			s.rc.bg = append(s.rc.bg, r.Stripe)
 			s.pace.Started(ctx, rebuildPaused, r.Count, busy)

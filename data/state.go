@@ -72,6 +72,7 @@ func (s *Server) Clone() node.Node {
 		c.pending[i] = &cp
 	}
 	c.rc = s.rc.clone()
+	c.saved.answers = nil         // clones do not track changes (as the client table)
 	c.held = slices.Clone(s.held) // requests are never modified
 	return &c
 }

@@ -222,6 +222,7 @@ func (s *Server) restoreRC(rc parityRC) error {
 	s.rc.inc, s.rc.stopped, s.rc.nonce, s.rc.kept, s.rc.report = rc.Inc, rc.Stopped, rc.Nonce, rc.Kept, rc.Report
 	if deg := rc.degraded(); len(deg) > 0 {
 		s.rc.degraded = deg
+		s.rc.left = recovery.CountDegraded(deg)
 	}
 	for _, v := range rc.Versions {
 		s.rc.versions = append(s.rc.versions, version{stripe: v.Stripe, count: max(v.Count, 1), prims: v.Prims, opNums: v.OpNums})

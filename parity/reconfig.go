@@ -26,6 +26,11 @@ type reconfState struct {
 	kept     []msg.Prepare // committed deltas for stripes not rebuilt yet
 	versions []version     // of the blocks this incarnation rebuilt
 	ticking  bool          // the rebuild retry timer is set
+	// Derived from degraded and rebuilds and kept up to date with them,
+	// so that starting a run scans no stripe twice; not hashed (Hash
+	// hashes what they are derived from; docs/recovery.md):
+	left int // the degraded flags set
+	next int // the background rebuild's cursor: every stripe below it is rebuilt or in a run in flight
 	// report: this incarnation, started degraded by a replacement, has
 	// rebuilt every block, and the reconfiguration service has not yet
 	// acknowledged msg.Rebuilt; the retry timer re-sends it.
@@ -55,9 +60,7 @@ type snapshot struct {
 // fields writes the snapshot's record, but its copies and ord, to w (a
 // node.Hasher or node.Enc).
 func (sn *snapshot) fields(w node.Fields) {
-	w.String(string(sn.requester))
-	w.Int(sn.stripe)
-	w.Uint64(sn.nonce)
+	recovery.RecordHead(w, sn.requester, sn.stripe, sn.nonce)
 	w.Uint64(sn.seen)
 	w.Bool(sn.sent)
 }
@@ -209,6 +212,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 		s.rc.degraded = make([]bool, s.cfg.Layout.Stripes)
 		for _, st := range s.cfg.Layout.StripesAs(s.me, erasure.RoleParity) {
 			s.rc.degraded[st] = true
+			s.rc.left++
 		}
 		ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
 		s.rebuildNext(ctx)
@@ -225,7 +229,7 @@ func (s *Server) onNewConfig(ctx node.Context, from node.Addr, m msg.NewConfig) 
 	}
 	s.rc.snaps = nil // 3.3.2.3: snapshots end with their configuration
 	if len(s.rc.rebuilds) > 0 {
-		s.rc.rebuilds = nil
+		s.rc.rebuilds, s.rc.next = nil, 0
 		defer s.rebuildNext(ctx) // start over in the new configuration
 	}
 	ctx.Send(from, msg.ConfigOK{Num: s.cfg.Num})
@@ -397,4 +401,4 @@ func (s *Server) PeerIncarnations(fn func(node.Addr, uint64)) { s.cfg.Incarnatio
 func (s *Server) PrimaryOf(shard int) uint64 { return s.cfg.Data[shard] }
 
 // DegradedBlocks is the number of parity blocks not yet rebuilt.
-func (s *Server) DegradedBlocks() int { return recovery.CountDegraded(s.rc.degraded) }
+func (s *Server) DegradedBlocks() int { return s.rc.left }

@@ -72,20 +72,20 @@ func (s *Server) tick(ctx node.Context) {
 // timer must have fired). Once none is left, the server reports to the
 // reconfiguration service, which counts it as degraded until then (SLC,
 // thesis 3.4.2); degraded becomes nil again, as for a server that never
-// had anything to rebuild.
+// had anything to rebuild. The scan starts at the cursor rc.next, below
+// which every stripe is rebuilt or in a run in flight (a stripe leaves a
+// run only rebuilt; a new configuration drops the runs and puts the
+// cursor back to 0): without it every run started scanned from stripe 0.
 func (s *Server) rebuildNext(ctx node.Context) {
 	free := func(st int) bool {
 		return s.isDegraded(st) && !slices.ContainsFunc(s.rc.rebuilds, func(r *recovery.Rebuild) bool { return r.Has(s.cfg.Layout, st) })
 	}
 	for len(s.rc.rebuilds) < s.pace.InFlight() && !s.pace.Waiting {
-		st := -1
-		for i := range s.rc.degraded {
-			if free(i) {
-				st = i
-				break
-			}
+		for s.rc.next < len(s.rc.degraded) && !free(s.rc.next) {
+			s.rc.next++
 		}
-		if st < 0 {
+		st := s.rc.next
+		if st >= len(s.rc.degraded) {
 			break
 		}
 		s.rc.nonce++
@@ -96,7 +96,7 @@ func (s *Server) rebuildNext(ctx node.Context) {
 		s.tick(ctx)
 		s.pace.Started(ctx, rebuildPaused, len(sts), false)
 	}
-	if len(s.rc.rebuilds) == 0 && s.rc.degraded != nil && !slices.Contains(s.rc.degraded, true) {
+	if len(s.rc.rebuilds) == 0 && s.rc.degraded != nil && s.rc.left == 0 {
 		s.rc.degraded = nil
 		s.rc.report = true
 		s.reportRebuilt(ctx)
@@ -180,7 +180,10 @@ func (s *Server) tryRebuild(ctx node.Context, st int) {
 	in := map[int]bool{}
 	for i, st := range sts {
 		s.blocks.Put(uint64(st), par[i][idx])
-		s.rc.degraded[st] = false
+		if s.rc.degraded[st] {
+			s.rc.degraded[st] = false
+			s.rc.left--
+		}
 		in[st] = true
 	}
 	s.rc.versions = append(s.rc.versions, version{stripe: r.Stripe, count: r.Count, prims: r.Prims, opNums: r.OpNums})

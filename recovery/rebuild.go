@@ -157,6 +157,30 @@ func (r *Rebuild) OnParity(l erasure.Layout, m msg.SnapshotParity) {
 // known; ok is false before. Blocks that were answered are shared with
 // the answers (read-only); decoded ones are new.
 func (r *Rebuild) Decode(l erasure.Layout) (data, parity [][][]byte, ok bool) {
+	code, data, ok := r.decode(l)
+	if !ok {
+		return nil, nil, false
+	}
+	parity = make([][][]byte, r.Count)
+	for i := range data {
+		var err error
+		if parity[i], err = code.Encode(data[i]); err != nil {
+			return nil, nil, false
+		}
+	}
+	return data, parity, true
+}
+
+// DecodeData is Decode without the parity blocks, which a data server
+// rebuilding its own blocks does not need (encoding them was a third of
+// its Reed-Solomon work).
+func (r *Rebuild) DecodeData(l erasure.Layout) (data [][][]byte, ok bool) {
+	_, data, ok = r.decode(l)
+	return data, ok
+}
+
+// decode reconstructs the data blocks of every stripe of the run.
+func (r *Rebuild) decode(l erasure.Layout) (*erasure.Code, [][][]byte, bool) {
 	if r.DGot != 1<<l.G-1 {
 		return nil, nil, false
 	}
@@ -164,18 +188,15 @@ func (r *Rebuild) Decode(l erasure.Layout) (data, parity [][][]byte, ok bool) {
 	if err != nil {
 		return nil, nil, false
 	}
-	data, parity = make([][][]byte, r.Count), make([][][]byte, r.Count)
+	data := make([][][]byte, r.Count)
 	for i := range r.Count {
 		shards := append(slices.Clone(r.Data[i*l.G:(i+1)*l.G]), r.Parity[i*l.F:(i+1)*l.F]...)
 		if len(shards)-nils(shards) < l.G || code.ReconstructData(shards) != nil {
 			return nil, nil, false
 		}
-		if parity[i], err = code.Encode(shards[:l.G]); err != nil {
-			return nil, nil, false
-		}
 		data[i] = shards[:l.G]
 	}
-	return data, parity, true
+	return code, data, true
 }
 
 // nils is the number of nil blocks in bs.
@@ -223,4 +244,13 @@ func (r *Rebuild) Hash(h *node.Hasher) {
 		h.Uint64(r.OpNums[i])
 		h.Uint64(r.Prims[i])
 	}
+}
+
+// RecordHead writes the fields that name a snapshot's record at a server
+// answering it (a data server's answer, a parity server's copies): its
+// requester, the run's first stripe and the round's nonce.
+func RecordHead(w node.Fields, requester node.Addr, stripe int, nonce uint64) {
+	w.String(string(requester))
+	w.Int(stripe)
+	w.Uint64(nonce)
 }

@@ -302,9 +302,13 @@ func checkDecode(t *testing.T, r *recovery.Rebuild, l erasure.Layout, data, par 
 		t.Fatalf("not decoded with %s", with)
 	}
 	gotData, gotPar := runData[0], runPar[0]
+	onlyData, ok := r.DecodeData(l)
+	if !ok {
+		t.Fatalf("DecodeData: not decoded with %s", with)
+	}
 	for i := range data {
-		if !bytes.Equal(gotData[i], data[i]) {
-			t.Fatalf("decoded data %d = %x, want %x", i, gotData[i], data[i])
+		if !bytes.Equal(gotData[i], data[i]) || !bytes.Equal(onlyData[0][i], data[i]) {
+			t.Fatalf("decoded data %d = %x (DecodeData %x), want %x", i, gotData[i], onlyData[0][i], data[i])
 		}
 	}
 	if !bytes.Equal(gotPar[0], par[0]) {

@@ -7,10 +7,19 @@ import (
 	"github.com/amalgam-store/amalgam/wire"
 )
 
-// MaxRebuildRun bounds MachineOptions.RebuildRun: a snapshot answer
-// carries one block per stripe of the run, so a run of wire.MaxTxnOps
-// stripes stays within wire.MaxMessageSize.
-const MaxRebuildRun = wire.MaxTxnOps
+// MaxRebuildRun bounds MachineOptions.RebuildRun. A snapshot answer
+// carries one block per stripe of the run, so runs are also bounded to
+// half of wire.MaxMessageSize of blocks (maxRebuildRun): 512 stripes of
+// 4 KiB blocks, 68 of 128 KiB.
+const MaxRebuildRun = 512
+
+// maxRebuildRun is the most stripes per run for blocks of blockSize bytes:
+// an answer of that many blocks stays within half of wire.MaxMessageSize
+// (the unordered sender's batch limit), and within MaxRebuildRun.
+func maxRebuildRun(blockSize int) int {
+	bs := max(blockSize, 1)
+	return min(max(wire.MaxMessageSize(bs)/2/bs, 1), MaxRebuildRun)
+}
 
 // DefaultRebuildRunBytes sets MachineOptions.RebuildRun's default: as many
 // stripes as make this many bytes of blocks per answer (64 stripes of 4
@@ -20,7 +29,7 @@ const DefaultRebuildRunBytes = 256 << 10
 // rebuildRun is the stripes per snapshot run that servers use: n (0: the
 // default for blocks of blockSize bytes), between 1 and MaxRebuildRun.
 func rebuildRun(n, blockSize int) int {
-	return min(max(cmp.Or(n, DefaultRebuildRunBytes/max(blockSize, 1)), 1), MaxRebuildRun)
+	return min(max(cmp.Or(n, DefaultRebuildRunBytes/max(blockSize, 1)), 1), maxRebuildRun(blockSize))
 }
 
 // DefaultRebuildBusyRate is MachineOptions.RebuildBusyRate's default, in
