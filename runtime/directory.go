@@ -110,7 +110,7 @@ func (mc *Machine) fresh(a node.Addr) node.Node {
 		s.SetRebuildPause(mc.o.RebuildPause)
 		s.SetRebuildWindow(cmp.Or(mc.o.RebuildWindow, DefaultRebuildWindow))
 		s.SetRebuildRun(rebuildRun(mc.o.RebuildRun, cfg.Layout.BlockSize))
-		s.SetRebuildBusyPause(rebuildBusyPause(mc.o.RebuildBusyRate))
+		s.SetRebuildBusyPause(rebuildBusyPause(mc.o.RebuildBusyRate, cfg.Layout.BlockSize))
 		s.SetHeldRun(heldRun(mc.o.RebuildHeldRun))
 		return s
 	case "parity":

@@ -121,7 +121,8 @@ type MachineOptions struct {
 	// RebuildBusyRate is the rate in blocks per second a data server's
 	// rebuild (its background runs and, counted against them, its runs
 	// for held requests) keeps to while the server has client work, when
-	// RebuildPause is 0 (0: DefaultRebuildBusyRate; negative: no limit).
+	// RebuildPause is 0 (0: DefaultRebuildBusyRate, at most
+	// DefaultRebuildBusyBytes of blocks a second; negative: no limit).
 	RebuildBusyRate float64
 	// RebuildHeldRun is how many stripes a data server's snapshot run for
 	// a held request covers (0: DefaultRebuildHeldRun; at most

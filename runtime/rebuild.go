@@ -34,22 +34,32 @@ func rebuildRun(n, blockSize int) int {
 
 // DefaultRebuildBusyRate is MachineOptions.RebuildBusyRate's default, in
 // blocks per second: while a data server has client work, its rebuild as
-// a whole keeps to 250 stripes a second (4 ms a stripe: about 1 MB/s of 4
-// KiB blocks, 32 MB/s of 128 KiB blocks): the start of a background run
-// of k stripes delays the next start by k / 250 s plus 4 ms per stripe of
-// the runs for held requests started meanwhile, which are never delayed
-// themselves (data.Server.SetRebuildBusyPause). docs/performance.md,
-// "Recovery".
+// a whole keeps to 250 stripes a second and to DefaultRebuildBusyBytes of
+// blocks a second, whichever is slower (4 ms a stripe, about 1 MB/s, of 4
+// KiB blocks; 128 stripes, 16 MiB, a second of 128 KiB blocks): the start
+// of a background run of k stripes delays the next start by k times the
+// pause per stripe, plus one pause per stripe of the runs for held
+// requests started meanwhile, which are never delayed themselves
+// (data.Server.SetRebuildBusyPause). docs/performance.md, "Recovery".
 const DefaultRebuildBusyRate = 250
 
+// DefaultRebuildBusyBytes caps the default busy rate in bytes of blocks
+// per second, so that large blocks, whose stripes cost the clients more,
+// are paced by what they move.
+const DefaultRebuildBusyBytes = 16 << 20
+
 // rebuildBusyPause is the pause per stripe that keeps a busy data
-// server's background rebuild to rate blocks per second (0:
-// DefaultRebuildBusyRate; negative: no pause).
-func rebuildBusyPause(rate float64) time.Duration {
+// server's background rebuild of blocks of blockSize bytes to rate blocks
+// per second (0: DefaultRebuildBusyRate, capped at
+// DefaultRebuildBusyBytes; negative: no pause).
+func rebuildBusyPause(rate float64, blockSize int) time.Duration {
 	if rate < 0 {
 		return 0
 	}
-	return time.Duration(float64(time.Second) / cmp.Or(rate, DefaultRebuildBusyRate))
+	if rate == 0 {
+		rate = min(DefaultRebuildBusyRate, float64(DefaultRebuildBusyBytes)/float64(max(blockSize, 1)))
+	}
+	return time.Duration(float64(time.Second) / rate)
 }
 
 // DefaultRebuildHeldRun is MachineOptions.RebuildHeldRun's default (0: a

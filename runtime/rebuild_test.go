@@ -1,6 +1,9 @@
 package runtime
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // Snapshot runs are 256 KiB of blocks by default, between 1 and
 // MaxRebuildRun stripes, and at most half of wire.MaxMessageSize of blocks.
@@ -12,6 +15,25 @@ func TestRebuildRun(t *testing.T) {
 	for _, c := range cases {
 		if got := rebuildRun(c.n, c.blockSize); got != c.want {
 			t.Errorf("rebuildRun(%d, %d) = %d, want %d", c.n, c.blockSize, got, c.want)
+		}
+	}
+}
+
+// The busy pace is 250 stripes a second by default, slower where that is
+// more than 16 MiB of blocks a second; a set rate is kept as given.
+func TestRebuildBusyPause(t *testing.T) {
+	cases := []struct {
+		rate      float64
+		blockSize int
+		want      time.Duration
+	}{
+		{0, 4096, 4 * time.Millisecond}, {0, 64 << 10, 4 * time.Millisecond},
+		{0, 128 << 10, time.Second / 128}, {0, 1 << 20, time.Second / 16},
+		{1000, 128 << 10, time.Millisecond}, {-1, 4096, 0},
+	}
+	for _, c := range cases {
+		if got := rebuildBusyPause(c.rate, c.blockSize); got != c.want {
+			t.Errorf("rebuildBusyPause(%v, %d) = %v, want %v", c.rate, c.blockSize, got, c.want)
 		}
 	}
 }
