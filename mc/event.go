@@ -741,10 +741,7 @@ func (b *builder) sendEarly(i int, handled []Envelope) (err error) {
 		}
 		taken[l]++
 	}
-	lk := &s.sys.cloneLocks[s.nodes[i].h%uint64(len(s.sys.cloneLocks))]
-	lk.Lock()
-	nd := s.nodes[i].nd.Clone()
-	lk.Unlock()
+	nd := s.sys.clone(s.nodes[i].nd, s.nodes[i].h)
 	ctx := &simContext{sys: s.sys, self: a}
 	defer func() {
 		if r := recover(); r != nil {
@@ -761,10 +758,7 @@ func (b *builder) sendEarly(i int, handled []Envelope) (err error) {
 // run runs the handler on a clone of node i.
 func (s *State) run(i int, from node.Addr, m node.Message, t node.Timer) (ef *effect, err error) {
 	old := s.nodes[i].nd
-	lk := &s.sys.cloneLocks[s.nodes[i].h%uint64(len(s.sys.cloneLocks))]
-	lk.Lock()
-	nd := old.Clone()
-	lk.Unlock()
+	nd := s.sys.clone(old, s.nodes[i].h)
 	ctx := &simContext{sys: s.sys, self: s.sys.addrs[i]}
 	defer func() {
 		if r := recover(); r != nil {

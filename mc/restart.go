@@ -61,8 +61,10 @@ func (s *State) PersistBehindOn(fn func(a node.Addr, m node.Message) bool) { s.s
 // that handler's unordered messages sent and nothing else. Its state, its
 // streams and m (still at the head of its stream, delivered again after
 // the restart) are as before the handler, as the runtime's are when the
-// batch is lost. It is one more Crash event per such stream head (Event.Env
-// names m), counted as a crash; set it on the initial state. Unlike
+// batch is lost. Such a crash may come after up to 4 selected messages
+// heading the streams to a (one host batch): one more Crash event per
+// order of them (Event.Handled names them, Event.Env the last), counted
+// as a crash; set it on the initial state. Unlike
 // PersistBehindOn it is not a mutation: it is the rule a host may follow
 // for the kinds fn selects.
 func (s *State) SendsBeforeDurableOn(fn func(a node.Addr, m node.Message) bool) { s.sys.early = fn }
@@ -90,10 +92,7 @@ func (s *State) image(i int) (diskImage, bool) {
 	if s.sys.behind != nil && s.nodes[i].prev != nil {
 		nd, h = s.nodes[i].prev, s.nodes[i].prevH
 	}
-	lk := &s.sys.cloneLocks[h%uint64(len(s.sys.cloneLocks))]
-	lk.Lock()
-	c := nd.Clone()
-	lk.Unlock()
+	c := s.sys.clone(nd, h)
 	p, ok := c.(node.Persistent)
 	if !ok {
 		return nil, false

@@ -470,19 +470,13 @@ func (sr *searcher) selfCheck(s *State, e Event, next *State) string {
 	}
 	i, ok := next.sys.index[e.Target()]
 	if c.CloneHash && ok {
-		lk := &next.sys.cloneLocks[next.nodes[i].h%uint64(len(next.sys.cloneLocks))]
-		lk.Lock()
-		cl := next.nodes[i].nd.Clone()
-		lk.Unlock()
+		cl := next.sys.clone(next.nodes[i].nd, next.nodes[i].h)
 		if h := cl.Hash(); h != next.nodes[i].h {
 			return fmt.Sprintf("clone/hash: a clone of %s hashes %016x, the original %016x", e.Target(), h, next.nodes[i].h)
 		}
 	}
 	if c.Idempotence && ok && (e.Kind == Deliver || e.Kind == StreamIn) && !next.crashed[i] {
-		lk := &next.sys.cloneLocks[next.nodes[i].h%uint64(len(next.sys.cloneLocks))]
-		lk.Lock()
-		cl := next.nodes[i].nd.Clone()
-		lk.Unlock()
+		cl := next.sys.clone(next.nodes[i].nd, next.nodes[i].h)
 		func() {
 			defer func() { _ = recover() }()
 			cl.Handle(&simContext{sys: next.sys, self: e.Env.To}, e.Env.From, e.Env.Msg)

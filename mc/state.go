@@ -422,3 +422,11 @@ func (s *State) ClientsKey() uint64 {
 func (s *State) String() string {
 	return fmt.Sprintf("state{%d nodes, %d messages, %d streams, fp %016x}", len(s.nodes), len(s.net), len(s.streams), s.fp)
 }
+
+// clone clones node value nd, whose hash is h, under its clone lock.
+func (sys *system) clone(nd node.Node, h uint64) node.Node {
+	lk := &sys.cloneLocks[h%uint64(len(sys.cloneLocks))]
+	lk.Lock()
+	defer lk.Unlock()
+	return nd.Clone()
+}
