@@ -111,7 +111,7 @@ func (mc *Machine) fresh(a node.Addr) node.Node {
 		s.SetRebuildWindow(cmp.Or(mc.o.RebuildWindow, DefaultRebuildWindow))
 		s.SetRebuildRun(rebuildRun(mc.o.RebuildRun, cfg.Layout.BlockSize))
 		s.SetRebuildBusyPause(rebuildBusyPause(mc.o.RebuildBusyRate, cfg.Layout.BlockSize))
-		s.SetHeldRun(heldRun(mc.o.RebuildHeldRun))
+		s.SetHeldRun(heldRun(mc.o.RebuildHeldRun, cfg.Layout.BlockSize))
 		return s
 	case "parity":
 		s := parity.New(cfg, m, mc.code)

@@ -125,8 +125,8 @@ type MachineOptions struct {
 	// DefaultRebuildBusyBytes of blocks a second; negative: no limit).
 	RebuildBusyRate float64
 	// RebuildHeldRun is how many stripes a data server's snapshot run for
-	// a held request covers (0: DefaultRebuildHeldRun; at most
-	// MaxRebuildRun).
+	// a held request covers (0: as many as a background run;
+	// bounded as RebuildRun is).
 	RebuildHeldRun int
 }
 

@@ -62,11 +62,7 @@ func rebuildBusyPause(rate float64, blockSize int) time.Duration {
 	return time.Duration(float64(time.Second) / rate)
 }
 
-// DefaultRebuildHeldRun is MachineOptions.RebuildHeldRun's default (0: a
-// run for a held request is as long as a background run).
-const DefaultRebuildHeldRun = 0
-
-// heldRun is the stripes per snapshot run for a held request: n (0:
-// DefaultRebuildHeldRun), at most MaxRebuildRun; 0 leaves it to the
-// background run's length.
-func heldRun(n int) int { return min(cmp.Or(n, DefaultRebuildHeldRun), MaxRebuildRun) }
+// heldRun is the stripes per snapshot run for a held request of blocks
+// of blockSize bytes: n, within the same bounds as a background run (0:
+// as long as a background run).
+func heldRun(n, blockSize int) int { return min(max(n, 0), maxRebuildRun(blockSize)) }

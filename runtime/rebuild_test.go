@@ -6,7 +6,8 @@ import (
 )
 
 // Snapshot runs are 256 KiB of blocks by default, between 1 and
-// MaxRebuildRun stripes, and at most half of wire.MaxMessageSize of blocks.
+// MaxRebuildRun stripes, and at most half of wire.MaxMessageSize of blocks;
+// a held request's run (0: as long as a background run) is bounded alike.
 func TestRebuildRun(t *testing.T) {
 	cases := []struct{ n, blockSize, want int }{
 		{0, 4096, 64}, {0, 128 << 10, 2}, {0, 1 << 20, 1}, {3, 4096, 3}, {600, 4096, MaxRebuildRun},
@@ -15,6 +16,12 @@ func TestRebuildRun(t *testing.T) {
 	for _, c := range cases {
 		if got := rebuildRun(c.n, c.blockSize); got != c.want {
 			t.Errorf("rebuildRun(%d, %d) = %d, want %d", c.n, c.blockSize, got, c.want)
+		}
+	}
+	held := []struct{ n, blockSize, want int }{{0, 4096, 0}, {8, 4096, 8}, {600, 4096, MaxRebuildRun}, {100, 128 << 10, 68}}
+	for _, c := range held {
+		if got := heldRun(c.n, c.blockSize); got != c.want {
+			t.Errorf("heldRun(%d, %d) = %d, want %d", c.n, c.blockSize, got, c.want)
 		}
 	}
 }

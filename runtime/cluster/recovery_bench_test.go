@@ -32,7 +32,7 @@ var (
 	benchAttemptTTL = flag.Duration("recovery-bench-attempt", 2*time.Second, "client attempt timeout (a request for a degraded block is held and answered once the block is rebuilt)")
 	benchRun        = flag.Int("recovery-bench-run", 0, "stripes per snapshot run (0: runtime.DefaultRebuildRunBytes of blocks)")
 	benchBusyRate   = flag.Float64("recovery-bench-busy-rate", 0, "blocks per second a busy data server's background rebuild keeps to (0: runtime.DefaultRebuildBusyRate; negative: no limit)")
-	benchHeldRun    = flag.Int("recovery-bench-held-run", 0, "stripes per snapshot run for a held request (0: runtime.DefaultRebuildHeldRun)")
+	benchHeldRun    = flag.Int("recovery-bench-held-run", 0, "stripes per snapshot run for a held request (0: as many as a background run)")
 	benchBlock      = flag.Int("recovery-bench-block", 4096, "block size in bytes")
 	benchDurable    = flag.Bool("recovery-bench-durable", false, "durable mode (pebble under a temporary directory) instead of memory mode")
 	benchCompare    = flag.String("recovery-bench-compare", "1,0", "TestRecoveryBench/compare: the run sizes (-recovery-bench-run values) alternated round by round")
