@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	goruntime "runtime"
 	"time"
 
 	"github.com/amalgam-store/amalgam/bench/loadgen"
@@ -42,6 +43,15 @@ func BenchmarkWrite(b *testing.B) {
 }
 
 func benchWrite(b *testing.B, mode string, size, clients int) {
+	// GOMAXPROCS as amalgam-server has it: raised for synced stores
+	// (runtime.SyncProcs), as the process started for memory mode.
+	if os.Getenv("GOMAXPROCS") == "" {
+		procs := runtime.DefaultProcs()
+		if mode == "durable" {
+			procs = runtime.SyncProcs(procs)
+		}
+		defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
+	}
 	const blocks = 1024
 	l := erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: (blocks + 2) / 3, BlockSize: size}
 	lc, err := runtime.StartLocal(runtime.LocalOptions{Layout: l, Durability: mode, DataDir: b.TempDir(), Addr: "127.0.0.1:0"})

@@ -71,6 +71,9 @@ func openStoreRc(fs vfs.FS, dir string, sync bool, delay time.Duration, rc recla
 	if err := makeDir(fs, dir); err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
+	if sync {
+		procsForSyncs() // procs.go
+	}
 	blocks, err := openBlockFiles(countingFS{FS: fs}, dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
