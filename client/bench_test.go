@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"testing"
-	goruntime "runtime"
 	"time"
 
 	"github.com/amalgam-store/amalgam/bench/loadgen"
