@@ -87,6 +87,10 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 	// cause (runtime.SyncCauses).
 	countCauses := mode == "durable" && os.Getenv("AMALGAM_SYNC_CAUSES") != ""
 	var causes map[string]int
+	// AMALGAM_STAGE_TIMES=1 logs how long the writes spent in each stage
+	// of the servers (runtime.StageTimes).
+	timeStages := os.Getenv("AMALGAM_STAGE_TIMES") != ""
+	var stages []runtime.StageTime
 	b.SetBytes(int64(size))
 	spec := loadgen.Spec{Workload: loadgen.Write, BlockSize: size, Blocks: l.NumBlocks(), Clients: clients, Ops: int64(b.N)}
 	res := loadgen.Run(ctx, spec, doers, func(at string) {
@@ -96,6 +100,7 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 			disk0 = runtime.StoreDiskStats()
 			net0 = runtime.TransportStats()
 			runtime.CountSyncCauses(countCauses)
+			runtime.CountStageTimes(timeStages)
 			return
 		}
 		cpu1, _ = cpuTime()
@@ -104,6 +109,8 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 		b.StopTimer()
 		causes = runtime.SyncCauses()
 		runtime.CountSyncCauses(false)
+		stages = runtime.StageTimes()
+		runtime.CountStageTimes(false)
 	})
 	if res.Errors > 0 {
 		b.Fatalf("%d writes failed, the first: %s", res.Errors, res.FirstError)
@@ -141,6 +148,14 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 		fmt.Printf("store writes by cause, %s, %d writes:\n", b.Name(), res.Ops)
 		for _, k := range keys {
 			fmt.Printf("%8.3f per write  %s\n", float64(causes[k])/ops, k)
+		}
+	}
+	if timeStages {
+		fmt.Printf("stage times, %s, %d writes:\n", b.Name(), res.Ops)
+		fmt.Printf("  %-28s %9s %9s %9s %9s %9s\n", "stage", "per write", "mean", "p50", "p90", "p99")
+		for _, s := range stages {
+			fmt.Printf("  %-28s %9.2f %9v %9v %9v %9v\n", s.Stage, float64(s.N)/ops, s.Mean.Round(time.Microsecond),
+				s.P50.Round(time.Microsecond), s.P90.Round(time.Microsecond), s.P99.Round(time.Microsecond))
 		}
 	}
 }

@@ -78,13 +78,14 @@ type appended struct {
 // ready is what one batch produced: the state to persist, then the effects
 // to release once it is durable.
 type ready struct {
-	events int
-	start  time.Time
-	epoch  uint64        // the incarnation epoch the batch's timers belong to
-	b      *pebble.Batch // applied, its fsync awaited by the releaser; nil if none
-	covers uint64        // with b: the store's lazy batches its fsync covers
-	lazy   bool          // written without a sync (lazysync.go)
-	ticket uint64        // if lazy: its number among the store's lazy batches
+	events  int
+	start   time.Time
+	written time.Time     // persist returned, if stage times are recorded
+	epoch   uint64        // the incarnation epoch the batch's timers belong to
+	b       *pebble.Batch // applied, its fsync awaited by the releaser; nil if none
+	covers  uint64        // with b: the store's lazy batches its fsync covers
+	lazy    bool          // written without a sync (lazysync.go)
+	ticket  uint64        // if lazy: its number among the store's lazy batches
 	// early: a lazy batch that handled only node.EarlySends messages,
 	// whose sends may leave before it is durable; sent says they have
 	// (lazysync.go, early sends).
@@ -108,9 +109,19 @@ type ready struct {
 // (incarnation.go).
 func (l *loop) process(batch []event, restart bool) {
 	start := time.Now()
+	timed := stageTimes.on.Load()
+	if timed {
+		for _, ev := range batch {
+			stageSince("inbox "+role(l.addr), ev.posted)
+		}
+	}
 	rd := l.collect(batch, restart)
 	rd.start = start
 	l.persist(rd)
+	if timed {
+		stageSince("handle+write "+role(l.addr), start)
+		rd.written = time.Now()
+	}
 	if l.pipe != nil {
 		l.piped.add(1)
 		l.pipe <- rd // released once durable (pipeline)
@@ -155,6 +166,9 @@ func (l *loop) pipeline() {
 			if l.h.ctx.Err() != nil {
 				l.piped.add(-1)
 				continue
+			}
+			if !rd.written.IsZero() {
+				stageSince(durableStage(l.addr, rd.lazy), rd.written)
 			}
 			l.release(rd)
 			l.piped.add(-1)

@@ -119,7 +119,12 @@ func (f *countingFile) SyncData() error {
 	if err := f.prepareSync(); err != nil {
 		return err
 	}
-	return f.File.SyncData()
+	t := stageNow()
+	err := f.File.SyncData()
+	if !t.IsZero() {
+		stageSince("fsync "+f.kind, t)
+	}
+	return err
 }
 
 // prepareSync runs the pre hook, then counts the sync.

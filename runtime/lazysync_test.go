@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
 
 	"github.com/cockroachdb/pebble"
@@ -91,12 +92,7 @@ func TestEarlyReplies(t *testing.T) {
 	CountSyncCauses(true)
 	defer CountSyncCauses(false)
 	l := testLayout
-	lc, err := StartLocal(LocalOptions{Layout: l, Durability: "durable", DataDir: "/data", FS: vfs.NewStrictMem(), Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Close()
-	c := e2etest.Dial(t, lc.EntryAddr)
+	lc, c := startDurableMem(t)
 	for i := range 3 {
 		if err := c.Write(context.Background(), 0, 0, bytes.Repeat([]byte{byte(i + 1)}, l.BlockSize)); err != nil {
 			t.Fatal(err)
@@ -124,4 +120,15 @@ func setLazyDelay(d time.Duration) func() {
 	old := lazyDelay
 	lazyDelay = d
 	return func() { lazyDelay = old }
+}
+
+// startDurableMem starts a durable local cluster of testLayout on a
+// memory file system, closed when the test ends, and a client of it.
+func startDurableMem(t *testing.T) (*Local, *client.Client) {
+	lc, err := StartLocal(LocalOptions{Layout: testLayout, Durability: "durable", DataDir: "/data", FS: vfs.NewStrictMem(), Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lc.Close() })
+	return lc, e2etest.Dial(t, lc.EntryAddr)
 }

@@ -22,6 +22,7 @@ type event struct {
 	held     time.Time // when the immediate check first postponed it (immediate.go)
 	hid      uint64    // a held message's id
 	retry    bool      // retry the held messages
+	posted   time.Time // when posted, if stage times are recorded (stagetimes.go)
 }
 
 // loop is one node's event loop. Only its goroutine touches the node.
@@ -90,6 +91,7 @@ func (l *loop) start() {
 }
 
 func (l *loop) post(ctx context.Context, ev event) error {
+	ev.posted = stageNow()
 	select {
 	case l.inbox <- ev:
 		return nil

@@ -126,7 +126,7 @@ func (in inbound) Receive(envs []*wire.Envelope) {
 			continue
 		}
 		select {
-		case l.inbox <- event{from: node.Addr(e.GetFrom()), m: m}:
+		case l.inbox <- event{from: node.Addr(e.GetFrom()), m: m, posted: stageNow()}:
 		default: // overloaded: unordered messages may be lost
 		}
 	}

@@ -96,6 +96,7 @@ func (o *outStream) stop() {
 }
 
 func (o *outStream) push(e outEntry) {
+	stagePushed(o.sid, e.seq)
 	o.mu.Lock()
 	if o.dead { // dropped by a later batch before this one was released
 		o.mu.Unlock()
@@ -508,6 +509,7 @@ func take(ctx context.Context, l *loop, in *inStream, from node.Addr, sid, seq u
 			if err != nil {
 				return status.Errorf(codes.InvalidArgument, "msgs[%d]: %v", skip+uint64(i), err)
 			}
+			stagePosted(sid, enq+1)
 			if err := l.post(ctx, event{from: from, m: m, sid: sid, seq: enq + 1}); err != nil {
 				return err
 			}
