@@ -249,6 +249,9 @@ func (mc *Machine) Execute(ctx context.Context, req *wire.ExecuteRequest) (*wire
 	if shard != me {
 		return nil, status.Errorf(codes.FailedPrecondition, "ops[0].block: block %d is on machine %d, and this host serves machine %d; refresh the layout", ops[0].Block, shard, me)
 	}
+	if t := stageNow(); !t.IsZero() {
+		defer stageSince("execute", t)
+	}
 	from := ClientAddr(req.GetClientId())
 	ch, cancel := mc.Wait(from, req.GetSeq())
 	defer cancel()

@@ -14,6 +14,8 @@ import (
 // of the hosts of this process (the benchmarks' breakdown of latency,
 // docs/performance.md). The stages are, per role (the address up to '/'):
 //
+//	execute                      a client's call, from its arrival at the
+//	                             machine until the reply leaves
 //	inbox <role>                 an event waits in its loop's inbox
 //	handle+write <role>          a batch is handled and written to the store
 //	durable <role> synced|lazy   a written batch waits until it is released

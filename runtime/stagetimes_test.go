@@ -28,7 +28,7 @@ func TestStageTimes(t *testing.T) {
 	for _, s := range StageTimes() {
 		got[s.Stage] = s
 	}
-	for _, stage := range []string{"inbox data", "inbox parity", "handle+write data", "handle+write parity",
+	for _, stage := range []string{"execute", "inbox data", "inbox parity", "handle+write data", "handle+write parity",
 		"durable data synced", "durable parity synced", "fsync wal", "stream"} {
 		s, ok := got[stage]
 		switch {
