@@ -51,7 +51,8 @@ type Store struct {
 const memTableSize = 64 << 20
 
 // OpenStore opens (creating if needed) the database in dir. sync says
-// whether commits wait for fsync.
+// whether commits wait for fsync; a synced store raises the process's
+// GOMAXPROCS unless the environment sets it (procs.go).
 func OpenStore(dir string, sync bool) (*Store, error) { return OpenStoreFS(vfs.Default, dir, sync) }
 
 // OpenStoreFS is OpenStore on the file system fs (tests crash a
