@@ -28,19 +28,18 @@ func startBaseline(t *testing.T, protocol string, l erasure.Layout) *BaselineLoc
 	return bl
 }
 
-// safetyStop bounds the baseline tests' attempts and transactions: only
-// to turn a hang into a failure. Nothing fails in them that the Go client
-// must retry elsewhere, and a retry is harmful: the Go client sends a
-// baseline transaction that timed out to the next machine, which runs it
-// from its first GET again while the replicas still serve the abandoned
-// one. Once a transaction takes longer than the attempt timeout (an
-// RSPaxos read-modify-write under -race on a loaded machine is a GET and
-// a PUT of two rounds each through 7 replicas), no attempt finishes.
-const safetyStop = 5 * time.Minute
-
 // Both baselines run on the runtime behind the unchanged Go client: one
 // client's mixed transactions (RSPaxos runs them as GETs and PUTs) match
 // the sequential specification.
+//
+// The baseline tests' attempts and transactions are bounded only by
+// safetyStop. Nothing fails in them that the Go client must retry
+// elsewhere, and a retry is harmful: the Go client sends a baseline
+// transaction that timed out to the next machine, which runs it from its
+// first GET again while the replicas still serve the abandoned one. Once
+// a transaction takes longer than the attempt timeout (an RSPaxos
+// read-modify-write under -race on a loaded machine is a GET and a PUT of
+// two rounds each through 7 replicas), no attempt finishes.
 func TestBaselineLocalSequential(t *testing.T) {
 	for _, p := range []string{ShardedPaxos, RSPaxos} {
 		t.Run(p, func(t *testing.T) {

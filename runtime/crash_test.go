@@ -264,9 +264,8 @@ func TestPowerLoss(t *testing.T) {
 		var frozen atomic.Bool
 		var acked atomic.Int64
 		crashAt := int64(50 + rnd.IntN(150))
-		// A write is bounded only by a safety stop: a loaded machine may
-		// take longer than any short window. Writes still retrying when
-		// the power goes are cancelled once the cluster is down.
+		// A write is bounded only by safetyStop; writes still retrying
+		// when the power goes are cancelled once the cluster is down.
 		powerOff, cancelWrites := context.WithCancel(context.Background())
 		wg := startClients(t, lc, clients, round, func(i int, c *client.Client, r *rand.Rand) {
 			for !frozen.Load() {
@@ -275,7 +274,7 @@ func TestPowerLoss(t *testing.T) {
 				mu.Lock()
 				later[b] = append(later[b], v)
 				mu.Unlock()
-				ctx, cancel := context.WithTimeout(powerOff, 2*time.Minute)
+				ctx, cancel := context.WithTimeout(powerOff, safetyStop)
 				err := c.Write(ctx, b, 0, v)
 				cancel()
 				if err != nil {
