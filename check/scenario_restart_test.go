@@ -80,12 +80,17 @@ func TestRestartScenariosReach(t *testing.T) {
 		t.Logf("%s: %q after %d steps", c.sc.Name, c.goal.Name, len(r.Trace))
 	}
 
-	d := 20 * time.Second
-	if testing.Short() {
-		d = 5 * time.Second
+	// The no-violation walks below are as many as 10 s (the last 20 s) of
+	// one worker did on an idle machine when they were bounded by time, a
+	// quarter of that with -short.
+	walks := func(n int) int {
+		if testing.Short() {
+			return n / 4
+		}
+		return n
 	}
 	// The witness restarting while data/0 is replaced: no violation.
-	noViolationByWalks(t, RestartWitnessReplaceData.MC(), d/2)
+	noViolationByWalks(t, RestartWitnessReplaceData.MC(), walks(15000))
 
 	// A parity server restarting while data/0 is replaced: the walks
 	// reach a restart during the replacement's rebuild, and no violation.
@@ -97,7 +102,7 @@ func TestRestartScenariosReach(t *testing.T) {
 	if r := reachByWalks(p, midRebuild); r.Outcome != mc.GoalFound {
 		t.Errorf("%s: %q not reached: %s after %d states", p.Name, midRebuild.Name, r.Outcome, r.States)
 	}
-	noViolationByWalks(t, p, d/2)
+	noViolationByWalks(t, p, walks(25000))
 
 	// A parity server restarting while the stripe's other data servers
 	// write during the snapshot: the walks reach a restart mid-rebuild,
@@ -115,7 +120,7 @@ func TestRestartScenariosReach(t *testing.T) {
 	if r2 := mc.Search(r.Final, o); r2.Outcome != mc.GoalFound {
 		t.Errorf("%s: data/0 never rebuilt after %q: %s", q.Name, midRebuild.Name, r2.Outcome)
 	}
-	noViolationByWalks(t, q, d/2)
+	noViolationByWalks(t, q, walks(20000))
 
 	m := RestartReplaceData.MC()
 	race := mc.Pred("data/0 restarted, then replaced", func(s *mc.State) (bool, string) {
@@ -125,20 +130,22 @@ func TestRestartScenariosReach(t *testing.T) {
 	if r := reachByWalks(m, race); r.Outcome != mc.GoalFound {
 		t.Errorf("%s: %q not reached: %s after %d states", m.Name, race.Name, r.Outcome, r.States)
 	}
-	noViolationByWalks(t, m, d)
+	noViolationByWalks(t, m, walks(60000))
 }
 
-// noViolationByWalks runs seeded random walks of sc (seed 1) for d and
-// fails the test if they find a violation.
-func noViolationByWalks(t *testing.T, sc *mc.Scenario, d time.Duration) {
+// noViolationByWalks runs n seeded random walks of sc (seed 1, one
+// worker) and fails the test unless they all run without a violation:
+// bounded by walks, not by time, so a busy machine searches the same
+// states.
+func noViolationByWalks(t *testing.T, sc *mc.Scenario, n int) {
 	t.Helper()
 	o := sc.Options(mc.Random)
-	o.MaxTime, o.Seed = d, 1
+	o.MaxTime, o.Seed, o.Walks, o.Workers = 0, 1, n, 1
 	r := mc.Search(sc.Init(), o)
-	if r.Outcome == mc.Violation {
-		t.Fatalf("%s: %s: %s", sc.Name, r.Predicate, r.Explanation)
+	if r.Outcome != mc.WalksDone {
+		t.Fatalf("%s: %s after %d walks: %s: %s", sc.Name, r.Outcome, n, r.Predicate, r.Explanation)
 	}
-	t.Logf("%s: %s, %d states, depth %d in %v", sc.Name, r.Outcome, r.States, r.MaxDepth, d)
+	t.Logf("%s: %d walks, %d states, depth %d in %v", sc.Name, n, r.States, r.MaxDepth, r.Elapsed.Round(time.Millisecond))
 }
 
 // reachByWalks runs 200 seeded random walks of sc (seed 1) until goal

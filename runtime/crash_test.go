@@ -264,6 +264,9 @@ func TestPowerLoss(t *testing.T) {
 		var frozen atomic.Bool
 		var acked atomic.Int64
 		crashAt := int64(50 + rnd.IntN(150))
+		// A write is bounded only by safetyStop; writes still retrying
+		// when the power goes are cancelled once the cluster is down.
+		powerOff, cancelWrites := context.WithCancel(context.Background())
 		wg := startClients(t, lc, clients, round, func(i int, c *client.Client, r *rand.Rand) {
 			for !frozen.Load() {
 				b := ownBlock(r, i, clients, l.NumBlocks())
@@ -271,7 +274,7 @@ func TestPowerLoss(t *testing.T) {
 				mu.Lock()
 				later[b] = append(later[b], v)
 				mu.Unlock()
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				ctx, cancel := context.WithTimeout(powerOff, safetyStop)
 				err := c.Write(ctx, b, 0, v)
 				cancel()
 				if err != nil {
@@ -292,7 +295,7 @@ func TestPowerLoss(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		frozen.Store(true)
-		cutPower(mem, func() { lc.Close(); wg.Wait() })
+		cutPower(mem, func() { lc.Close(); cancelWrites(); wg.Wait() })
 		if t.Failed() {
 			return
 		}

@@ -120,7 +120,7 @@ func TestIncarnationsEndStreams(t *testing.T) {
 	defer func() { ha.Stop(); hb.Stop(); _ = sa.Close(); _ = sb.Close() }()
 	look := func(h *Host, a node.Addr) (n incNode) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
 		defer cancel()
 		if err := h.Inspect(ctx, a, func(x node.Node) {
 			n = *x.(*incNode)
@@ -136,7 +136,7 @@ func TestIncarnationsEndStreams(t *testing.T) {
 	waitGot := func(h *Host, a node.Addr, more int) {
 		t.Helper()
 		base := look(h, a).got
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(safetyStop)
 		for look(h, a).got < base+more {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s received %d more messages, want %d", a, look(h, a).got-base, more)

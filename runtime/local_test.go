@@ -18,6 +18,10 @@ import (
 	"github.com/amalgam-store/amalgam/workload"
 )
 
+// safetyStop bounds waits in the tests only to turn a hang into a clear
+// failure: a loaded machine may take longer than any short window.
+const safetyStop = 5 * time.Minute
+
 var testLayout = erasure.Layout{N: 5, G: 3, F: 2, W: 0, Stripes: 10, BlockSize: 64}
 
 func startLocal(t *testing.T, l erasure.Layout, durability, dir string) *Local {
@@ -33,7 +37,7 @@ func startLocal(t *testing.T, l erasure.Layout, durability, dir string) *Local {
 func stripeBlocks(t *testing.T, lc *Local, st int) (dataBlocks, parityBlocks [][]byte, busy bool) {
 	t.Helper()
 	l := lc.Cluster.Config.Layout
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
 	defer cancel()
 	for pos := 0; pos < l.G; pos++ {
 		m := l.DataMachine(st, pos)

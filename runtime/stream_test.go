@@ -151,12 +151,12 @@ func TestStreamExactlyOnce(t *testing.T) {
 			ha := start(lnA, dirA, &storeA, sender())
 			hb := start(lnB, dirB, &storeB, sinks())
 			restarts := 0
-			deadline := time.Now().Add(60 * time.Second)
+			deadline := time.Now().Add(safetyStop)
 			for {
 				last := total
 				var bad []string
 				for _, a := range []node.Addr{"parity/1", "parity/2"} {
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
 					err := hb.Inspect(ctx, a, func(n node.Node) { s := n.(*sink); last, bad = min(last, s.last), append(bad, s.bad...) })
 					cancel()
 					if err != nil {

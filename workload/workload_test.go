@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
@@ -60,9 +59,12 @@ func readReply(v byte) msg.Reply {
 
 var writeReply = msg.Reply{Outcome: msg.Outcome{Results: []msg.Result{{}}}}
 
+// check runs porcupine without a timeout: the histories here have a few
+// operations, and a timeout would turn a slow machine into an Unknown
+// that fails the test.
 func check(t *testing.T, h []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
-	return porcupine.CheckOperationsTimeout(Model(layout), h, 5*time.Second)
+	return porcupine.CheckOperationsTimeout(Model(layout), h, 0)
 }
 
 func TestModelAcceptsLinearizable(t *testing.T) {

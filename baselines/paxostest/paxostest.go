@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -210,7 +209,9 @@ func (r Sim[I, R]) Run(t *testing.T, s *mc.State, rng *rand.Rand, w *baselines.R
 	if len(hist) != r.Ops {
 		t.Fatalf("seed %d: %d operations in the history, want %d", r.Seed, len(hist), r.Ops)
 	}
-	if res, _ := porcupine.CheckOperationsVerbose(workload.Model(r.Layout), hist, 10*time.Second); res != porcupine.Ok {
+	// No timeout: the history is r.Ops operations, and one that ran out
+	// would report Unknown, a failure that depends on the machine's load.
+	if res, _ := porcupine.CheckOperationsVerbose(workload.Model(r.Layout), hist, 0); res != porcupine.Ok {
 		t.Fatalf("seed %d: history is %s, not linearizable:%s", r.Seed, res, baselines.Describe(hist))
 	}
 	// Let the followers catch up and the log be collected, without loss.

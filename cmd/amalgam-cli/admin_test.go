@@ -11,6 +11,11 @@ import (
 	"github.com/amalgam-store/amalgam/runtime/cluster"
 )
 
+// safetyStop bounds TestAdmin's waits for a replacement and for health
+// only to turn a hang into a clear failure: on a loaded machine they may
+// take longer than any short window.
+const safetyStop = 5 * time.Minute
+
 // TestAdmin runs admin replace and admin config against an in-process
 // cluster with a spare: an in-place replacement, a machine moved to the
 // spare, bad arguments; status reports health.
@@ -48,21 +53,21 @@ func TestAdmin(t *testing.T) {
 	}
 	wait := func(what string, cond func(history) bool) history {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(safetyStop)
 		for {
 			h := config()
 			if cond(h) {
 				return h
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 30s: %+v", what, h)
+				t.Fatalf("%s: not after %v: %+v", what, safetyStop, h)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	healthy := func(num uint64) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(safetyStop)
 		for {
 			out, err := run(t, cl, "--output", "json", "status")
 			var st struct {
@@ -73,7 +78,7 @@ func TestAdmin(t *testing.T) {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("not healthy in configuration %d after 30s: %v\n%s", num, err, out)
+				t.Fatalf("not healthy in configuration %d after %v: %v\n%s", num, safetyStop, err, out)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -49,7 +49,7 @@ func startWriters(t *testing.T, lc *Local, n int) *writers {
 				w.mu.Lock()
 				w.inflight[b] = v
 				w.mu.Unlock()
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
 				err := c.Write(ctx, b, 0, buf)
 				cancel()
 				w.mu.Lock()
@@ -78,7 +78,7 @@ func (w *writers) halt() {
 // write (a write whose outcome is unknown may also show).
 func (w *writers) check(t *testing.T, lc *Local) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
 	defer cancel()
 	c := e2etest.Dial(t, lc.Entries)
 	for b := uint64(0); b < lc.Layout.NumBlocks(); b++ {
@@ -105,10 +105,15 @@ func startHealthy(t *testing.T, o Options) *Local {
 		t.Fatal(err)
 	}
 	t.Cleanup(lc.Close)
-	e2etest.WaitFor(t, "a leader", 10*time.Second, func() (bool, string) { return lc.Leader() != nil, "" })
-	e2etest.WaitFor(t, "healthy", 10*time.Second, func() (bool, string) { return healthy(lc, 0) })
+	e2etest.WaitFor(t, "a leader", safetyStop, func() (bool, string) { return lc.Leader() != nil, "" })
+	e2etest.WaitFor(t, "healthy", safetyStop, func() (bool, string) { return healthy(lc, 0) })
 	return lc
 }
+
+// safetyStop bounds the tests' waits (a leader, a replacement, a rebuild,
+// a write) only to turn a hang into a clear failure: on a loaded machine
+// they may take longer than any short window.
+const safetyStop = 5 * time.Minute
 
 // healthy reports whether the cluster is in configuration num with every
 // server on it answering, in that configuration, and rebuilt.
@@ -153,7 +158,7 @@ func TestReplaceInProcess(t *testing.T) {
 	w := startWriters(t, lc, 4)
 	time.Sleep(500 * time.Millisecond)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
 	defer cancel()
 	admin := e2etest.Dial(t, lc.Entries)
 
@@ -161,14 +166,14 @@ func TestReplaceInProcess(t *testing.T) {
 	if _, err := admin.Replace(ctx, "data/1", false); err != nil {
 		t.Fatal(err)
 	}
-	d := e2etest.WaitFor(t, "data/1 replaced and rebuilt", 60*time.Second, func() (bool, string) { return healthy(lc, 1) })
+	d := e2etest.WaitFor(t, "data/1 replaced and rebuilt", safetyStop, func() (bool, string) { return healthy(lc, 1) })
 	t.Logf("data/1 replaced in place and rebuilt in %v (%d writes so far)", d.Round(time.Millisecond), w.ops.Load())
 
 	// 2. Machine 2 stops: suspected, its slot moves to the spare.
 	start := time.Now()
 	lc.Machines[2].Close()
 	lc.Machines[2] = nil
-	e2etest.WaitFor(t, "machine 2 moved to the spare", 30*time.Second, func() (bool, string) {
+	e2etest.WaitFor(t, "machine 2 moved to the spare", safetyStop, func() (bool, string) {
 		h := lc.Leader()
 		if h == nil {
 			return false, "no leader"
@@ -176,14 +181,14 @@ func TestReplaceInProcess(t *testing.T) {
 		return h.Directory().GetHosts()[2] == lc.SpareAddrs[0], fmt.Sprint(h.Directory().GetHosts())
 	})
 	detect := time.Since(start)
-	replaced := e2etest.WaitFor(t, "machine 2's servers replaced", 60*time.Second, func() (bool, string) {
+	replaced := e2etest.WaitFor(t, "machine 2's servers replaced", safetyStop, func() (bool, string) {
 		h := lc.Leader()
 		if h == nil {
 			return false, "no leader"
 		}
 		return h.Config().Num == 4 && !h.Busy(), fmt.Sprintf("configuration %d", h.Config().Num)
 	})
-	rebuilt := e2etest.WaitFor(t, "healthy after the spare rebuilt", 120*time.Second, func() (bool, string) { return healthy(lc, 4) })
+	rebuilt := e2etest.WaitFor(t, "healthy after the spare rebuilt", safetyStop, func() (bool, string) { return healthy(lc, 4) })
 	t.Logf("machine 2 stopped: moved to the spare after %v, replaced %v later, rebuilt %v later (%d writes so far)",
 		detect.Round(time.Millisecond), replaced.Round(time.Millisecond), rebuilt.Round(time.Millisecond), w.ops.Load())
 
@@ -199,7 +204,7 @@ func TestReplaceInProcess(t *testing.T) {
 	if _, err := admin.Replace(ctx, "parity/4", false); err != nil {
 		t.Fatal(err)
 	}
-	e2etest.WaitFor(t, "healthy after parity/4 replaced", 120*time.Second, func() (bool, string) { return healthy(lc, 5) })
+	e2etest.WaitFor(t, "healthy after parity/4 replaced", safetyStop, func() (bool, string) { return healthy(lc, 5) })
 	h := lc.Leader()
 	hist := h.History()
 	if len(hist) != 6 {
@@ -235,7 +240,7 @@ func TestReplacementPostponedInProcess(t *testing.T) {
 	lc := startHealthy(t, Options{Layout: l, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0",
 		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: 1500 * time.Millisecond})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
 	defer cancel()
 	admin := e2etest.Dial(t, lc.Entries)
 	// No writes yet: requests for degraded blocks would rebuild them at
@@ -247,7 +252,7 @@ func TestReplacementPostponedInProcess(t *testing.T) {
 			t.Fatalf("replace %s: %v, postponed %v", s, err, r.GetPostponed())
 		}
 	}
-	e2etest.WaitFor(t, "data/0 and data/1 replaced", 10*time.Second, func() (bool, string) {
+	e2etest.WaitFor(t, "data/0 and data/1 replaced", safetyStop, func() (bool, string) {
 		h := lc.Leader()
 		return h != nil && h.Config().Num == 2, ""
 	})
@@ -263,12 +268,12 @@ func TestReplacementPostponedInProcess(t *testing.T) {
 		t.Fatalf("history: %v, postponed %v, degraded %v", err, h.GetPostponed(), h.GetDegraded())
 	}
 	w := startWriters(t, lc, 2)
-	d := e2etest.WaitFor(t, "parity/3 replaced", 30*time.Second, func() (bool, string) {
+	d := e2etest.WaitFor(t, "parity/3 replaced", safetyStop, func() (bool, string) {
 		h := lc.Leader()
 		return h != nil && h.Config().Num == 3, fmt.Sprintf("degraded %v", h.Degraded())
 	})
-	e2etest.WaitFor(t, "healthy", 60*time.Second, func() (bool, string) { return healthy(lc, 3) })
-	e2etest.WaitFor(t, "no server degraded", 10*time.Second, func() (bool, string) {
+	e2etest.WaitFor(t, "healthy", safetyStop, func() (bool, string) { return healthy(lc, 3) })
+	e2etest.WaitFor(t, "no server degraded", safetyStop, func() (bool, string) {
 		h := lc.Leader()
 		return h != nil && len(h.Degraded()) == 0 && !h.Busy(), fmt.Sprintf("degraded %v", h.Degraded())
 	})

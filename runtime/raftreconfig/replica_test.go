@@ -74,9 +74,15 @@ func (g *group) start(id uint64, ln net.Listener) {
 	g.reps[id] = r
 }
 
-func (g *group) leader(timeout time.Duration) *Replica {
+// safetyStop bounds the waits for a leader, a proposal or the replicas
+// applying it only to turn a hang into a clear failure: elections and
+// proposals on a loaded machine may take longer than any short window.
+const safetyStop = 5 * time.Minute
+
+// leader waits for a replica that leads.
+func (g *group) leader() *Replica {
 	g.t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(safetyStop)
 	for time.Now().Before(deadline) {
 		for _, r := range g.reps {
 			if r.Leader() {
@@ -105,10 +111,10 @@ func (g *group) kill(r *Replica) uint64 {
 // changes, as an operator's command does.
 func (g *group) propose(host string) {
 	g.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
 	defer cancel()
 	for {
-		r := g.leader(10 * time.Second)
+		r := g.leader()
 		err := r.propose(ctx, &wire.ReconfigEntry{Body: &wire.ReconfigEntry_Spare{Spare: host}})
 		if err == nil {
 			return
@@ -123,7 +129,7 @@ func (g *group) propose(host string) {
 // waitAll waits until every live replica has applied the spares.
 func (g *group) waitAll(spares []string) {
 	g.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(safetyStop)
 	for {
 		ok := true
 		for _, r := range g.reps {
@@ -159,14 +165,14 @@ func TestLeaderKilled(t *testing.T) {
 		g.waitAll(want)
 	}
 	add(8)
-	first := g.kill(g.leader(5 * time.Second))
+	first := g.kill(g.leader())
 	add(8) // a new leader takes proposals with one replica down
 	g.start(first, nil)
 	g.waitAll(want) // the restarted replica catches up
 	if n := g.reps[first].SnapshotsReceived(); n == 0 {
 		t.Error("the restarted replica caught up without a snapshot: the test exercised less than it says")
 	}
-	second := g.kill(g.leader(5 * time.Second))
+	second := g.kill(g.leader())
 	add(4)
 	g.start(second, nil)
 	g.waitAll(want)
@@ -188,7 +194,7 @@ func TestReplicaRestart(t *testing.T) {
 		want = append(want, h)
 	}
 	g.waitAll(want)
-	id := g.kill(g.leader(time.Second))
+	id := g.kill(g.leader())
 	g.start(id, nil)
 	g.waitAll(want)
 	g.propose("last:1")
@@ -198,7 +204,7 @@ func TestReplicaRestart(t *testing.T) {
 // TestInitialStateChecked refuses a replica restarted with another layout.
 func TestInitialStateChecked(t *testing.T) {
 	g := newGroup(t, 1, 0)
-	id := g.kill(g.leader(time.Second))
+	id := g.kill(g.leader())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -221,8 +227,8 @@ func TestInitialStateChecked(t *testing.T) {
 // and the slot stayed on a host with no servers.
 func TestMoveSeesItsEntry(t *testing.T) {
 	g := newGroup(t, 1, 1000)
-	r := g.leader(10 * time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	r := g.leader()
+	ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
 	defer cancel()
 	for i := range 20 {
 		m := i % testLayout.N
