@@ -1,6 +1,10 @@
 package msg
 
-import "github.com/amalgam-store/amalgam/node"
+import (
+	"bytes"
+
+	"github.com/amalgam-store/amalgam/node"
+)
 
 // Fixed binary records (node.Enc) of the messages servers persist. A
 // message's record holds the fields its hash holds after the tag, written
@@ -61,6 +65,18 @@ func (p Prepare) fields(f node.Fields) {
 	if p.Reply != nil {
 		p.Reply.fields(f)
 	}
+}
+
+// Same reports whether p and q are the same PREPARE, field by field.
+func (p Prepare) Same(q Prepare) bool {
+	if !bytes.Equal(p.Delta, q.Delta) {
+		return false
+	}
+	p.Delta, q.Delta = nil, nil
+	var a, b node.Enc
+	p.Encode(&a)
+	q.Encode(&b)
+	return bytes.Equal(a.B, b.B)
 }
 
 // DecodePrepare reads what Prepare.Encode wrote.

@@ -55,6 +55,23 @@ type EarlySends interface {
 	EarlySends()
 }
 
+// Backer is implemented by persisted nodes whose own records hold some of
+// the stream messages they send (a data server's pending operation holds
+// its PREPAREs). A host may then store such a message once: in the node's
+// record, with only a reference to it in the outgoing stream's log.
+//
+// Backing is asked, after a batch's handlers ran, about a message the
+// batch streamed: if the record that the batch's Persist leaves under key
+// holds m as its message i, it returns them. Backed returns message i of
+// the record under key, in a node restored from what Persist wrote (false
+// if there is none). While a stream may still need the message, the host
+// keeps its own copy of it if the node rewrites or deletes the record.
+type Backer interface {
+	Persistent
+	Backing(m Message) (key string, i int, ok bool)
+	Backed(key string, i int) (Message, bool)
+}
+
 // Writer receives a node's durable changes. Values are copied before Put
 // returns.
 type Writer interface {

@@ -71,8 +71,9 @@ type delivered struct{ sid, seq uint64 }
 
 // appended is a numbered message for an outgoing stream.
 type appended struct {
-	o *outStream
-	e outEntry
+	o  *outStream
+	e  outEntry
+	bk backRef // the node record holding the message (streamback.go)
 }
 
 // ready is what one batch produced: the state to persist, then the effects
@@ -317,6 +318,7 @@ func (l *loop) number(streams []effect, rd *ready) {
 	var prev node.Message
 	var prevP *wire.Message
 	var prevSize int
+	var prevBk backRef
 	for _, s := range streams {
 		if s.m == nil { // the peer's incarnation changed: a new stream
 			prev = nil
@@ -339,9 +341,10 @@ func (l *loop) number(streams []effect, rd *ready) {
 				panic(fmt.Sprintf("runtime: %s streams an unencodable message: %v", l.addr, err))
 			}
 			prev, prevP, prevSize = s.m, p, proto.Size(p)
+			prevBk = l.backing(s.m)
 			l.nextBody++
 		}
-		rd.appends = append(rd.appends, appended{o, outEntry{seq: o.next, m: prevP, size: prevSize, body: l.nextBody - 1}})
+		rd.appends = append(rd.appends, appended{o, outEntry{seq: o.next, m: prevP, size: prevSize, body: l.nextBody - 1}, prevBk})
 		if l.h.opts.Store != nil {
 			l.log.ref(l.nextBody - 1)
 		}
@@ -365,7 +368,7 @@ func (l *loop) persist(rd *ready) {
 	b := st.db.NewBatch()
 	rd.inc.write(b, l.addr)
 	if l.pers != nil {
-		l.pers.Persist(st.writer(b, l.addr, &l.enc))
+		l.pers.Persist(st.writer(b, l.addr, &l.enc, l))
 	}
 	for from, d := range rd.acks {
 		v := pair(d.sid, d.seq)

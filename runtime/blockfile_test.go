@@ -42,7 +42,7 @@ func commitBlocks(t *testing.T, st *Store, a node.Addr, vals map[string][]byte, 
 	t.Helper()
 	b := st.db.NewBatch()
 	defer b.Close()
-	w := st.writer(b, a, new(node.Enc))
+	w := st.writer(b, a, new(node.Enc), nil)
 	w.Put("meta", []byte("m"))
 	for k, v := range vals {
 		w.Put(k, v)

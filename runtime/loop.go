@@ -49,6 +49,7 @@ type loop struct {
 	// log counts their holders (streamlog.go).
 	nextBody uint64
 	log      streamLog
+	backs    backings // log records backed by the node's (streamback.go)
 	// enc is the buffer the node's Persist encodes its records into
 	// (node.EncFor). Loop goroutine only.
 	enc node.Enc

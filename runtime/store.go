@@ -225,14 +225,19 @@ type nodeWriter struct {
 	b    *pebble.Batch
 	addr node.Addr
 	enc  *node.Enc
+	l    *loop // told of every key written (streamback.go); may be nil
 }
 
-// writer returns the writer of node a's keys into b, lending enc.
-func (s *Store) writer(b *pebble.Batch, a node.Addr, enc *node.Enc) nodeWriter {
-	return nodeWriter{s, b, a, enc}
+// writer returns the writer of node a's keys into b, lending enc; l, if
+// not nil, is told of every key written.
+func (s *Store) writer(b *pebble.Batch, a node.Addr, enc *node.Enc, l *loop) nodeWriter {
+	return nodeWriter{s, b, a, enc, l}
 }
 
 func (w nodeWriter) Put(k string, v []byte) {
+	if w.l != nil {
+		w.l.touched(w.b, k)
+	}
 	if isBlock(k) && inFile(len(v)) {
 		w.s.putBlock(w.b, w.addr, k, v)
 		return
@@ -244,6 +249,9 @@ func (w nodeWriter) Put(k string, v []byte) {
 }
 
 func (w nodeWriter) Delete(k string) {
+	if w.l != nil {
+		w.l.touched(w.b, k)
+	}
 	op := w.b.DeleteDeferred(keyLen("n", string(w.addr), k))
 	fillKey(op.Key, "n", string(w.addr), k)
 	_ = op.Finish()

@@ -61,15 +61,13 @@ func (l *loop) writeAppends(b *pebble.Batch, as []appended) {
 			hdr = binary.BigEndian.AppendUint64(hdr, a.o.sid)
 			hdr = binary.BigEndian.AppendUint64(hdr, a.e.seq)
 		}
-		k := bodyKey(l.addr, as[i].e.body)
-		op := b.SetDeferred(len(k), len(hdr)+as[i].e.size)
-		copy(op.Key, k)
-		v := append(op.Value[:0], hdr...)
-		v, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(v, as[i].e.m)
-		if err != nil || len(v) != len(hdr)+as[i].e.size {
-			panic(fmt.Sprintf("runtime: %s: encoding a stream message: %d bytes of %d, %v", l.addr, len(v)-len(hdr), as[i].e.size, err))
+		id := as[i].e.body
+		k := bodyKey(l.addr, id)
+		if as[i].bk.ok {
+			l.writeBacked(b, k, id, hdr, as[i].e, as[i].bk)
+		} else {
+			writeFull(b, k, hdr, as[i].e.m, as[i].e.size, l.addr)
 		}
-		_ = op.Finish()
 		i = j
 	}
 }
@@ -121,6 +119,7 @@ func (l *loop) forgetAcked(b *pebble.Batch) {
 	l.log.mu.Unlock()
 	for _, id := range free {
 		_ = b.Delete(bodyKey(l.addr, id), nil)
+		l.backs.forget(id)
 	}
 }
 
@@ -137,6 +136,11 @@ func (l *loop) restoreOut() error {
 		}
 		id := beUint64(k[len(pre):])
 		l.nextBody = id + 1
+		isBacked := len(v) > 0 && v[0] == 0 // streamback.go
+		if isBacked {
+			v = v[1:]
+		}
+		all := v
 		n, r := binary.Uvarint(v)
 		if r <= 0 {
 			return errors.New("bad stream log record")
@@ -164,8 +168,18 @@ func (l *loop) restoreOut() error {
 			l.log.free = append(l.log.free, id)
 			return nil
 		}
-		var m wire.Message
-		if err := proto.Unmarshal(v, &m); err != nil {
+		m, size := &wire.Message{}, len(v)
+		if isBacked {
+			var err error
+			m, size, err = l.restoreBacked(id, all[:len(all)-len(v)], v)
+			if err != nil {
+				return err
+			}
+			if m == nil { // every stream had it acknowledged
+				l.log.free = append(l.log.free, id)
+				return nil
+			}
+		} else if err := proto.Unmarshal(v, m); err != nil {
 			return err
 		}
 		for _, r := range refs {
@@ -175,7 +189,7 @@ func (l *loop) restoreOut() error {
 				l.log.unref(q)
 				r.o.q = nil
 			}
-			r.o.q = append(r.o.q, outEntry{seq: r.seq, m: &m, size: len(v), body: id})
+			r.o.q = append(r.o.q, outEntry{seq: r.seq, m: m, size: size, body: id})
 			l.log.ref(id)
 		}
 		return nil
