@@ -34,6 +34,9 @@ type Options struct {
 	DialOptions []grpc.DialOption
 	// AttemptTimeout bounds one attempt before the client retries
 	// (default 2s). The context passed to each call bounds the whole call.
+	// Against a baseline (ShardedPaxos, RSPaxos), whose next machine runs
+	// a timed-out transaction again from its start, each timed-out
+	// attempt doubles the next one's bound.
 	AttemptTimeout time.Duration
 	// DialTimeout bounds how long the client keeps trying to connect to
 	// the entry addresses before it gives up and names the cause
@@ -270,6 +273,7 @@ func (c *Client) Txn(ctx context.Context, ops []msg.Op) (msg.Outcome, error) {
 	req.Seq = c.seq
 	backoff := 20 * time.Millisecond
 	tries := 0
+	timeout := c.opts.AttemptTimeout
 	var last error
 	for {
 		c.cmu.Lock()
@@ -282,7 +286,7 @@ func (c *Client) Txn(ctx context.Context, ops []msg.Op) (msg.Outcome, error) {
 		}
 		tries++
 		req.ConfigNum = st.GetConfigNum()
-		resp, err := c.attempt(ctx, st.GetMachines()[m].GetAddr(), l.BlockSize, req)
+		resp, err := c.attempt(ctx, st.GetMachines()[m].GetAddr(), l.BlockSize, req, timeout)
 		if err == nil {
 			return msg.Outcome{Results: wire.ResultsFromProto(resp.GetResults()), Aborted: resp.GetAborted()}, nil
 		}
@@ -298,6 +302,12 @@ func (c *Client) Txn(ctx context.Context, ops []msg.Op) (msg.Outcome, error) {
 				last = rerr
 			}
 		case codes.Unavailable, codes.DeadlineExceeded:
+			if isBaseline(st) && status.Code(err) == codes.DeadlineExceeded {
+				// The next machine runs the transaction from its
+				// start: give it twice as long, so that a transaction
+				// longer than an attempt still finishes.
+				timeout *= 2
+			}
 			// The machine may be down and its slot moved to a spare:
 			// refetch the address book (a failure here is not the
 			// transaction's error).
@@ -327,12 +337,12 @@ func describe(err error) string {
 	return err.Error()
 }
 
-func (c *Client) attempt(ctx context.Context, addr string, blockSize int, req *wire.ExecuteRequest) (*wire.ExecuteResponse, error) {
+func (c *Client) attempt(ctx context.Context, addr string, blockSize int, req *wire.ExecuteRequest, timeout time.Duration) (*wire.ExecuteResponse, error) {
 	cc, err := c.conn(addr, blockSize)
 	if err != nil {
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
-	actx, cancel := context.WithTimeout(ctx, c.opts.AttemptTimeout)
+	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return wire.NewClientClient(cc).Execute(actx, req)
 }

@@ -34,12 +34,11 @@ func startBaseline(t *testing.T, protocol string, l erasure.Layout) *BaselineLoc
 //
 // The baseline tests' attempts and transactions are bounded only by
 // safetyStop. Nothing fails in them that the Go client must retry
-// elsewhere, and a retry is harmful: the Go client sends a baseline
+// elsewhere, and a retry costs: the Go client sends a baseline
 // transaction that timed out to the next machine, which runs it from its
-// first GET again while the replicas still serve the abandoned one. Once
-// a transaction takes longer than the attempt timeout (an RSPaxos
-// read-modify-write under -race on a loaded machine is a GET and a PUT of
-// two rounds each through 7 replicas), no attempt finishes.
+// first GET again (with twice the bound) while the replicas still serve
+// the abandoned one; an RSPaxos read-modify-write under -race on a loaded
+// machine is a GET and a PUT of two rounds each through 7 replicas.
 func TestBaselineLocalSequential(t *testing.T) {
 	for _, p := range []string{ShardedPaxos, RSPaxos} {
 		t.Run(p, func(t *testing.T) {
