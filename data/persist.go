@@ -32,7 +32,7 @@ import (
 // made and its a/ record when its acknowledgements change, both deleted
 // when it leaves pending_ops; an answer when it is made or sent, deleted
 // when it is replaced or its configuration ends; cfg and rc when their
-// hash changes (for rc, reconfState.recordHash); meta on every Persist (a
+// hash changes (for rc, reconfState.recordHash); meta when it changes (a
 // few bytes). Snapshots this server runs to rebuild its
 // own blocks are not kept: after a restart, Init starts them again with
 // fresh nonces. Nor are the blocks of snapshot answers: an answer not

@@ -13,7 +13,7 @@ import (
 // Records every server persists (node.Persistent) besides its own:
 //
 //	meta             node.Enc: the configuration hash, then the server's
-//	                 own fields; written on every Persist
+//	                 own fields; written when it changes
 //	cfg              gob of the configuration the server is in; written
 //	                 when its hash changes
 //	rc               gob of the server's durable reconfiguration state;
@@ -23,13 +23,16 @@ import (
 // StateMemo.Write writes the first three, ReadState reads them back;
 // PersistBlocks and RestoreBlocks do the blocks.
 
-// StateMemo remembers the hashes of the cfg and rc records last written.
-// The zero memo has written nothing.
-type StateMemo struct{ cfg, rc uint64 }
+// StateMemo remembers the hashes of the cfg and rc records last written,
+// and the meta record. The zero memo has written nothing.
+type StateMemo struct {
+	cfg, rc uint64
+	meta    []byte // never shared with another memo: clones keep their own
+}
 
-// Write writes meta (cfgHash, then what meta appends), and cfg and rc if
-// their hashes changed since the last Write. rc builds the rc record;
-// rcHash is the hash of the state it holds.
+// Write writes meta (cfgHash, then what meta appends) if it changed, and
+// cfg and rc if their hashes changed since the last Write. rc builds the
+// rc record; rcHash is the hash of the state it holds.
 func (m *StateMemo) Write(w node.Writer, cfg Config, cfgHash, rcHash uint64, rc func() any, meta func(*node.Enc)) {
 	if m.cfg != cfgHash {
 		w.Put("cfg", node.GobBytes(cfg))
@@ -42,7 +45,11 @@ func (m *StateMemo) Write(w node.Writer, cfg Config, cfgHash, rcHash uint64, rc 
 	var e node.Enc
 	e.Uint64(cfgHash)
 	meta(&e)
+	if m.meta != nil && bytes.Equal(e.B, m.meta) {
+		return
+	}
 	w.Put("meta", e.B)
+	m.meta = bytes.Clone(e.B)
 }
 
 // Stored is what ReadState read back.

@@ -27,7 +27,7 @@ import (
 //
 // Blocks, PREPAREs, client records and snapshots are written when they
 // change (in rc, every marker rewrote every snapshot of the rebuild), cfg
-// and rc when their hash changes; meta on every Persist. The rebuild in
+// and rc when their hash changes; meta when it changes. The rebuild in
 // progress is not kept: after a restart, Init starts it again with a
 // fresh nonce. Nor are snapshot copies: a snapshot the server had not
 // answered when it stopped is abandoned (restored as answered, so a
