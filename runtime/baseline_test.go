@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/amalgam-store/amalgam/baselines/paxos"
+	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
@@ -146,13 +148,117 @@ func wholeBlockScript(rnd *rand.Rand, l erasure.Layout, n int) [][]msg.Op {
 	return out
 }
 
-// A baseline refuses durable mode rather than pretending to persist.
+// RSPaxos, whose replicas persist nothing, refuses durable mode rather
+// than pretending to persist.
 func TestBaselineRefusesDurable(t *testing.T) {
-	_, err := StartBaselineLocal(ShardedPaxos, LocalOptions{Layout: testLayout, Durability: "durable", Addr: "127.0.0.1:0"})
+	_, err := StartBaselineLocal(RSPaxos, LocalOptions{Layout: testLayout, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0"})
 	if err == nil {
-		t.Fatal("durable baseline started")
+		t.Fatal("durable RSPaxos started")
 	}
 	if _, err := NewBaseline("paxos", testLayout, paxos.Timing{}); err == nil {
 		t.Fatal("unknown protocol accepted")
 	}
+}
+
+// dialBaseline connects to a baseline cluster with attempts bounded only
+// by safetyStop (see TestBaselineLocalSequential).
+func dialBaseline(t testing.TB, entry string) *client.Client {
+	t.Helper()
+	return e2etest.DialAttempt(t, entry, safetyStop)
+}
+
+// A durable ShardedPaxos cluster restarted from its stores: concurrent
+// clients write (whole blocks, each client its own) and add to counters
+// (shared blocks) through it, every machine stops (its store closed, as
+// when the process exits), and the cluster started again from the same
+// directories holds every acknowledged write and every acknowledged
+// addition, in every one of three rounds. Every replica restarts as a
+// follower, so each round's first operations wait for an election.
+func TestBaselineDurableRestart(t *testing.T) {
+	l := testLayout
+	dir := t.TempDir()
+	const clients = 4
+	want := map[uint64][]byte{} // acknowledged whole-block writes
+	adds := map[uint64]uint64{} // acknowledged additions to counter blocks
+	for round := range 3 {
+		bl, err := StartBaselineLocal(ShardedPaxos, LocalOptions{Layout: l, Durability: "durable", DataDir: dir, Addr: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := dialBaseline(t, bl.EntryAddr).Status(context.Background()); err != nil || st.GetDurability() != "durable" {
+			t.Fatalf("status %v, %v: want durability durable", st, err)
+		}
+		checkRestored(t, dialBaseline(t, bl.EntryAddr), l, want)
+		checkCounters(t, dialBaseline(t, bl.EntryAddr), adds)
+		var mu sync.Mutex
+		wg := startClients(clients, round, func() *client.Client { return dialBaseline(t, bl.EntryAddr) }, func(i int, c *client.Client, r *rand.Rand) {
+			for range 25 {
+				ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
+				var err error
+				if r.IntN(2) == 0 {
+					b := ownBlock(r, i, clients, l.NumBlocks()-1) // the last block holds counters
+					v := randBytes(r, l.BlockSize)
+					err = c.Write(ctx, b, 0, v)
+					if err == nil {
+						mu.Lock()
+						want[b] = v
+						mu.Unlock()
+					}
+				} else {
+					_, err = c.Txn(ctx, []msg.Op{{Kind: msg.OpAdd, Block: l.NumBlocks() - 1, Offset: 8 * i, Delta: 1}})
+					if err == nil {
+						mu.Lock()
+						adds[uint64(8*i)]++
+						mu.Unlock()
+					}
+				}
+				cancel()
+				if err != nil {
+					t.Errorf("round %d client %d: %v", round, i, err)
+					return
+				}
+			}
+		})
+		wg.Wait()
+		bl.Close()
+		if t.Failed() {
+			return
+		}
+	}
+	bl, err := StartBaselineLocal(ShardedPaxos, LocalOptions{Layout: l, Durability: "durable", DataDir: dir, Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bl.Close()
+	checkRestored(t, dialBaseline(t, bl.EntryAddr), l, want)
+	checkCounters(t, dialBaseline(t, bl.EntryAddr), adds)
+}
+
+// checkCounters checks through c that the last block of testLayout holds
+// at every offset in want the counter want gives.
+func checkCounters(t *testing.T, c *client.Client, want map[uint64]uint64) {
+	t.Helper()
+	b := testLayout.NumBlocks() - 1
+	ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
+	defer cancel()
+	v, err := c.Read(ctx, b, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off, n := range want {
+		if got := binary.LittleEndian.Uint64(v[off:]); got != n {
+			t.Fatalf("counter at offset %d of block %d = %d, want %d acknowledged additions", off, b, got, n)
+		}
+	}
+}
+
+// TestPowerLoss for a durable ShardedPaxos cluster.
+func TestBaselinePowerLoss(t *testing.T) {
+	powerLoss(t, testLayout, dialBaseline, func(o LocalOptions) powerCluster {
+		bl, err := StartBaselineLocal(ShardedPaxos, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return powerCluster{entry: bl.EntryAddr, close: bl.Close}
+	})
 }

@@ -21,8 +21,8 @@ import (
 //
 // Everything is written when it changes: a/ when the replica accepts (or,
 // leading, proposes) a value, c/ when it learns the slot is chosen, t/
-// when the state machine executes a client's request, p on every Persist
-// (a few bytes); a/ and c/ are deleted when garbage collection discards
+// when the state machine executes a client's request, p when one of its
+// fields changes; a/ and c/ are deleted when garbage collection discards
 // the slot. The leader's state (ballot led, votes, phase 1 reports, next
 // slot, the followers' progress) and the erasure-coded pieces a leader
 // keeps are not written: a restarted replica is a follower (Init), which
@@ -48,6 +48,14 @@ type persistMemo struct {
 	clients  map[uint64]bool
 	base     uint64 // the log's base at the last Persist: its slots' records are gone
 	restored bool   // Restore read a persisted state: Init starts as a follower
+	meta     meta   // the p record on disk
+	metaOK   bool   // meta was written (or read) since TrackChanges
+}
+
+// meta is the p record.
+type meta struct {
+	promised      Ballot
+	base, applied uint64
 }
 
 func (m persistMemo) clone() persistMemo {
@@ -90,6 +98,7 @@ func (r *Replica[V, I, P]) TrackChanges() {
 	r.saved.clients = map[uint64]bool{}
 	r.clients.Range(func(c uint64, _ ClientEntry) { r.saved.clients[c] = true })
 	r.saved.base = r.log.Base // a writer from scratch holds no records of the slots before
+	r.saved.metaOK = false
 }
 
 // PersistCore writes what changed in the core since the last call (or
@@ -130,11 +139,18 @@ func (r *Replica[V, I, P]) PersistCore(w node.Writer, c Codec[V]) {
 		w.Put(node.HexKey("t/", cl, 16), b.B)
 	}
 	clear(r.saved.clients)
-	b := node.EncFor(w)
-	r.promised.encode(b)
-	b.Uint64(r.log.Base)
-	b.Uint64(r.applied)
-	w.Put("p", b.B)
+	if m := r.meta(); !r.saved.metaOK || m != r.saved.meta {
+		b := node.EncFor(w)
+		m.promised.encode(b)
+		b.Uint64(m.base)
+		b.Uint64(m.applied)
+		w.Put("p", b.B)
+		r.saved.meta, r.saved.metaOK = m, true
+	}
+}
+
+func (r *Replica[V, I, P]) meta() meta {
+	return meta{promised: r.promised, base: r.log.Base, applied: r.applied}
 }
 
 // RestoreCore rebuilds the core's durable state from what PersistCore
@@ -155,6 +171,7 @@ func (r *Replica[V, I, P]) RestoreCore(rd node.Reader, c Codec[V]) error {
 	}
 	r.saved.restored = true
 	r.saved.base = r.log.Base
+	r.saved.meta, r.saved.metaOK = r.meta(), true
 	err = scanSlots(rd, "a/", r.log.Base, func(s uint64, d *node.Dec) {
 		e := r.log.Grow(s)
 		e.bal = decodeBallot(d)
