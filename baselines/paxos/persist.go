@@ -114,7 +114,7 @@ func (r *Replica[V, I, P]) PersistCore(w node.Writer, c Codec[V]) {
 		if e == nil {
 			continue // discarded since: deleted above
 		}
-		if parts&dirtyAcc != 0 && e.accepted {
+		if parts&dirtyAcc != 0 && e.accepted && Mutant != MutantUnsavedAccept {
 			b := node.EncFor(w)
 			e.bal.encode(b)
 			c.Encode(b, e.acc)

@@ -75,7 +75,7 @@ func (r *Replica[V, I, P]) Init(ctx node.Context) {
 		return
 	}
 	r.setElectionTimer(ctx)
-	if r.me == 0 && !r.saved.restored {
+	if r.me == 0 && (!r.saved.restored || Mutant == MutantRestartLeads) {
 		r.role = Leader
 		r.hbCommit = r.applied
 		r.next = 1

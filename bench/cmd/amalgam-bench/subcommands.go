@@ -20,7 +20,7 @@ func newVsEtcdCmd() *cobra.Command {
 	var o harness.VsEtcdOptions
 	cmd := &cobra.Command{
 		Use:   "vs-etcd",
-		Short: "Durable Amalgam (amalgam-server dev) against 3- and 5-member etcd clusters, alternated",
+		Short: "Durable Amalgam (amalgam-server dev) against etcd clusters (and durable ShardedPaxos), alternated",
 		Long: `vs-etcd builds amalgam-server and amalgam-etcd (the nested Go module bench/etcd)
 from the source tree (--src, default: the one around the working directory),
 then in every round starts, loads and stops each system in turn: Amalgam
