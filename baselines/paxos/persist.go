@@ -10,8 +10,8 @@ import (
 	"github.com/amalgam-store/amalgam/node"
 )
 
-// Durable state of the core (what a baseline's node.Persistent writes for
-// it), under the keys
+// Durable state of a replica (node.Persistent): the core's, under the
+// keys
 //
 //	p                 promised ballot, the log's base (GC point), applied
 //	a/<slot, hex>     the acceptor's accepted value of the slot: ballot, value
@@ -29,11 +29,8 @@ import (
 // runs phase 1 with a fresh ballot before it proposes anything. The
 // argument that this suffices is in docs/baselines.md.
 
-// Codec writes a protocol's values in the core's records.
-type Codec[V any] struct {
-	Encode func(e *node.Enc, v V)
-	Decode func(d *node.Dec) V
-}
+// and the App's own (App.PersistApp). Values are written with
+// Value.Encode.
 
 // Slot record parts changed since the last Persist.
 const (
@@ -81,9 +78,10 @@ func (r *Replica[V, I, P]) touch(s uint64, part uint8) {
 	}
 }
 
-// TrackChanges starts recording what changes for PersistCore; everything
-// held now counts as changed.
+// TrackChanges implements node.Persistent: it starts recording what
+// changes for Persist; everything held now counts as changed.
 func (r *Replica[V, I, P]) TrackChanges() {
+	r.app.TrackApp()
 	r.saved.slots = make(map[uint64]uint8, len(r.log.Entries))
 	for i := range r.log.Entries {
 		e := &r.log.Entries[i]
@@ -101,9 +99,10 @@ func (r *Replica[V, I, P]) TrackChanges() {
 	r.saved.metaOK = false
 }
 
-// PersistCore writes what changed in the core since the last call (or
-// since TrackChanges), values with c.
-func (r *Replica[V, I, P]) PersistCore(w node.Writer, c Codec[V]) {
+// Persist implements node.Persistent: it writes what changed since the
+// last call (or since TrackChanges).
+func (r *Replica[V, I, P]) Persist(w node.Writer) {
+	r.app.PersistApp(w)
 	for s := r.saved.base + 1; s <= r.log.Base; s++ {
 		w.Delete(slotKey("a/", s))
 		w.Delete(slotKey("c/", s))
@@ -117,7 +116,7 @@ func (r *Replica[V, I, P]) PersistCore(w node.Writer, c Codec[V]) {
 		if parts&dirtyAcc != 0 && e.accepted && Mutant != MutantUnsavedAccept {
 			b := node.EncFor(w)
 			e.bal.encode(b)
-			c.Encode(b, e.acc)
+			e.acc.Encode(b)
 			w.Put(slotKey("a/", s), b.B)
 		}
 		if parts&dirtyChosen != 0 && e.chosen {
@@ -125,7 +124,7 @@ func (r *Replica[V, I, P]) PersistCore(w node.Writer, c Codec[V]) {
 			same := e.accepted && e.acc.ID() == e.val.ID()
 			b.Bool(same)
 			if !same {
-				c.Encode(b, e.val)
+				e.val.Encode(b)
 			}
 			w.Put(slotKey("c/", s), b.B)
 		}
@@ -153,10 +152,11 @@ func (r *Replica[V, I, P]) meta() meta {
 	return meta{promised: r.promised, base: r.log.Base, applied: r.applied}
 }
 
-// RestoreCore rebuilds the core's durable state from what PersistCore
-// wrote, values with c. The replica must be as NewReplica made it. If it
-// finds a persisted state, Init starts the replica as a follower.
-func (r *Replica[V, I, P]) RestoreCore(rd node.Reader, c Codec[V]) error {
+// Restore implements node.Persistent: it rebuilds the state from what
+// Persist wrote. The replica must be as NewReplica made it, with the
+// configuration it ran with before. If it finds a persisted state, Init
+// starts the replica as a follower.
+func (r *Replica[V, I, P]) Restore(rd node.Reader) error {
 	who := fmt.Sprintf("paxos replica %d.%d", r.group, r.me)
 	v, ok, err := rd.Get("p")
 	if err != nil || !ok {
@@ -175,7 +175,7 @@ func (r *Replica[V, I, P]) RestoreCore(rd node.Reader, c Codec[V]) error {
 	err = scanSlots(rd, "a/", r.log.Base, func(s uint64, d *node.Dec) {
 		e := r.log.Grow(s)
 		e.bal = decodeBallot(d)
-		e.acc, e.accepted = c.Decode(d), true
+		e.acc, e.accepted = r.app.DecodeValue(d), true
 	})
 	if err == nil {
 		err = scanSlots(rd, "c/", r.log.Base, func(s uint64, d *node.Dec) {
@@ -184,24 +184,21 @@ func (r *Replica[V, I, P]) RestoreCore(rd node.Reader, c Codec[V]) error {
 			if d.Bool() {
 				e.val = e.acc
 			} else {
-				e.val = c.Decode(d)
+				e.val = r.app.DecodeValue(d)
 			}
 		})
 	}
 	if err == nil {
-		err = rd.Scan("t/", func(k string, v []byte) error {
-			cl, err := strconv.ParseUint(strings.TrimPrefix(k, "t/"), 16, 64)
-			d := node.NewDec(v)
-			e := ClientEntry{Seq: d.Uint64(), Reply: msg.DecodeReply(d)}
-			if err == nil {
-				err = d.Err()
+		err = ScanRecords(rd, "t/", func(cl uint64, d *node.Dec) error {
+			if !r.full {
+				return fmt.Errorf("a witness holds no client table")
 			}
-			if err != nil || !r.full {
-				return fmt.Errorf("bad client record %q: %v", k, err)
-			}
-			r.clients.Put(cl, e)
+			r.clients.Put(cl, ClientEntry{Seq: d.Uint64(), Reply: msg.DecodeReply(d)})
 			return nil
 		})
+	}
+	if err == nil {
+		err = r.app.RestoreApp(rd)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", who, err)
@@ -212,21 +209,35 @@ func (r *Replica[V, I, P]) RestoreCore(rd node.Reader, c Codec[V]) error {
 	return nil
 }
 
-// scanSlots calls fn with the decoder of every slot record under prefix,
-// in slot order; slots at or before base are an error.
+// scanSlots is ScanRecords of the slot records under prefix; slots at or
+// before base are an error.
 func scanSlots(rd node.Reader, prefix string, base uint64, fn func(s uint64, d *node.Dec)) error {
+	return ScanRecords(rd, prefix, func(s uint64, d *node.Dec) error {
+		if s <= base {
+			return fmt.Errorf("slot %d is at or before the log's base %d", s, base)
+		}
+		fn(s, d)
+		return nil
+	})
+}
+
+// ScanRecords calls fn, in key order, for every record under prefix whose
+// key is prefix and a number in hex (node.HexKey), with the number and a
+// decoder of the record. A key that is not such a number, an error fn
+// returns, or a record fn does not read exactly (node.Dec.Err) ends the
+// scan with an error naming the key.
+func ScanRecords(rd node.Reader, prefix string, fn func(n uint64, d *node.Dec) error) error {
 	return rd.Scan(prefix, func(k string, v []byte) error {
-		s, err := strconv.ParseUint(strings.TrimPrefix(k, prefix), 16, 64)
-		if err == nil && s <= base {
-			err = fmt.Errorf("slot %d is at or before the log's base %d", s, base)
+		n, err := strconv.ParseUint(strings.TrimPrefix(k, prefix), 16, 64)
+		d := node.NewDec(v)
+		if err == nil {
+			err = fn(n, d)
+		}
+		if err == nil {
+			err = d.Err()
 		}
 		if err != nil {
-			return fmt.Errorf("bad slot record %q: %v", k, err)
-		}
-		d := node.NewDec(v)
-		fn(s, d)
-		if err := d.Err(); err != nil {
-			return fmt.Errorf("bad slot record %q: %v", k, err)
+			return fmt.Errorf("bad record %q: %v", k, err)
 		}
 		return nil
 	})
@@ -240,3 +251,23 @@ func (b Ballot) encode(e *node.Enc) {
 }
 
 func decodeBallot(d *node.Dec) Ballot { return Ballot{Round: d.Uint64(), Leader: d.Int()} }
+
+// Changed is the set of an App's records changed since its last
+// PersistApp, by key; nil until TrackApp.
+type Changed map[uint64]bool
+
+// TrackAll returns the set of every key of m, for TrackApp.
+func TrackAll[T any](m map[uint64]T) Changed {
+	c := make(Changed, len(m))
+	for k := range m {
+		c[k] = true
+	}
+	return c
+}
+
+// Mark adds k to the set, if changes are tracked.
+func (c Changed) Mark(k uint64) {
+	if c != nil {
+		c[k] = true
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/node"
 )
 
@@ -15,7 +16,7 @@ type blockMap struct {
 	m       map[uint64][]byte
 	zero    []byte // read-only
 	acc     uint64
-	changed map[uint64]bool // blocks put since the last Persist (nil: not tracked)
+	changed paxos.Changed // blocks put since the last Persist
 }
 
 func newBlockMap(size int) blockMap {
@@ -35,9 +36,7 @@ func (b *blockMap) put(id uint64, v []byte) {
 	}
 	b.m[id] = v
 	b.acc ^= blockHash(id, v)
-	if b.changed != nil {
-		b.changed[id] = true
-	}
+	b.changed.Mark(id)
 }
 
 func blockHash(id uint64, v []byte) uint64 {

@@ -15,7 +15,7 @@ import (
 // (breadth-first up to DefaultStates states, then 3000 random walks)
 // finds two values chosen for one slot.
 func TestRestartMutantsFound(t *testing.T) {
-	findsMutant(t, paxos.MutantUnsavedAccept, ShardedPaxosRestartWitness, ShardedPaxosRestartLeader)
+	findsMutant(t, paxos.MutantUnsavedAccept, ShardedPaxosRestartWitness, ShardedPaxosRestartLeader, RSPaxosRestartLeader)
 	findsMutant(t, paxos.MutantRestartLeads, ShardedPaxosRestartLeader)
 }
 

@@ -13,9 +13,8 @@ import (
 )
 
 // baselineFlags checks --protocol and the flags a baseline cannot honour.
-// --durability defaults to memory for a baseline; durable keeps
-// ShardedPaxos's replicas in pebble stores under --data-dir, and is
-// refused for RSPaxos, whose replicas persist nothing.
+// --durability defaults to memory for a baseline; durable keeps its
+// replicas in pebble stores under --data-dir.
 func (fl *devFlags) baselineFlags(cmd *cobra.Command) error {
 	switch fl.protocol {
 	case runtime.Amalgam:
@@ -27,9 +26,6 @@ func (fl *devFlags) baselineFlags(cmd *cobra.Command) error {
 	f := cmd.Flags()
 	if !f.Changed("durability") {
 		fl.durability = "memory"
-	}
-	if fl.protocol == runtime.RSPaxos && fl.durability != "memory" {
-		return fmt.Errorf("--protocol %s runs in memory only (its replicas persist nothing): drop --durability %s", fl.protocol, fl.durability)
 	}
 	for _, name := range []string{"spares", "reconfig-replicas", "suspect-after", "rebuild-rate"} {
 		if f.Changed(name) {

@@ -49,10 +49,9 @@ durable, the default). A machine that stops sending heartbeats for
 one Paxos group per shard of the same layout (--machines groups, f from
 --f), on max(machines, replicas per group) machines, with no
 reconfiguration service. Clients and amalgam-cli work unchanged. A
-baseline runs in memory unless --durability durable is given, which
-ShardedPaxos supports (its replicas sync their state to pebble stores
-under --data-dir before replying, and restart from them); RSPaxos runs in
-memory only.
+baseline runs in memory unless --durability durable is given: then its
+replicas sync their state to pebble stores under --data-dir before any
+message leaves, and restart from them.
 
 --mutant NAME injects a bug of the checker's mutant table into every server
 of the cluster, so that amalgam-cli mc online (given the same --mutant) has

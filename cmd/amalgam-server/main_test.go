@@ -26,7 +26,7 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"dev", "--log-level", "loud", "--durability", "memory", "--addr", "127.0.0.1:0"}, "--log-level"},
 		{[]string{"dev", "--tls-cert", "x.pem", "--durability", "memory", "--addr", "127.0.0.1:0"}, "--tls-cert, --tls-key and --tls-ca must be given together"},
 		{[]string{"dev", "--protocol", "paxos"}, `--protocol must be amalgam, shardedpaxos or rspaxos, got "paxos"`},
-		{[]string{"dev", "--protocol", "rspaxos", "--durability", "durable"}, "--protocol rspaxos runs in memory only"},
+		{[]string{"dev", "--protocol", "rspaxos", "--durability", "disk"}, "--durability must be durable or memory"},
 		{[]string{"dev", "--protocol", "shardedpaxos", "--spares", "1"}, "--spares needs the reconfiguration service"},
 		{[]string{"node", "--addr", ""}, "node: --addr must not be empty"},
 		{[]string{"node", "--reconfig", ""}, "node: --reconfig must not be empty"},
