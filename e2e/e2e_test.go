@@ -120,17 +120,26 @@ func TestDevCluster(t *testing.T) {
 	interrupt(t, s)
 }
 
-// A durable ShardedPaxos dev cluster keeps every acknowledged write across
-// a clean stop and a kill -9: its replicas restart from the pebble stores
+// A durable baseline dev cluster keeps every acknowledged write across a
+// clean stop and a kill -9: its replicas restart from the pebble stores
 // under --data-dir (as followers, so the first read waits for an
 // election).
-func TestDevShardedPaxosDurable(t *testing.T) {
+func TestDevBaselinesDurable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds binaries and runs clusters")
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6))
+	for _, tc := range []struct {
+		protocol string
+		replicas int // per group, f=2
+	}{{"shardedpaxos", 5}, {"rspaxos", 7}} {
+		t.Run(tc.protocol, func(t *testing.T) { devBaselineDurable(t, tc.protocol, tc.replicas) })
+	}
+}
+
+func devBaselineDurable(t *testing.T, protocol string, machines int) {
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, machines+1))
 	dir := t.TempDir()
-	s := startDev(t, addr, dir, "--protocol", "shardedpaxos", "--durability", "durable")
+	s := startDev(t, addr, dir, "--protocol", protocol, "--durability", "durable")
 	var st struct {
 		Durability string `json:"durability"`
 	}
