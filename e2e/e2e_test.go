@@ -120,6 +120,13 @@ func TestDevCluster(t *testing.T) {
 	interrupt(t, s)
 }
 
+// devBaselines are the baselines dev runs, with the replicas per group of
+// startDev's layout (f=2), which is also their number of machines.
+var devBaselines = []struct {
+	protocol string
+	replicas int
+}{{"shardedpaxos", 5}, {"rspaxos", 7}}
+
 // A durable baseline dev cluster keeps every acknowledged write across a
 // clean stop and a kill -9: its replicas restart from the pebble stores
 // under --data-dir (as followers, so the first read waits for an
@@ -128,10 +135,7 @@ func TestDevBaselinesDurable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds binaries and runs clusters")
 	}
-	for _, tc := range []struct {
-		protocol string
-		replicas int // per group, f=2
-	}{{"shardedpaxos", 5}, {"rspaxos", 7}} {
+	for _, tc := range devBaselines {
 		t.Run(tc.protocol, func(t *testing.T) { devBaselineDurable(t, tc.protocol, tc.replicas) })
 	}
 }
@@ -168,10 +172,7 @@ func TestDevBaselines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds binaries and runs clusters")
 	}
-	for _, tc := range []struct {
-		protocol string
-		replicas int // per group, f=2
-	}{{"shardedpaxos", 5}, {"rspaxos", 7}} {
+	for _, tc := range devBaselines {
 		t.Run(tc.protocol, func(t *testing.T) {
 			port := e2etest.FreePort(t, tc.replicas+1)
 			addr := fmt.Sprintf("127.0.0.1:%d", port)
