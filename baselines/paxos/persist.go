@@ -19,6 +19,9 @@ import (
 //	                  one (same ID), else the value
 //	t/<client, hex>   the client table's entry: sequence number, reply
 //
+// and the App's own, under keys of its own (App.PersistApp). Values are
+// written with Value.Encode.
+//
 // Everything is written when it changes: a/ when the replica accepts (or,
 // leading, proposes) a value, c/ when it learns the slot is chosen, t/
 // when the state machine executes a client's request, p when one of its
@@ -28,9 +31,6 @@ import (
 // keeps are not written: a restarted replica is a follower (Init), which
 // runs phase 1 with a fresh ballot before it proposes anything. The
 // argument that this suffices is in docs/baselines.md.
-
-// and the App's own (App.PersistApp). Values are written with
-// Value.Encode.
 
 // Slot record parts changed since the last Persist.
 const (
