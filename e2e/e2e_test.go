@@ -103,31 +103,65 @@ func TestDevCluster(t *testing.T) {
 	}
 
 	// Stop cleanly and restart on the same directory: every block is kept.
-	snapshot := map[int]string{}
-	for _, b := range []int{3, 7, 59} {
-		snapshot[b] = readHex(t, addr, b, 0, 0)
-	}
+	snapshot := readBlocks(t, addr, 3, 7, 59)
 	interrupt(t, s)
 	s.Start(t)
-	for b, want := range snapshot {
-		if got := readHex(t, addr, b, 0, 0); got != want {
-			t.Fatalf("block %d after restart:\n got %s\nwant %s", b, got, want)
-		}
-	}
+	checkBlocks(t, addr, snapshot, "restart")
 	// And after SIGKILL.
 	s.Kill()
 	s.Start(t)
-	for b, want := range snapshot {
-		if got := readHex(t, addr, b, 0, 0); got != want {
-			t.Fatalf("block %d after kill -9:\n got %s\nwant %s", b, got, want)
-		}
-	}
+	checkBlocks(t, addr, snapshot, "kill -9")
 	// A different layout on the same directory is refused.
 	cmd := command("amalgam-server", "dev", "--addr", fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, 6)), "--data-dir", dir, "--blocks", "90")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "holds a cluster with") {
 		t.Errorf("restart with other flags: %v\n%s", err, out)
 	}
+	interrupt(t, s)
+}
+
+// devBaselines are the baselines dev runs, with the replicas per group of
+// startDev's layout (f=2), which is also their number of machines.
+var devBaselines = []struct {
+	protocol string
+	replicas int
+}{{"shardedpaxos", 5}, {"rspaxos", 7}}
+
+// A durable baseline dev cluster keeps every acknowledged write across a
+// clean stop and a kill -9: its replicas restart from the pebble stores
+// under --data-dir (as followers, so the first read waits for an
+// election).
+func TestDevBaselinesDurable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds binaries and runs clusters")
+	}
+	for _, tc := range devBaselines {
+		t.Run(tc.protocol, func(t *testing.T) { devBaselineDurable(t, tc.protocol, tc.replicas) })
+	}
+}
+
+func devBaselineDurable(t *testing.T, protocol string, machines int) {
+	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, machines+1))
+	dir := t.TempDir()
+	s := startDev(t, addr, dir, "--protocol", protocol, "--durability", "durable")
+	var st struct {
+		Durability string `json:"durability"`
+	}
+	cli(t, addr, &st, "status")
+	if st.Durability != "durable" {
+		t.Fatalf("status: durability %q, want durable", st.Durability)
+	}
+	writeAndAdd(t, addr)
+	snapshot := readBlocks(t, addr, 3, 7, 59)
+	interrupt(t, s)
+	s.Start(t)
+	checkBlocks(t, addr, snapshot, "restart")
+	var r txn
+	cli(t, addr, &r, "write", "3", "--data", "after")
+	snapshot[3] = readHex(t, addr, 3, 0, 0)
+	s.Kill()
+	s.Start(t)
+	checkBlocks(t, addr, snapshot, "kill -9")
 	interrupt(t, s)
 }
 
@@ -138,10 +172,7 @@ func TestDevBaselines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds binaries and runs clusters")
 	}
-	for _, tc := range []struct {
-		protocol string
-		replicas int // per group, f=2
-	}{{"shardedpaxos", 5}, {"rspaxos", 7}} {
+	for _, tc := range devBaselines {
 		t.Run(tc.protocol, func(t *testing.T) {
 			port := e2etest.FreePort(t, tc.replicas+1)
 			addr := fmt.Sprintf("127.0.0.1:%d", port)

@@ -106,3 +106,24 @@ func writeAndAdd(t *testing.T, addr string) {
 		}
 	}
 }
+
+// readBlocks reads the blocks whole, in hex.
+func readBlocks(t *testing.T, cluster string, blocks ...int) map[int]string {
+	t.Helper()
+	out := map[int]string{}
+	for _, b := range blocks {
+		out[b] = readHex(t, cluster, b, 0, 0)
+	}
+	return out
+}
+
+// checkBlocks fails unless every block in want reads whole as want says
+// (after when: a restart, a kill).
+func checkBlocks(t *testing.T, cluster string, want map[int]string, when string) {
+	t.Helper()
+	for b, w := range want {
+		if got := readHex(t, cluster, b, 0, 0); got != w {
+			t.Fatalf("block %d after %s:\n got %s\nwant %s", b, when, got, w)
+		}
+	}
+}

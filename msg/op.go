@@ -105,7 +105,10 @@ func (op Op) Validate(blockSize int) error {
 }
 
 // Hash adds the op to h.
-func (op Op) Hash(h *node.Hasher) {
+func (op Op) Hash(h *node.Hasher) { op.fields(h) }
+
+// fields writes op's fields to h: its record (EncodeOps), and its hash.
+func (op Op) fields(h node.Fields) {
 	h.Uint64(uint64(op.Kind))
 	h.Uint64(op.Block)
 	h.Int(op.Offset)

@@ -95,3 +95,25 @@ func DecodePrepare(d *node.Dec) Prepare {
 	}
 	return p
 }
+
+// EncodeOps appends ops to e (the baselines persist their transactions).
+func EncodeOps(e *node.Enc, ops []Op) {
+	e.Uint64(uint64(len(ops)))
+	for _, op := range ops {
+		op.fields(e)
+	}
+}
+
+// DecodeOps reads what EncodeOps wrote.
+func DecodeOps(d *node.Dec) []Op {
+	n := d.Len()
+	if n == 0 {
+		return nil
+	}
+	ops := make([]Op, n)
+	for i := range ops {
+		ops[i] = Op{Kind: Kind(d.Uint64()), Block: d.Uint64(), Offset: d.Int(), Length: d.Int(), Data: d.Bytes(),
+			Expect: d.Bytes(), Delta: d.Uint64()}
+	}
+	return ops
+}

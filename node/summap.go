@@ -31,6 +31,13 @@ func (s *SumMap[K, V]) Put(k K, v V) {
 	s.sum ^= s.hash(k, v)
 }
 
+// Range calls fn for every entry, in no particular order.
+func (s SumMap[K, V]) Range(fn func(K, V)) {
+	for k, v := range s.m {
+		fn(k, v)
+	}
+}
+
 // Clone returns a copy that shares the values but not the map.
 func (s SumMap[K, V]) Clone() SumMap[K, V] {
 	s.m = maps.Clone(s.m)

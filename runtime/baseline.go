@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,13 +139,15 @@ func (b *Baseline) Hosted(m int) ([]node.Addr, []node.Node) {
 type BaselineMachine struct {
 	*Host
 	wire.UnimplementedClientServer
-	b        *Baseline
-	me       int
-	machines []string
-	replicas []node.Addr // hosted here, in group order
-	nonce    atomic.Uint64
-	mu       sync.Mutex
-	leaders  []int // the leader each group was last found at
+	b          *Baseline
+	me         int
+	machines   []string
+	durability string
+	store      *Store      // nil in memory
+	replicas   []node.Addr // hosted here, in group order
+	nonce      atomic.Uint64
+	mu         sync.Mutex
+	leaders    []int // the leader each group was last found at
 }
 
 // baselineResolve maps an address ending in "/<machine>" (replicas and
@@ -161,22 +164,36 @@ func baselineResolve(machines []string) func(node.Addr) (string, bool) {
 }
 
 // StartBaselineMachine starts machine me of b; machines lists every
-// machine's host:port. The baselines run in memory only.
-func StartBaselineMachine(b *Baseline, me int, machines []string, o MachineOptions) (*BaselineMachine, error) {
+// machine's host:port. With durability "durable" the machine keeps its
+// replicas (node.Persistent) in a synced pebble store in o.Dir, on o.FS,
+// as an Amalgam machine does, and restarts them from what it holds there;
+// with "memory" they persist nothing.
+func StartBaselineMachine(b *Baseline, me int, machines []string, durability string, o MachineOptions) (*BaselineMachine, error) {
 	if len(machines) != b.machines || me < 0 || me >= b.machines {
 		return nil, fmt.Errorf("%s on this layout needs %d machines", b.Protocol, b.machines)
+	}
+	if err := b.checkDurability(durability); err != nil {
+		return nil, err
 	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	bm := &BaselineMachine{b: b, me: me, machines: machines, leaders: make([]int, b.Layout.N)}
+	bm := &BaselineMachine{b: b, me: me, machines: machines, durability: durability, leaders: make([]int, b.Layout.N)}
+	if durability == "durable" {
+		st, err := o.openStore()
+		if err != nil {
+			return nil, err
+		}
+		bm.store = st
+	}
 	bm.Host = NewHost(Options{Listener: o.Listener, Resolve: baselineResolve(machines), BlockSize: b.Layout.BlockSize,
-		Logger: log.With("machine", me), ServerOptions: o.ServerOptions, DialOptions: o.DialOptions,
+		Store: bm.store, Logger: log.With("machine", me), ServerOptions: o.ServerOptions, DialOptions: o.DialOptions,
 		Register: o.Register, Metrics: o.Metrics})
 	as, ns := b.Hosted(me)
 	for i, a := range as {
 		if err := bm.AddNode(a, ns[i]); err != nil {
+			bm.closeStore()
 			return nil, err
 		}
 	}
@@ -185,6 +202,29 @@ func StartBaselineMachine(b *Baseline, me int, machines []string, o MachineOptio
 	bm.Start()
 	return bm, nil
 }
+
+// checkDurability refuses a durability the protocol's replicas cannot
+// give.
+func (b *Baseline) checkDurability(durability string) error {
+	switch durability {
+	case "memory":
+		return nil
+	case "durable":
+		if _, ok := b.replica(0, 0).(node.Persistent); !ok {
+			return fmt.Errorf("%s persists nothing (its replicas are not node.Persistent): use durability memory", b.Protocol)
+		}
+		return nil
+	}
+	return fmt.Errorf("durability must be durable or memory, got %q", durability)
+}
+
+// Close stops the machine and closes its store.
+func (bm *BaselineMachine) Close() {
+	bm.Stop()
+	bm.closeStore()
+}
+
+func (bm *BaselineMachine) closeStore() { closeStore(&bm.store) }
 
 // Execute implements the client API: it runs the protocol's client for
 // the request at "proxy/<client>.<n>/<machine>" and returns its reply.
@@ -221,7 +261,7 @@ func (bm *BaselineMachine) Execute(ctx context.Context, req *wire.ExecuteRequest
 // Status implements the client API: the deployment and this machine's
 // replicas.
 func (bm *BaselineMachine) Status(ctx context.Context, _ *wire.StatusRequest) (*wire.StatusResponse, error) {
-	r := baselineStatus(bm.b, bm.machines)
+	r := baselineStatus(bm.b, bm.machines, bm.durability)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	for _, a := range bm.replicas {
@@ -242,8 +282,8 @@ func (bm *BaselineMachine) StoredBytes(ctx context.Context) int64 {
 	return sum
 }
 
-func baselineStatus(b *Baseline, machines []string) *wire.StatusResponse {
-	r := &wire.StatusResponse{Protocol: b.Protocol, Durability: "memory", Layout: wire.LayoutToProto(b.Layout)}
+func baselineStatus(b *Baseline, machines []string, durability string) *wire.StatusResponse {
+	r := &wire.StatusResponse{Protocol: b.Protocol, Durability: durability, Layout: wire.LayoutToProto(b.Layout)}
 	for m, a := range machines {
 		r.Machines = append(r.Machines, &wire.Machine{Index: int32(m), Addr: a})
 	}
@@ -253,12 +293,13 @@ func baselineStatus(b *Baseline, machines []string) *wire.StatusResponse {
 // baselineEntry serves Status at a baseline cluster's entry address.
 type baselineEntry struct {
 	wire.UnimplementedClientServer
-	b        *Baseline
-	machines []string
+	b          *Baseline
+	machines   []string
+	durability string
 }
 
 func (e *baselineEntry) Status(context.Context, *wire.StatusRequest) (*wire.StatusResponse, error) {
-	return baselineStatus(e.b, e.machines), nil
+	return baselineStatus(e.b, e.machines, e.durability), nil
 }
 
 func (e *baselineEntry) Execute(context.Context, *wire.ExecuteRequest) (*wire.ExecuteResponse, error) {
@@ -274,13 +315,15 @@ type BaselineLocal struct {
 }
 
 // StartBaselineLocal starts protocol on o.Layout: the entry address and
-// Baseline.Machines machines on the ports after it (as StartLocal).
+// Baseline.Machines machines on the ports after it (as StartLocal). With
+// o.Durability "durable", machine m keeps its store in
+// o.DataDir/machine-<m> (on o.FS) and restarts its replicas from it.
 func StartBaselineLocal(protocol string, o LocalOptions) (*BaselineLocal, error) {
-	if o.Durability != "memory" {
-		return nil, fmt.Errorf("%s runs in memory only (its replicas persist nothing): use durability memory", protocol)
-	}
 	b, err := NewBaseline(protocol, o.Layout, o.PaxosTiming)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.checkDurability(o.Durability); err != nil {
 		return nil, err
 	}
 	entryLn, lns, err := listenLocal(o.Addr, b.machines)
@@ -293,7 +336,8 @@ func StartBaselineLocal(protocol string, o LocalOptions) (*BaselineLocal, error)
 	}
 	bl := &BaselineLocal{Baseline: b, EntryAddr: entryLn.Addr().String()}
 	for m := range lns {
-		bm, err := StartBaselineMachine(b, m, addrs, MachineOptions{Listener: lns[m], Logger: o.Logger,
+		bm, err := StartBaselineMachine(b, m, addrs, o.Durability, MachineOptions{Listener: lns[m],
+			Dir: filepath.Join(o.DataDir, fmt.Sprintf("machine-%d", m)), FS: o.FS, Logger: o.Logger,
 			ServerOptions: o.ServerOptions, DialOptions: o.DialOptions, Register: o.Register, Metrics: o.Metrics})
 		if err != nil {
 			bl.Close()
@@ -302,17 +346,17 @@ func StartBaselineLocal(protocol string, o LocalOptions) (*BaselineLocal, error)
 		}
 		bl.Machines = append(bl.Machines, bm)
 	}
-	bl.entry = serveEntry(entryLn, &baselineEntry{b: b, machines: addrs}, o)
+	bl.entry = serveEntry(entryLn, &baselineEntry{b: b, machines: addrs, durability: o.Durability}, o)
 	return bl, nil
 }
 
-// Close stops every machine.
+// Close stops every machine and closes its store.
 func (bl *BaselineLocal) Close() {
 	if bl.entry != nil {
 		bl.entry.Stop()
 	}
 	for _, m := range bl.Machines {
-		m.Stop()
+		m.Close()
 	}
 }
 

@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/amalgam-store/amalgam/baselines/paxos"
+	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
@@ -145,13 +148,128 @@ func wholeBlockScript(rnd *rand.Rand, l erasure.Layout, n int) [][]msg.Op {
 	return out
 }
 
-// A baseline refuses durable mode rather than pretending to persist.
-func TestBaselineRefusesDurable(t *testing.T) {
-	_, err := StartBaselineLocal(ShardedPaxos, LocalOptions{Layout: testLayout, Durability: "durable", Addr: "127.0.0.1:0"})
-	if err == nil {
-		t.Fatal("durable baseline started")
+// A baseline refuses a durability it does not know, and an unknown
+// protocol is refused.
+func TestBaselineRefusesDurability(t *testing.T) {
+	_, err := StartBaselineLocal(RSPaxos, LocalOptions{Layout: testLayout, Durability: "disk", DataDir: t.TempDir(), Addr: "127.0.0.1:0"})
+	if err == nil || !strings.Contains(err.Error(), "durability must be durable or memory") {
+		t.Fatalf("durability disk: err = %v", err)
 	}
 	if _, err := NewBaseline("paxos", testLayout, paxos.Timing{}); err == nil {
 		t.Fatal("unknown protocol accepted")
+	}
+}
+
+// dialBaseline connects to a baseline cluster with attempts bounded only
+// by safetyStop (see TestBaselineLocalSequential).
+func dialBaseline(t testing.TB, entry string) *client.Client {
+	t.Helper()
+	return e2etest.DialAttempt(t, entry, safetyStop)
+}
+
+// A durable baseline cluster restarted from its stores: concurrent
+// clients write whole blocks (each client its own) and add to counters
+// (each client its own block, so that RSPaxos's client-side
+// read-modify-write needs no isolation) through it, every machine stops
+// (its store closed, as when the process exits), and the cluster started
+// again from the same directories holds every acknowledged write and
+// every acknowledged addition, in every one of three rounds. Every
+// replica restarts as a follower, so each round's first operations wait
+// for an election.
+func TestBaselineDurableRestart(t *testing.T) {
+	for _, p := range []string{ShardedPaxos, RSPaxos} {
+		t.Run(p, func(t *testing.T) { durableRestart(t, p) })
+	}
+}
+
+func durableRestart(t *testing.T, protocol string) {
+	l := testLayout
+	dir := t.TempDir()
+	const clients = 4
+	counter := func(i int) uint64 { return l.NumBlocks() - 1 - uint64(i) } // client i's counter block
+	want := map[uint64][]byte{}                                            // acknowledged whole-block writes
+	adds := map[uint64]uint64{}                                            // acknowledged additions, by counter block
+	start := func() *BaselineLocal {
+		bl, err := StartBaselineLocal(protocol, LocalOptions{Layout: l, Durability: "durable", DataDir: dir, Addr: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := dialBaseline(t, bl.EntryAddr)
+		checkRestored(t, c, l, want)
+		checkCounters(t, c, adds)
+		return bl
+	}
+	for round := range 3 {
+		bl := start()
+		if st, err := dialBaseline(t, bl.EntryAddr).Status(context.Background()); err != nil || st.GetDurability() != "durable" {
+			t.Fatalf("status %v, %v: want durability durable", st, err)
+		}
+		var mu sync.Mutex
+		wg := startClients(clients, round, func() *client.Client { return dialBaseline(t, bl.EntryAddr) }, func(i int, c *client.Client, r *rand.Rand) {
+			for range 25 {
+				ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
+				var err error
+				if r.IntN(2) == 0 {
+					b := ownBlock(r, i, clients, l.NumBlocks()-clients) // the last blocks are counters
+					v := randBytes(r, l.BlockSize)
+					err = c.Write(ctx, b, 0, v)
+					if err == nil {
+						mu.Lock()
+						want[b] = v
+						mu.Unlock()
+					}
+				} else {
+					_, err = c.Txn(ctx, []msg.Op{{Kind: msg.OpAdd, Block: counter(i), Delta: 1}})
+					if err == nil {
+						mu.Lock()
+						adds[counter(i)]++
+						mu.Unlock()
+					}
+				}
+				cancel()
+				if err != nil {
+					t.Errorf("round %d client %d: %v", round, i, err)
+					return
+				}
+			}
+		})
+		wg.Wait()
+		bl.Close()
+		if t.Failed() {
+			return
+		}
+	}
+	start().Close()
+}
+
+// checkCounters checks through c that every block in want holds at
+// offset 0 the counter want gives.
+func checkCounters(t *testing.T, c *client.Client, want map[uint64]uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
+	defer cancel()
+	for b, n := range want {
+		v, err := c.Read(ctx, b, 0, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := binary.LittleEndian.Uint64(v); got != n {
+			t.Fatalf("counter of block %d = %d, want %d acknowledged additions", b, got, n)
+		}
+	}
+}
+
+// TestPowerLoss for durable ShardedPaxos and RSPaxos clusters.
+func TestBaselinePowerLoss(t *testing.T) {
+	for _, p := range []string{ShardedPaxos, RSPaxos} {
+		t.Run(p, func(t *testing.T) {
+			powerLoss(t, testLayout, dialBaseline, func(o LocalOptions) powerCluster {
+				bl, err := StartBaselineLocal(p, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return powerCluster{entry: bl.EntryAddr, close: bl.Close}
+			})
+		})
 	}
 }

@@ -155,7 +155,7 @@ func TestKillChild(t *testing.T) {
 		defer mu.Unlock()
 		fmt.Printf(format+"\n", args...)
 	}
-	startClients(t, lc, killClients, round, func(c int, cl *client.Client, r *rand.Rand) {
+	startClients(killClients, round, func() *client.Client { return e2etest.Dial(t, lc.EntryAddr) }, func(c int, cl *client.Client, r *rand.Rand) {
 		for seq := 0; ; seq++ {
 			b := ownBlock(r, c, killClients, killLayout.NumBlocks())
 			say("w %d %d %d %d", round, c, seq, b)
@@ -237,25 +237,43 @@ func checkKilled(t *testing.T, lc *Local, path string) {
 // Block slots are reclaimed every millisecond, so that slots are reused
 // (blockfile_reclaim.go) before the power goes.
 func TestPowerLoss(t *testing.T) {
+	powerLoss(t, testLayout, e2etest.Dial, func(o LocalOptions) powerCluster {
+		lc, err := StartLocal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return powerCluster{entry: lc.EntryAddr, close: lc.Close, check: func() { waitParityConsistent(t, lc) }}
+	})
+}
+
+// powerCluster is a durable local cluster of the power-loss tests: its
+// entry address, how to stop it, and a check of its own consistency
+// after a restart (nil: none).
+type powerCluster struct {
+	entry string
+	close func()
+	check func()
+}
+
+// powerLoss is TestPowerLoss on the clusters start starts on layout l with
+// the options it is given, through clients dial makes.
+func powerLoss(t *testing.T, l erasure.Layout, dial func(testing.TB, string) *client.Client, start func(LocalOptions) powerCluster) {
 	const clients, rounds = 6, 3
 	defer setReclaim(reclaimConfig{every: time.Millisecond})()
 	defer setMinFileBlock(0)() // its 64-byte blocks in block files
-	l := testLayout
 	mem := vfs.NewStrictMem()
 	// Syncs take a while, as on a disk, so that a batch released before
 	// its sync would be seen.
 	fs := countingFS{FS: mem, beforeSync: func() { time.Sleep(time.Millisecond) }}
+	opts := LocalOptions{Layout: l, Durability: "durable", DataDir: "/data", FS: fs, Addr: "127.0.0.1:0"}
 	rnd := rand.New(rand.NewPCG(7, 7))
 	// last[b] is the value of block b acknowledged before the last power
 	// loss, or that restart read back.
 	last := map[uint64][]byte{}
 	for round := 0; round < rounds; round++ {
-		lc, err := StartLocal(LocalOptions{Layout: l, Durability: "durable", DataDir: "/data", FS: fs, Addr: "127.0.0.1:0"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		lc := start(opts)
 		if round > 0 {
-			checkRestored(t, lc, last)
+			checkRestored(t, dial(t, lc.entry), l, last)
 		}
 		// later[b] are the values written to b after its last
 		// acknowledged one, or acknowledged after the power went.
@@ -267,7 +285,7 @@ func TestPowerLoss(t *testing.T) {
 		// A write is bounded only by safetyStop; writes still retrying
 		// when the power goes are cancelled once the cluster is down.
 		powerOff, cancelWrites := context.WithCancel(context.Background())
-		wg := startClients(t, lc, clients, round, func(i int, c *client.Client, r *rand.Rand) {
+		wg := startClients(clients, round, func() *client.Client { return dial(t, lc.entry) }, func(i int, c *client.Client, r *rand.Rand) {
 			for !frozen.Load() {
 				b := ownBlock(r, i, clients, l.NumBlocks())
 				v := randBytes(r, l.BlockSize)
@@ -295,17 +313,14 @@ func TestPowerLoss(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		frozen.Store(true)
-		cutPower(mem, func() { lc.Close(); cancelWrites(); wg.Wait() })
+		cutPower(mem, func() { lc.close(); cancelWrites(); wg.Wait() })
 		if t.Failed() {
 			return
 		}
 		// Restarted, a block may hold any of the values written after
 		// its last acknowledged one: take the one it holds.
-		lc, err = StartLocal(LocalOptions{Layout: l, Durability: "durable", DataDir: "/data", FS: fs, Addr: "127.0.0.1:0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, got := range readAll(t, e2etest.Dial(t, lc.EntryAddr), l) {
+		lc = start(opts)
+		for i, got := range readAll(t, dial(t, lc.entry), l) {
 			b := uint64(i)
 			want := last[b]
 			if want == nil {
@@ -316,17 +331,19 @@ func TestPowerLoss(t *testing.T) {
 			}
 			last[b] = got
 		}
-		waitParityConsistent(t, lc)
-		lc.Close()
+		if lc.check != nil {
+			lc.check()
+		}
+		lc.close()
 	}
 }
 
-// startClients runs n clients on lc, each in its goroutine with its own
-// random source seeded by round and its number.
-func startClients(t *testing.T, lc *Local, n, round int, run func(i int, c *client.Client, r *rand.Rand)) *sync.WaitGroup {
+// startClients runs n clients dial connects, each in its goroutine with
+// its own random source seeded by round and its number.
+func startClients(n, round int, dial func() *client.Client, run func(i int, c *client.Client, r *rand.Rand)) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
-		c := e2etest.Dial(t, lc.EntryAddr)
+		c := dial()
 		wg.Go(func() {
 			run(i, c, rand.New(rand.NewPCG(uint64(round), uint64(i))))
 		})
@@ -334,10 +351,11 @@ func startClients(t *testing.T, lc *Local, n, round int, run func(i int, c *clie
 	return &wg
 }
 
-// checkRestored checks that every block holds its value in want.
-func checkRestored(t *testing.T, lc *Local, want map[uint64][]byte) {
+// checkRestored checks through c that every block of layout l holds its
+// value in want.
+func checkRestored(t *testing.T, c *client.Client, l erasure.Layout, want map[uint64][]byte) {
 	t.Helper()
-	for b, got := range readAll(t, e2etest.Dial(t, lc.EntryAddr), lc.Cluster.Config.Layout) {
+	for b, got := range readAll(t, c, l) {
 		if v, ok := want[uint64(b)]; ok && !bytes.Equal(got, v) {
 			t.Fatalf("block %d = %x, want %x", b, got, v)
 		}

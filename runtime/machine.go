@@ -173,11 +173,7 @@ func StartMachine(cl *Cluster, me int, code *erasure.Code, o MachineOptions) (*M
 		mc.self = o.Listener.Addr().String()
 	}
 	if cl.Durability != "memory" {
-		fs := o.FS
-		if fs == nil {
-			fs = vfs.Default
-		}
-		st, err := OpenStoreFS(fs, filepath.Clean(o.Dir), true)
+		st, err := o.openStore()
 		if err != nil {
 			return nil, err
 		}
@@ -225,10 +221,22 @@ func (mc *Machine) Close() {
 	})
 }
 
-func (mc *Machine) closeStore() {
-	if mc.store != nil {
-		_ = mc.store.Close()
-		mc.store = nil
+func (mc *Machine) closeStore() { closeStore(&mc.store) }
+
+// openStore opens the machine's synced store in o.Dir, on o.FS.
+func (o MachineOptions) openStore() (*Store, error) {
+	fs := o.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	return OpenStoreFS(fs, filepath.Clean(o.Dir), true)
+}
+
+// closeStore closes *st, if open, and forgets it.
+func closeStore(st **Store) {
+	if *st != nil {
+		_ = (*st).Close()
+		*st = nil
 	}
 }
 

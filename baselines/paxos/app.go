@@ -30,6 +30,9 @@ type Value[V any, I ID] interface {
 	// Tags are the protocol's hash type tags. It is called on the zero
 	// value.
 	Tags() *Tags
+	// Encode appends the value's record (the core's slot records,
+	// persist.go) to e; App.DecodeValue reads it back.
+	Encode(e *node.Enc)
 }
 
 // Tags are one protocol's hash type tags for the core's messages and timers.
@@ -82,6 +85,17 @@ type App[V Value[V, I], I ID, P any] interface {
 	Recover(p *P, learned *V) (V, [][]byte)
 	// HashP1 writes p into h.
 	HashP1(h *node.Hasher, p *P)
+
+	// The app's part of the replica's durable state (persist.go).
+
+	// DecodeValue reads what Value.Encode wrote.
+	DecodeValue(d *node.Dec) V
+	// TrackApp, PersistApp and RestoreApp are node.Persistent's methods
+	// for the app's own state, under keys of its own (not the core's p,
+	// a/, c/ and t/).
+	TrackApp()
+	PersistApp(w node.Writer)
+	RestoreApp(r node.Reader) error
 }
 
 // Check reports the first problem with a deployment of p over layout l:

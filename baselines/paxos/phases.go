@@ -108,6 +108,7 @@ func (r *Replica[V, I, P]) onP2a(ctx node.Context, from node.Addr, m P2a[V, I]) 
 	if m.Slot > r.log.Base {
 		e := r.log.Grow(m.Slot)
 		e.bal, e.acc, e.accepted = m.Ballot, m.Val, true
+		r.accepted(m.Slot, e)
 		reply := P2b[V, I]{Ballot: m.Ballot, Member: r.me, Slot: m.Slot, Val: m.Val.ID()}
 		if Mutant == MutantP2bValueOnly {
 			reply.Ballot = Ballot{}
@@ -139,6 +140,7 @@ func (r *Replica[V, I, P]) onP2b(ctx node.Context, m P2b[V, I]) {
 	e.votes |= Vote(m.Member)
 	if e.votes.Count() >= r.p.Quorum {
 		e.chosen, e.val = true, e.acc
+		r.touch(m.Slot, dirtyChosen)
 		r.advance(ctx)
 	}
 }
@@ -163,6 +165,7 @@ func (r *Replica[V, I, P]) learnCommit(b Ballot, commit uint64) {
 	for s := r.applied + 1; s <= min(commit, r.log.Last()); s++ {
 		if e := r.log.At(s); e.accepted && !e.chosen && !e.bal.Less(b) {
 			e.chosen, e.val = true, e.acc
+			r.touch(s, dirtyChosen)
 		}
 	}
 }
@@ -276,6 +279,7 @@ func (r *Replica[V, I, P]) onLearn(ctx node.Context, m Learn[V, I]) {
 			if e.accepted && e.acc.ID() == c.Val.ID() && c.Val.PieceMissing() {
 				e.val = e.acc // keep the piece this replica accepted
 			}
+			r.touch(c.Slot, dirtyChosen)
 		}
 	}
 	r.advance(ctx)

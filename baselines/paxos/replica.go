@@ -53,6 +53,8 @@ type Replica[V Value[V, I], I ID, P any] struct {
 	hbNext      uint64    // leader: next when the last heartbeat went out
 	heard       bool      // follower: heard from a leader since the last election timeout
 	misses      int       // follower: election timeouts in a row without a leader
+
+	saved persistMemo // what changed since the last PersistCore (persist.go)
 }
 
 // NewReplica returns member me of group g. Member 0 starts as the leader
@@ -65,13 +67,15 @@ func NewReplica[V Value[V, I], I ID, P any](p Params, g, me int, app App[V, I, P
 	return r
 }
 
-// Init implements node.Node.
+// Init implements node.Node. A replica restored from a persisted state
+// starts as a follower, whatever it led before: it runs phase 1 with a
+// fresh ballot before it proposes again.
 func (r *Replica[V, I, P]) Init(ctx node.Context) {
 	if !r.full {
 		return
 	}
 	r.setElectionTimer(ctx)
-	if r.me == 0 {
+	if r.me == 0 && (!r.saved.restored || Mutant == MutantRestartLeads) {
 		r.role = Leader
 		r.hbCommit = r.applied
 		r.next = 1
@@ -205,6 +209,7 @@ func (r *Replica[V, I, P]) propose(ctx node.Context, slot uint64, v V, pieces []
 	e := r.log.Grow(slot)
 	e.bal, e.accepted, e.votes, e.pieces = r.bal, true, Vote(r.me), pieces
 	e.acc = v.WithPiece(piece(pieces, r.me))
+	r.accepted(slot, e)
 	r.sendP2a(ctx, slot, e, 0)
 }
 
@@ -237,4 +242,7 @@ func (r *Replica[V, I, P]) Record(c uint64, e ClientEntry) {
 		r.shared = false
 	}
 	r.clients.Put(c, e)
+	if r.saved.clients != nil {
+		r.saved.clients[c] = true
+	}
 }

@@ -14,6 +14,7 @@ func (r *Replica[V, I, P]) Clone(app App[V, I, P]) Replica[V, I, P] {
 	c.log = r.log.Clone()
 	c.p1 = r.p1.Clone()
 	c.peerApplied = append([]uint64(nil), r.peerApplied...)
+	c.saved = r.saved.clone()
 	return c
 }
 

@@ -52,6 +52,22 @@ type ID struct {
 // ID returns the value's identity.
 func (v Value) ID() ID { return ID{Kind: v.Kind, Client: v.Client, Seq: v.Seq} }
 
+// Encode implements paxos.Value.
+func (v Value) Encode(e *node.Enc) {
+	e.Uint64(uint64(v.Kind))
+	e.Uint64(v.Client)
+	e.Uint64(v.Seq)
+	e.String(string(v.From))
+	e.Uint64(v.Block)
+	e.Bytes(v.Piece)
+}
+
+// decodeValue reads what Encode wrote.
+func decodeValue(d *node.Dec) Value {
+	return Value{Kind: Kind(d.Uint64()), Client: d.Uint64(), Seq: d.Uint64(), From: node.Addr(d.String()), Block: d.Uint64(),
+		Piece: d.Bytes()}
+}
+
 // WithPiece returns v carrying piece p.
 func (v Value) WithPiece(p []byte) Value {
 	v.Piece = p

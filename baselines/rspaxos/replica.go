@@ -43,9 +43,10 @@ type Replica struct {
 	cfg                                Config
 	code                               *erasure.Code // shared, immutable
 	store                              map[uint64]stored
-	storeAcc                           uint64 // XOR of the stored entries' hashes
-	shared                             bool   // store is shared with a clone: copy before changing
-	reads                              []read // leader: GETs being decoded, by client
+	storeAcc                           uint64        // XOR of the stored entries' hashes
+	shared                             bool          // store is shared with a clone: copy before changing
+	changed                            paxos.Changed // blocks whose piece changed since the last Persist
+	reads                              []read        // leader: GETs being decoded, by client
 }
 
 // app is the Replica as the core's paxos.App.
@@ -229,6 +230,7 @@ func (r *Replica) putStored(b uint64, st stored) {
 	}
 	r.store[b] = st
 	r.storeAcc ^= st.hash(b)
+	r.changed.Mark(b)
 }
 
 // hash is the store's hash of st as block b's piece.

@@ -1,6 +1,8 @@
 package rspaxos
 
 import (
+	"maps"
+
 	"github.com/amalgam-store/amalgam/node"
 )
 
@@ -11,6 +13,7 @@ import (
 func (r *Replica) Clone() node.Node {
 	r.shared = true
 	c := *r
+	c.changed = maps.Clone(r.changed) // not shared: each side persists its own
 	c.Replica = r.Replica.Clone((*app)(&c))
 	c.reads = append([]read(nil), r.reads...) // pieces are copied on write
 	return &c

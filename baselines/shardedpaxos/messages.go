@@ -53,6 +53,20 @@ func (v Value) Hash(h *node.Hasher) {
 	node.HashAll(h, v.Ops)
 }
 
+// Encode implements paxos.Value.
+func (v Value) Encode(e *node.Enc) {
+	e.Bool(v.Noop)
+	e.Uint64(v.Client)
+	e.Uint64(v.Seq)
+	e.String(string(v.From))
+	msg.EncodeOps(e, v.Ops)
+}
+
+// decodeValue reads what Encode wrote.
+func decodeValue(d *node.Dec) Value {
+	return Value{Noop: d.Bool(), Client: d.Uint64(), Seq: d.Uint64(), From: node.Addr(d.String()), Ops: msg.DecodeOps(d)}
+}
+
 // WithPiece returns v: values are not erasure-coded.
 func (v Value) WithPiece([]byte) Value { return v }
 

@@ -1,8 +1,10 @@
 package shardedpaxos
 
 import (
+	"maps"
 	"slices"
 
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/node"
 )
 
@@ -11,9 +13,10 @@ import (
 // hashes, kept up to date by put, so that hashing is O(1) and a block of
 // zeros hashes like a missing one.
 type blockMap struct {
-	m    map[uint64][]byte
-	zero []byte // read-only
-	acc  uint64
+	m       map[uint64][]byte
+	zero    []byte // read-only
+	acc     uint64
+	changed paxos.Changed // blocks put since the last Persist
 }
 
 func newBlockMap(size int) blockMap {
@@ -33,6 +36,7 @@ func (b *blockMap) put(id uint64, v []byte) {
 	}
 	b.m[id] = v
 	b.acc ^= blockHash(id, v)
+	b.changed.Mark(id)
 }
 
 func blockHash(id uint64, v []byte) uint64 {
@@ -54,6 +58,7 @@ func (b blockMap) clone() blockMap {
 	for k, v := range b.m {
 		c.m[k] = v
 	}
+	c.changed = maps.Clone(b.changed)
 	return c
 }
 
@@ -64,6 +69,7 @@ func (b blockMap) clone() blockMap {
 func (r *Replica) Clone() node.Node {
 	r.shared = true
 	c := *r
+	c.blocks.changed = maps.Clone(r.blocks.changed) // not shared: each side persists its own
 	c.Replica = r.Replica.Clone((*app)(&c))
 	return &c
 }

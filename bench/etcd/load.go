@@ -22,8 +22,8 @@ import (
 // "start", "end" and the result as JSON to out.
 func load(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	system := fs.String("system", "etcd", "etcd or amalgam")
-	endpoints := fs.String("endpoints", "", "etcd: client URLs, comma-separated; amalgam: the entry address")
+	system := fs.String("system", "etcd", "etcd, amalgam or shardedpaxos (amalgam-server dev --protocol shardedpaxos)")
+	endpoints := fs.String("endpoints", "", "etcd: client URLs, comma-separated; amalgam, shardedpaxos: the entry address")
 	var s loadgen.Spec
 	fs.StringVar(&s.Workload, "workload", loadgen.Write, "write or add")
 	fs.IntVar(&s.BlockSize, "block-size", 4096, "bytes per block (value size)")
@@ -84,7 +84,7 @@ func dial(ctx context.Context, system, endpoints string, s loadgen.Spec) ([]load
 			}
 			closers = append(closers, func() { _ = c.Close() })
 			doers = append(doers, &etcdDoer{c: c, blockSize: s.BlockSize})
-		case "amalgam":
+		case "amalgam", "shardedpaxos": // the Go client serves both (it finds the protocol in Status)
 			c, err := client.Dial(ctx, endpoints, client.Options{AttemptTimeout: 10 * time.Second})
 			if err != nil {
 				closeAll()
@@ -93,7 +93,7 @@ func dial(ctx context.Context, system, endpoints string, s loadgen.Spec) ([]load
 			closers = append(closers, c.Close)
 			doers = append(doers, loadgen.TxnDoer{C: c})
 		default:
-			return nil, nil, fmt.Errorf("--system must be etcd or amalgam, got %q", system)
+			return nil, nil, fmt.Errorf("--system must be etcd, amalgam or shardedpaxos, got %q", system)
 		}
 	}
 	return doers, closeAll, nil

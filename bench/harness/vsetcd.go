@@ -25,13 +25,18 @@ import (
 
 // VsEtcdOptions configures amalgam-bench vs-etcd: Amalgam (amalgam-server
 // dev, durable, n=5 g=3 f=2) against stock etcd clusters, each a set of
-// server processes, alternated round by round.
+// server processes, and optionally durable ShardedPaxos (amalgam-server
+// dev --protocol shardedpaxos), alternated round by round.
 type VsEtcdOptions struct {
 	Rounds   int           // default 3
 	Warmup   time.Duration // default 1s
 	Duration time.Duration // default 5s
 	Seed     uint64
-	Members  []int // etcd cluster sizes, default 3 and 5
+	Members  []int // etcd cluster sizes, default 3 and 5 (when Systems is empty)
+	// Systems, if not empty, are the systems to run, in this order within
+	// a round: "amalgam", "shardedpaxos" and "etcd<N>" (N members). Empty:
+	// amalgam, then etcd<N> for every N in Members.
+	Systems []string
 	// Workloads, if not empty, limits the run to these names (VsWorkload.Name).
 	Workloads []string
 	// Src is the Amalgam source tree (the main module's root); the
@@ -73,7 +78,7 @@ const vsBlocks = 1024
 // VsPoint is one system's measurement of one workload in one round.
 type VsPoint struct {
 	Round    int    `json:"round"`
-	System   string `json:"system"` // "amalgam", "etcd3", "etcd5"
+	System   string `json:"system"` // "amalgam", "shardedpaxos", "etcd3", "etcd5"
 	Workload string `json:"workload"`
 	VsWorkload
 	loadgen.Result
@@ -85,7 +90,7 @@ type VsPoint struct {
 	SyncCallsPerOp *float64 `json:"sync_syscalls_per_op"`
 	// MetricSyncsPerOp is what the system's own metrics count as syncs
 	// (etcd: WAL fsyncs + backend commits); nil where it exports none
-	// (Amalgam).
+	// (Amalgam, ShardedPaxos).
 	MetricSyncsPerOp *float64 `json:"metric_syncs_per_op"`
 	// DiskPerLogical is /proc/<pid>/io write_bytes of the servers over
 	// ops x block size.
@@ -111,6 +116,10 @@ type VsSummary struct {
 	// Ratio is Amalgam's ops/s over this system's, per round (empty
 	// for Amalgam itself).
 	Ratio *Spread `json:"amalgam_ratio,omitempty"`
+	// SPRatio is ShardedPaxos's ops/s over this etcd cluster's, per round
+	// (empty unless both ran).
+	SPRatioRounds []float64 `json:"shardedpaxos_ratio_per_round,omitempty"`
+	SPRatio       *Spread   `json:"shardedpaxos_ratio,omitempty"`
 }
 
 // Spread is a median with the minimum and maximum.
@@ -157,6 +166,12 @@ func (o *VsEtcdOptions) defaults() {
 	if len(o.Members) == 0 {
 		o.Members = []int{3, 5}
 	}
+	if len(o.Systems) == 0 {
+		o.Systems = []string{Amalgam}
+		for _, m := range o.Members {
+			o.Systems = append(o.Systems, fmt.Sprintf("etcd%d", m))
+		}
+	}
 	if o.Src == "" {
 		o.Src = "."
 	}
@@ -197,6 +212,14 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 	if len(wls) == 0 {
 		return nil, fmt.Errorf("no workload matches %v (known: %s)", o.Workloads, strings.Join(vsWorkloadNames(), ", "))
 	}
+	for i, sys := range o.Systems {
+		if _, err := vsSystem(sys); err != nil {
+			return nil, err
+		}
+		if slices.Index(o.Systems, sys) != i {
+			return nil, fmt.Errorf("system %s listed twice", sys)
+		}
+	}
 	ctx, tmp, release, err := scratch("amalgam-vs-etcd-")
 	if err != nil {
 		return nil, err
@@ -211,10 +234,7 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 		o.Progress("perf stat cannot count sync system calls here: that column stays empty")
 	}
 	rep := &VsReport{Host: newHost(), Rounds: o.Rounds,
-		Warmup: o.Warmup, Duration: o.Duration, Systems: []string{Amalgam}}
-	for _, m := range o.Members {
-		rep.Systems = append(rep.Systems, fmt.Sprintf("etcd%d", m))
-	}
+		Warmup: o.Warmup, Duration: o.Duration, Systems: o.Systems}
 	sizes := []int{}
 	for _, w := range wls {
 		if !slices.Contains(sizes, w.BlockSize) {
@@ -223,16 +243,18 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 	}
 	for r := 1; r <= o.Rounds; r++ {
 		for _, bs := range sizes {
-			for si, sys := range rep.Systems {
+			for _, sys := range rep.Systems {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
 				dir := filepath.Join(tmp, fmt.Sprintf("r%d-%s-%d", r, sys, bs))
+				members, _ := vsSystem(sys)
 				var cl *procCluster
-				if si == 0 {
-					cl, err = startAmalgamDev(bins, dir, bs)
-				} else {
-					cl, err = startEtcd(bins, dir, o.Members[si-1])
+				switch {
+				case members > 0:
+					cl, err = startEtcd(bins, dir, members)
+				default:
+					cl, err = startDev(bins, dir, sys, bs)
 				}
 				if err != nil {
 					return nil, fmt.Errorf("round %d: starting %s: %w", r, sys, err)
@@ -260,6 +282,21 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 	rep.LoadAfter = loadAvg()
 	rep.summarise(wls)
 	return rep, nil
+}
+
+// vsSystem checks a system's name: amalgam, shardedpaxos or etcd<N>; for
+// etcd it returns N.
+func vsSystem(sys string) (etcdMembers int, err error) {
+	switch sys {
+	case Amalgam, ShardedPaxos:
+		return 0, nil
+	}
+	if n, ok := strings.CutPrefix(sys, "etcd"); ok {
+		if m, err := strconv.Atoi(n); err == nil && m >= 1 {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown system %q (want %s, %s or etcd<N>, N members)", sys, Amalgam, ShardedPaxos)
 }
 
 func vsWorkloadNames() []string {
@@ -518,23 +555,28 @@ func lastLines(s string, n int) string {
 	return strings.Join(ls[max(0, len(ls)-n):], "\n")
 }
 
-// startAmalgamDev starts amalgam-server dev: the configuration endpoint
-// and 5 machines (a data and a parity server each), g=3, f=2, durable
-// (pebble, synced before replying), in one process.
-func startAmalgamDev(b vsBinaries, dir string, blockSize int) (*procCluster, error) {
+// startDev starts amalgam-server dev, durable (pebble, synced before
+// replying), n=5 g=3 f=2, in one process: for amalgam the configuration
+// endpoint and 5 machines (a data and a parity server each); for
+// shardedpaxos (--protocol) the entry address and 5 machines hosting 5
+// Paxos groups of 3 full replicas and 2 witnesses.
+func startDev(b vsBinaries, dir, system string, blockSize int) (*procCluster, error) {
 	base, err := freePortRange(6)
 	if err != nil {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", base)
-	st, err := startProc(b, dir, "amalgam", "dev cluster ready at", b.server, "dev",
+	args := []string{"dev", "--protocol", system,
 		"--data-dir", filepath.Join(dir, "data"), "--addr", addr, "--machines", "5", "--g", "3", "--f", "2",
-		"--block-size", strconv.Itoa(blockSize), "--blocks", strconv.Itoa(vsBlocks),
-		"--durability", "durable", "--suspect-after", "0")
+		"--block-size", strconv.Itoa(blockSize), "--blocks", strconv.Itoa(vsBlocks), "--durability", "durable"}
+	if system == Amalgam {
+		args = append(args, "--suspect-after", "0")
+	}
+	st, err := startProc(b, dir, system, "dev cluster ready at", b.server, args...)
 	if err != nil {
 		return nil, err
 	}
-	cl := &procCluster{entry: addr, system: "amalgam"}
+	cl := &procCluster{entry: addr, system: system}
 	cl.add(st)
 	return cl, nil
 }

@@ -54,24 +54,63 @@ func TestVsReportSummary(t *testing.T) {
 	}
 }
 
-// TestVsEtcdSmoke starts both systems as processes, loads them briefly
-// and checks that every measure is there. It checks no speed: every run
-// measures until it has 5 operations, however long that takes.
+// With ShardedPaxos in the run, etcd's rows also get ShardedPaxos's
+// per-round ratio, in a column of their own; Amalgam's ratio column
+// covers ShardedPaxos too.
+func TestVsReportShardedPaxos(t *testing.T) {
+	w := VsWorkloads[1]
+	r := &VsReport{Rounds: 2, Systems: []string{Amalgam, "etcd3", ShardedPaxos}}
+	for round, ops := range [][3]float64{{100, 50, 200}, {300, 100, 100}} {
+		for i, sys := range r.Systems {
+			r.Points = append(r.Points, VsPoint{Round: round + 1, System: sys, Workload: w.Name(), VsWorkload: w,
+				Result: loadgen.Result{Ops: int64(ops[i]), OpsPerSec: ops[i]}})
+		}
+	}
+	r.summarise([]VsWorkload{w})
+	if len(r.Summary) != 3 {
+		t.Fatalf("summary has %d rows, want 3", len(r.Summary))
+	}
+	a, e, sp := r.Summary[0], r.Summary[1], r.Summary[2]
+	if a.SPRatio != nil || sp.SPRatio != nil {
+		t.Errorf("ShardedPaxos ratio on the amalgam (%+v) or shardedpaxos (%+v) row", a.SPRatio, sp.SPRatio)
+	}
+	if e.SPRatio == nil || e.SPRatio.Min != 1 || e.SPRatio.Max != 4 || e.SPRatio.Median != 2.5 {
+		t.Errorf("etcd3's ShardedPaxos ratio %+v, want median 2.5 of 4 and 1", e.SPRatio)
+	}
+	if e.Ratio == nil || e.Ratio.Median != 2.5 || sp.Ratio == nil || sp.Ratio.Min != 0.5 || sp.Ratio.Max != 3 {
+		t.Errorf("Amalgam's ratios: to etcd3 %+v, to shardedpaxos %+v", e.Ratio, sp.Ratio)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), "ShardedPaxos / system") ||
+		!strings.Contains(b.String(), "2.50 (1.00-4.00)") {
+		t.Errorf("text (%v):\n%s", err, b.String())
+	}
+	b.Reset()
+	r.Markdown(&b)
+	if head := strings.SplitN(b.String(), "\n", 2)[0]; strings.Count(head, "|") != len(vsColumns)+2 {
+		t.Errorf("markdown header %q: want %d columns", head, len(vsColumns)+1)
+	}
+}
+
+// TestVsEtcdSmoke starts the three systems as processes, loads them
+// briefly and checks that every measure is there. It checks no speed:
+// every run measures until it has 5 operations, however long that takes.
 func TestVsEtcdSmoke(t *testing.T) {
 	etcdBench.Require(t)
 	rep, err := VsEtcd(VsEtcdOptions{Rounds: 1, Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond,
-		Members: []int{3}, Workloads: []string{"write-4KiB-1", "add-4KiB-1"}, Src: ".", MinOps: 5, Progress: func(s string) { t.Log(s) }})
+		Systems: []string{Amalgam, "etcd3", ShardedPaxos}, Workloads: []string{"write-4KiB-1", "add-4KiB-1"}, Src: ".", MinOps: 5,
+		Progress: func(s string) { t.Log(s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Points) != 4 {
-		t.Fatalf("%d points, want 4", len(rep.Points))
+	if len(rep.Points) != 6 {
+		t.Fatalf("%d points, want 6", len(rep.Points))
 	}
 	for _, p := range rep.Points {
 		if p.Ops == 0 || p.Errors != 0 || p.CPUusPerOp <= 0 {
 			t.Errorf("%s %s: %d ops, %d errors (%s), %.0f us CPU/op", p.System, p.Workload, p.Ops, p.Errors, p.FirstError, p.CPUusPerOp)
 		}
-		if (p.MetricSyncsPerOp != nil) != (p.System != Amalgam) {
+		if (p.MetricSyncsPerOp != nil) != strings.HasPrefix(p.System, "etcd") {
 			t.Errorf("%s: metric syncs/op %v", p.System, p.MetricSyncsPerOp)
 		}
 		if perfWorks() && (p.SyncCallsPerOp == nil || *p.SyncCallsPerOp <= 0) {

@@ -59,16 +59,12 @@ func medianOrNA(s *Spread) string {
 }
 
 // summarise fills r.Summary: per workload and system, medians over the
-// rounds, and Amalgam's per-round ops/s ratio to each other system.
+// rounds, Amalgam's per-round ops/s ratio to each other system, and
+// ShardedPaxos's to each etcd cluster.
 func (r *VsReport) summarise(wls []VsWorkload) {
 	r.Summary = nil
 	for _, w := range wls {
-		amalgam := map[int]float64{}
-		for _, p := range r.Points {
-			if p.Workload == w.Name() && p.System == Amalgam {
-				amalgam[p.Round] = p.OpsPerSec
-			}
-		}
+		amalgam, sp := r.opsByRound(w, Amalgam), r.opsByRound(w, ShardedPaxos)
 		for _, sys := range r.Systems {
 			s := VsSummary{Workload: w.Name(), System: sys}
 			var ops, mb, p50, p99, cpu, disk []float64
@@ -86,28 +82,64 @@ func (r *VsReport) summarise(wls []VsWorkload) {
 				if a, ok := amalgam[p.Round]; ok && sys != Amalgam {
 					s.RatioRounds = append(s.RatioRounds, div(a, p.OpsPerSec))
 				}
+				if a, ok := sp[p.Round]; ok && sys != Amalgam && sys != ShardedPaxos {
+					s.SPRatioRounds = append(s.SPRatioRounds, div(a, p.OpsPerSec))
+				}
 			}
 			s.OpsPerSec, s.MBPerSec, s.P50ms, s.P99ms = spreadOf(ops), spreadOf(mb), spreadOf(p50), spreadOf(p99)
 			s.CPUusPerOp, s.DiskPerLogical = spreadOf(cpu), spreadOf(disk)
 			s.SyncCallsPerOp, s.MetricSyncsPerOp = calls.spread(), metric.spread()
-			if len(s.RatioRounds) > 0 {
-				rt := spreadOf(s.RatioRounds)
-				s.Ratio = &rt
-			}
+			s.Ratio, s.SPRatio = spreadOrNil(s.RatioRounds), spreadOrNil(s.SPRatioRounds)
 			r.Summary = append(r.Summary, s)
 		}
 	}
+}
+
+// opsByRound is sys's ops/s on w in every round it ran.
+func (r *VsReport) opsByRound(w VsWorkload, sys string) map[int]float64 {
+	out := map[int]float64{}
+	for _, p := range r.Points {
+		if p.Workload == w.Name() && p.System == sys {
+			out[p.Round] = p.OpsPerSec
+		}
+	}
+	return out
+}
+
+// spreadOrNil is xs's spread, nil if xs is empty.
+func spreadOrNil(xs []float64) *Spread {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := spreadOf(xs)
+	return &s
+}
+
+// hasShardedPaxos reports whether ShardedPaxos ran: the report then has
+// a column of its ratios to etcd.
+func (r *VsReport) hasShardedPaxos() bool { return slices.Contains(r.Systems, ShardedPaxos) }
+
+// columns are the table's columns.
+func (r *VsReport) columns() []string {
+	if r.hasShardedPaxos() {
+		return append(slices.Clone(vsColumns), "ShardedPaxos / system, per round: median (min-max)")
+	}
+	return vsColumns
 }
 
 // WriteText prints the summary as a table.
 func (r *VsReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "vs-etcd: %d rounds (systems alternated in every round), %v warm-up + %v measured per run, %d cores, load average %s -> %s\n",
 		r.Rounds, r.Warmup, r.Duration, r.Cores, r.LoadBefore, r.LoadAfter)
-	fmt.Fprintf(w, "amalgam: amalgam-server dev, durable, n=5 g=3 f=2 (1 process); etcdN: N stock etcd members (N processes). Medians over rounds, (min-max).\n\n")
+	sp := ""
+	if r.hasShardedPaxos() {
+		sp = "shardedpaxos: amalgam-server dev --protocol shardedpaxos, durable, 5 groups of 3 replicas + 2 witnesses (f=2) on 5 machines (1 process); "
+	}
+	fmt.Fprintf(w, "amalgam: amalgam-server dev, durable, n=5 g=3 f=2 (1 process); %setcdN: N stock etcd members (N processes). Medians over rounds, (min-max).\n\n", sp)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(vsColumns, "\t")+"\t")
+	fmt.Fprintln(tw, strings.Join(r.columns(), "\t")+"\t")
 	for _, s := range r.Summary {
-		fmt.Fprintln(tw, strings.Join(s.cells(), "\t")+"\t")
+		fmt.Fprintln(tw, strings.Join(r.cells(s), "\t")+"\t")
 	}
 	return tw.Flush()
 }
@@ -115,12 +147,25 @@ func (r *VsReport) WriteText(w io.Writer) error {
 var vsColumns = []string{"workload", "system", "ops/s median (min-max)", "MB/s", "p50 ms", "p99 ms", "server CPU us/op",
 	"fsync+fdatasync calls/op", "etcd metric syncs/op", "disk B / logical B", "Amalgam / system, per round: median (min-max)"}
 
+// cells formats a summary row in the order of r.columns.
+func (r *VsReport) cells(s VsSummary) []string {
+	c := s.cells()
+	if r.hasShardedPaxos() {
+		c = append(c, ratioCell(s.SPRatio))
+	}
+	return c
+}
+
+func ratioCell(s *Spread) string {
+	if s == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (%.2f-%.2f)", s.Median, s.Min, s.Max)
+}
+
 // cells formats a summary row in the order of vsColumns.
 func (s VsSummary) cells() []string {
-	ratio := "-"
-	if s.Ratio != nil {
-		ratio = fmt.Sprintf("%.2f (%.2f-%.2f)", s.Ratio.Median, s.Ratio.Min, s.Ratio.Max)
-	}
+	ratio := ratioCell(s.Ratio)
 	if s.Retries > 0 {
 		ratio += fmt.Sprintf(" [%d conflict retries]", s.Retries)
 	}
@@ -140,7 +185,7 @@ func ratioStr(x float64) string {
 	return fmt.Sprintf("%.1f", x)
 }
 
-// Plot draws Amalgam's per-round ops/s ratio to each etcd cluster, per
+// Plot draws Amalgam's per-round ops/s ratio to each other system, per
 // workload (points: rounds; bar: median), into dir/vs-etcd.svg.
 func (r *VsReport) Plot(dir string) (string, error) {
 	path := filepath.Join(dir, "vs-etcd.svg")
@@ -150,8 +195,8 @@ func (r *VsReport) Plot(dir string) (string, error) {
 // plotFile draws the plot into path (its extension picks the format).
 func (r *VsReport) plotFile(path string) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Amalgam (durable, n=5 g=3 f=2) / etcd ops/s, per round (%d rounds)", r.Rounds)
-	p.Y.Label.Text = "Amalgam / etcd (ops/s)"
+	p.Title.Text = fmt.Sprintf("Amalgam (durable, n=5 g=3 f=2) / other system ops/s, per round (%d rounds)", r.Rounds)
+	p.Y.Label.Text = "Amalgam / system (ops/s)"
 	var names []string
 	for _, s := range r.Summary {
 		if !slices.Contains(names, s.Workload) {
@@ -159,7 +204,7 @@ func (r *VsReport) plotFile(path string) error {
 		}
 	}
 	p.NominalX(names...)
-	others := r.Systems[1:]
+	others := slices.DeleteFunc(slices.Clone(r.Systems), func(s string) bool { return s == Amalgam })
 	width := 0.5 / float64(max(1, len(others)))
 	top := 1.1
 	for i, sys := range others {
@@ -206,9 +251,10 @@ func (r *VsReport) plotFile(path string) error {
 
 // Markdown prints the summary as a Markdown table (docs/performance.md).
 func (r *VsReport) Markdown(w io.Writer) {
-	fmt.Fprintln(w, "| "+strings.Join(vsColumns, " | ")+" |")
-	fmt.Fprintln(w, strings.Repeat("|---", len(vsColumns))+"|")
+	cols := r.columns()
+	fmt.Fprintln(w, "| "+strings.Join(cols, " | ")+" |")
+	fmt.Fprintln(w, strings.Repeat("|---", len(cols))+"|")
 	for _, s := range r.Summary {
-		fmt.Fprintln(w, "| "+strings.Join(s.cells(), " | ")+" |")
+		fmt.Fprintln(w, "| "+strings.Join(r.cells(s), " | ")+" |")
 	}
 }

@@ -16,7 +16,8 @@ import (
 
 // Scenarios lists the baselines' scenarios.
 func Scenarios() []*mc.Scenario {
-	return []*mc.Scenario{ShardedPaxosNormal, ShardedPaxosLossy, ShardedPaxosTwoClients, RSPaxosNormal, RSPaxosLossy, RSPaxosTwoClients}
+	return []*mc.Scenario{ShardedPaxosNormal, ShardedPaxosLossy, ShardedPaxosTwoClients, ShardedPaxosRestartLeader,
+		ShardedPaxosRestartWitness, RSPaxosNormal, RSPaxosLossy, RSPaxosRestartLeader, RSPaxosTwoClients}
 }
 
 // Replica is what the checks read of a member: the paxos core's view
@@ -128,6 +129,19 @@ func spInit(scripts [][][]msg.Op, first ...int) func() *mc.State {
 	}
 }
 
+// restarting is init with the replica at a crashing at any moment and
+// restarting from what it persisted (mc.State.Restartable) into the
+// replica fresh makes for it, at most once per path, and up to timers
+// timer firings per path.
+func restarting(init func() *mc.State, fresh func(crashed node.Node) node.Persistent, a node.Addr, timers int) (func() *mc.State, mc.Settings) {
+	return func() *mc.State {
+			s := init()
+			s.Restartable(func(_ node.Addr, crashed node.Node) node.Persistent { return fresh(crashed) })
+			return s
+		}, mc.Settings{MaxTimerFires: timers, MaxCrashes: 1, MaxRestarts: 1,
+			CrashTargets: []node.Addr{a}}
+}
+
 func spInvariants() []mc.Predicate {
 	return []mc.Predicate{
 		OneValuePerSlotPred(LogSlots[shardedpaxos.ID, *shardedpaxos.Replica], spCfg.Quorum()),
@@ -177,6 +191,10 @@ var (
 		"ShardedPaxos f=1, 1 group; client 0 writes b0 (starting at member 0, the leader), client 1 "+
 			"reads b0 (starting at member 1); up to 2 timer firings per path, no loss",
 		spInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}, 0, 1), mc.Settings{MaxTimerFires: 2}, spInvariants)
+	ShardedPaxosRestartLeader = spRestartScenario("restart-leader", "shardedpaxos-normal with member 0, the leader, "+
+		"crashing at any moment and restarting from what it persisted (durable mode); up to 3 timer firings per path", 0)
+	ShardedPaxosRestartWitness = spRestartScenario("restart-witness", "shardedpaxos-normal with member 2, the witness, "+
+		"crashing at any moment and restarting from what it persisted (durable mode); up to 3 timer firings per path", 2)
 	RSPaxosNormal = scenario("rspaxos", "normal",
 		"RSPaxos f=1 (4 replicas, quorums of 3, 2 data + 2 parity pieces), 1 group; one client: "+
 			"PUT b0, GET b0; no timers, no loss",
@@ -187,7 +205,33 @@ var (
 	RSPaxosTwoClients = scenario("rspaxos", "two-clients",
 		"RSPaxos f=1, 1 group; client 0 PUTs b0, client 1 GETs b0; up to 1 timer firing per path, no loss",
 		rsInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}), mc.Settings{MaxTimerFires: 1}, rsInvariants)
+	RSPaxosRestartLeader = rsRestartScenario()
 )
+
+// spRestartScenario is ShardedPaxosNormal's deployment and script with
+// member crashing and restarting (restarting) and 3 timer firings.
+func spRestartScenario(name, doc string, member int) *mc.Scenario {
+	init, settings := restarting(spInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}), func(crashed node.Node) node.Persistent {
+		r := crashed.(*shardedpaxos.Replica)
+		return shardedpaxos.NewReplica(spCfg, r.Group(), r.Member())
+	}, spCfg.Addr(0, member), 3)
+	return scenario("shardedpaxos", name, doc, init, settings, spInvariants)
+}
+
+// rsRestartScenario is RSPaxosNormal with member 0, the leader, crashing
+// and restarting (restarting) and 2 timer firings.
+func rsRestartScenario() *mc.Scenario {
+	code, err := rsCfg.NewCode()
+	if err != nil {
+		panic(err)
+	}
+	init, settings := restarting(rsInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}), func(crashed node.Node) node.Persistent {
+		r := crashed.(*rspaxos.Replica)
+		return rspaxos.NewReplica(rsCfg, code, r.Group(), r.Member())
+	}, rsCfg.Addr(0, 0), 2)
+	return scenario("rspaxos", "restart-leader", "rspaxos-normal with member 0, the leader, crashing at any moment and "+
+		"restarting from what it persisted (durable mode); up to 2 timer firings per path", init, settings, rsInvariants)
+}
 
 // scenario is the scenario system-name of a baseline, whose traces
 // DescribeNode describes.

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -10,8 +13,8 @@ import (
 )
 
 // baselineFlags checks --protocol and the flags a baseline cannot honour.
-// A baseline runs in memory: --durability defaults to memory for it, and
-// an explicit durable is refused.
+// --durability defaults to memory for a baseline; durable keeps its
+// replicas in pebble stores under --data-dir.
 func (fl *devFlags) baselineFlags(cmd *cobra.Command) error {
 	switch fl.protocol {
 	case runtime.Amalgam:
@@ -24,9 +27,6 @@ func (fl *devFlags) baselineFlags(cmd *cobra.Command) error {
 	if !f.Changed("durability") {
 		fl.durability = "memory"
 	}
-	if fl.durability != "memory" {
-		return fmt.Errorf("--protocol %s runs in memory only (its replicas persist nothing): drop --durability %s", fl.protocol, fl.durability)
-	}
 	for _, name := range []string{"spares", "reconfig-replicas", "suspect-after", "rebuild-rate"} {
 		if f.Changed(name) {
 			return fmt.Errorf("--%s needs the reconfiguration service, which --protocol %s does not have", name, fl.protocol)
@@ -36,23 +36,57 @@ func (fl *devFlags) baselineFlags(cmd *cobra.Command) error {
 }
 
 func runBaselineDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
+	if err := checkDataDir(fl.dataDir, l, fl.durability); err != nil {
+		return err
+	}
+	if err := checkProtocol(fl.dataDir, fl.protocol, fl.durability); err != nil {
+		return err
+	}
 	env, ctx, err := fl.common.setup(cmd, l.BlockSize)
 	if err != nil {
 		return err
 	}
 	defer env.close()
-	bl, err := runtime.StartBaselineLocal(fl.protocol, runtime.LocalOptions{Layout: l, Durability: fl.durability, Addr: fl.addr,
-		Logger: env.log, ServerOptions: env.serverOpts, DialOptions: env.dialOpts, Register: env.register, Metrics: env.metrics})
+	bl, err := runtime.StartBaselineLocal(fl.protocol, runtime.LocalOptions{Layout: l, Durability: fl.durability, DataDir: fl.dataDir,
+		Addr: fl.addr, Logger: env.log, ServerOptions: env.serverOpts, DialOptions: env.dialOpts, Register: env.register, Metrics: env.metrics})
 	if err != nil {
 		return err
 	}
 	b := bl.Baseline
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "protocol %s: %d groups of %d replicas (f=%d) on %d machines, %d blocks of %d bytes, in memory\n",
-		fl.protocol, l.N, b.Members(), l.F, b.Machines(), l.NumBlocks(), l.BlockSize)
+	where := "in memory"
+	if fl.durability == "durable" {
+		where = "durable under " + fl.dataDir
+	}
+	fmt.Fprintf(out, "protocol %s: %d groups of %d replicas (f=%d) on %d machines, %d blocks of %d bytes, %s\n",
+		fl.protocol, l.N, b.Members(), l.F, b.Machines(), l.NumBlocks(), l.BlockSize, where)
 	for m, bm := range bl.Machines {
 		fmt.Fprintf(out, "machine %d at %s: %s\n", m, bm.Addr(), bm.Replicas())
 	}
 	serveUntilStopped(ctx, out, env, fl.protocol, bl.EntryAddr, bl.Close)
+	return nil
+}
+
+// checkProtocol records the baseline protocol in dir/protocol on first
+// durable use and refuses to start another protocol on the directory (a
+// directory checkDataDir recorded without it holds an Amalgam cluster).
+func checkProtocol(dir, protocol, durability string) error {
+	if durability == "memory" {
+		return nil
+	}
+	p := filepath.Join(dir, "protocol")
+	got, err := os.ReadFile(p)
+	if os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(dir, "machine-0")); err == nil {
+			return fmt.Errorf("--data-dir %s holds an amalgam cluster; use another --data-dir for --protocol %s", dir, protocol)
+		}
+		return os.WriteFile(p, []byte(protocol+"\n"), 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	if old := strings.TrimSpace(string(got)); old != protocol {
+		return fmt.Errorf("--data-dir %s holds a %s cluster; start it with --protocol %s or use another --data-dir", dir, old, old)
+	}
 	return nil
 }

@@ -47,8 +47,11 @@ durable, the default). A machine that stops sending heartbeats for
 
 --protocol shardedpaxos or rspaxos runs a baseline instead (docs/baselines.md):
 one Paxos group per shard of the same layout (--machines groups, f from
---f), on max(machines, replicas per group) machines, in memory only, with no
-reconfiguration service. Clients and amalgam-cli work unchanged.
+--f), on max(machines, replicas per group) machines, with no
+reconfiguration service. Clients and amalgam-cli work unchanged. A
+baseline runs in memory unless --durability durable is given: then its
+replicas sync their state to pebble stores under --data-dir before any
+message leaves, and restart from them.
 
 --mutant NAME injects a bug of the checker's mutant table into every server
 of the cluster, so that amalgam-cli mc online (given the same --mutant) has
@@ -56,6 +59,7 @@ a live bug to predict; only binaries built with -tags mutants carry them.
 
 Examples:
   amalgam-server dev --durability memory
+  amalgam-server dev --protocol shardedpaxos --durability durable --data-dir /tmp/sp-data
   go build -tags mutants -o /tmp/amalgam-server ./cmd/amalgam-server
   /tmp/amalgam-server dev --durability memory --blocks 9 --block-size 64 --mutant commit-out-of-order`,
 		Args: cobra.NoArgs,

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,7 +26,7 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"dev", "--log-level", "loud", "--durability", "memory", "--addr", "127.0.0.1:0"}, "--log-level"},
 		{[]string{"dev", "--tls-cert", "x.pem", "--durability", "memory", "--addr", "127.0.0.1:0"}, "--tls-cert, --tls-key and --tls-ca must be given together"},
 		{[]string{"dev", "--protocol", "paxos"}, `--protocol must be amalgam, shardedpaxos or rspaxos, got "paxos"`},
-		{[]string{"dev", "--protocol", "rspaxos", "--durability", "durable"}, "--protocol rspaxos runs in memory only"},
+		{[]string{"dev", "--protocol", "rspaxos", "--durability", "disk"}, "--durability must be durable or memory"},
 		{[]string{"dev", "--protocol", "shardedpaxos", "--spares", "1"}, "--spares needs the reconfiguration service"},
 		{[]string{"node", "--addr", ""}, "node: --addr must not be empty"},
 		{[]string{"node", "--reconfig", ""}, "node: --reconfig must not be empty"},
@@ -62,5 +64,27 @@ func TestDataDirKeepsLayout(t *testing.T) {
 	err := checkDataDir(dir, l2, "durable")
 	if err == nil || !strings.Contains(err.Error(), "holds a cluster with n=5 g=3 f=2 w=0, 4 stripes of 64-byte blocks") {
 		t.Fatalf("different layout: err = %v", err)
+	}
+}
+
+// A baseline's durable directory records its protocol and refuses another
+// protocol, and an Amalgam cluster's directory refuses a baseline.
+func TestDataDirKeepsProtocol(t *testing.T) {
+	dir := t.TempDir()
+	if err := checkProtocol(dir, "shardedpaxos", "durable"); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkProtocol(dir, "shardedpaxos", "durable"); err != nil {
+		t.Fatalf("same protocol refused: %v", err)
+	}
+	if err := checkProtocol(dir, "rspaxos", "durable"); err == nil || !strings.Contains(err.Error(), "holds a shardedpaxos cluster") {
+		t.Fatalf("other protocol: err = %v", err)
+	}
+	amalgam := t.TempDir()
+	if err := os.Mkdir(filepath.Join(amalgam, "machine-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkProtocol(amalgam, "shardedpaxos", "durable"); err == nil || !strings.Contains(err.Error(), "holds an amalgam cluster") {
+		t.Fatalf("amalgam directory: err = %v", err)
 	}
 }

@@ -20,7 +20,7 @@ func newVsEtcdCmd() *cobra.Command {
 	var o harness.VsEtcdOptions
 	cmd := &cobra.Command{
 		Use:   "vs-etcd",
-		Short: "Durable Amalgam (amalgam-server dev) against 3- and 5-member etcd clusters, alternated",
+		Short: "Durable Amalgam (amalgam-server dev) against etcd clusters (and durable ShardedPaxos), alternated",
 		Long: `vs-etcd builds amalgam-server and amalgam-etcd (the nested Go module bench/etcd)
 from the source tree (--src, default: the one around the working directory),
 then in every round starts, loads and stops each system in turn: Amalgam
@@ -32,8 +32,20 @@ workloads: ` + strings.Join(vsNames(), ", ") + `
 It reports ops/s, MB/s, latency, the servers' CPU per operation, their fsync
 and fdatasync calls per operation (perf stat; etcd's own sync metrics beside
 them), bytes written to disk per logical byte (/proc/<pid>/io), and Amalgam's
-per-round ratio to each etcd cluster as a median with its min-max spread.
-See docs/benchmarks.md.`,
+per-round ratio to each other system as a median with its min-max spread.
+
+--systems picks the systems and their order within a round: amalgam,
+shardedpaxos (durable ShardedPaxos, amalgam-server dev --protocol
+shardedpaxos --durability durable: 5 Paxos groups of 3 replicas and 2
+witnesses, f=2, on 5 machines, in one process) and etcdN (N members); the
+default is amalgam and etcdN for every --members N. With shardedpaxos the
+report adds ShardedPaxos's per-round ratio to each etcd cluster.
+See docs/benchmarks.md.
+
+Examples:
+  amalgam-cli bench vs-etcd --members 3 --workloads write-4KiB-1,add-4KiB-32
+  amalgam-cli bench vs-etcd --rounds 2 --duration 5s --workloads write-4KiB-32,add-4KiB-32 \
+    --systems amalgam,etcd3,shardedpaxos`,
 	}
 	f := reportCmd(cmd, []string{"text", "json", "markdown"}, "also draw the ratios into DIR/vs-etcd.svg",
 		func(progress func(string)) (*harness.VsReport, error) {
@@ -45,7 +57,8 @@ See docs/benchmarks.md.`,
 	f.DurationVar(&o.Warmup, "warmup", 0, "warm-up before each measured run (default 1s)")
 	f.DurationVar(&o.Duration, "duration", 0, "measured interval of each run (default 5s)")
 	f.Uint64Var(&o.Seed, "seed", 1, "workload seed")
-	f.IntSliceVar(&o.Members, "members", []int{3, 5}, "etcd cluster sizes")
+	f.IntSliceVar(&o.Members, "members", []int{3, 5}, "etcd cluster sizes (without --systems)")
+	f.StringSliceVar(&o.Systems, "systems", nil, "systems in the order each round runs them: amalgam, shardedpaxos, etcdN (default amalgam and etcdN for every --members N)")
 	f.StringSliceVar(&o.Workloads, "workloads", nil, "run only these workloads (default all: "+strings.Join(vsNames(), ",")+")")
 	f.StringVar(&o.Src, "src", ".", "Amalgam source tree to build the servers from (or a directory inside it)")
 	f.Int64Var(&o.MinOps, "min-ops", 0, "measure past --duration until this many operations completed")
