@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/amalgam-store/amalgam/client"
@@ -138,13 +139,18 @@ func printDevPlan(w io.Writer, fl devFlags, l erasure.Layout) {
 }
 
 // checkDataDir records the layout in dir/cluster.json on first use and
-// refuses to start a different layout on the same directory.
+// refuses to start a different layout, or Amalgam on a baseline's
+// directory (checkProtocol), on the same directory.
 func checkDataDir(dir string, l erasure.Layout, durability string) error {
 	if durability == "memory" {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "protocol")); err == nil {
+		p := strings.TrimSpace(string(b))
+		return fmt.Errorf("--data-dir %s holds a %s cluster; start it with --protocol %s or use another --data-dir", dir, p, p)
 	}
 	p := filepath.Join(dir, "cluster.json")
 	want, _ := json.Marshal(l)

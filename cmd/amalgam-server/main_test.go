@@ -80,6 +80,10 @@ func TestDataDirKeepsProtocol(t *testing.T) {
 	if err := checkProtocol(dir, "rspaxos", "durable"); err == nil || !strings.Contains(err.Error(), "holds a shardedpaxos cluster") {
 		t.Fatalf("other protocol: err = %v", err)
 	}
+	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 4, BlockSize: 64}
+	if err := checkDataDir(dir, l, "durable"); err == nil || !strings.Contains(err.Error(), "holds a shardedpaxos cluster; start it with --protocol shardedpaxos") {
+		t.Fatalf("amalgam on a baseline's directory: err = %v", err)
+	}
 	amalgam := t.TempDir()
 	if err := os.Mkdir(filepath.Join(amalgam, "machine-0"), 0o755); err != nil {
 		t.Fatal(err)
