@@ -91,10 +91,10 @@ func (s *Server) transmit(ctx context.Context, conn net.Conn, ex *Export) error 
 		}
 		inflight.Go(func() {
 			errno, data := s.serve(ctx, ex, q, prior)
-			if done != nil {
-				writes.finish(done)
-			}
 			reply(q.cookie, errno, data)
+			if done != nil {
+				writes.finish(done) // after its reply: a flush is answered after it
+			}
 			mem.release(size)
 			<-slots
 		})
@@ -130,8 +130,8 @@ func (s *Server) serve(ctx context.Context, ex *Export, q request, prior []chan 
 }
 
 // writeSet tracks the writes in flight, so that a flush can wait for every
-// write received before it (a stronger promise than NBD's, which covers
-// only writes already answered).
+// write received before it, and is answered after them (a stronger promise
+// than NBD's, which covers only writes already answered).
 type writeSet struct {
 	mu  sync.Mutex
 	set map[chan struct{}]struct{}
