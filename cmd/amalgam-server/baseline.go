@@ -36,7 +36,7 @@ func (fl *devFlags) baselineFlags(cmd *cobra.Command) error {
 }
 
 func runBaselineDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
-	if err := checkDataDir(fl.dataDir, l, fl.durability); err != nil {
+	if err := checkDataDir(fl.dataDir, l, fl.durability, fl.protocol); err != nil {
 		return err
 	}
 	if err := checkProtocol(fl.dataDir, fl.protocol, fl.durability); err != nil {

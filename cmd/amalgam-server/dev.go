@@ -139,16 +139,16 @@ func printDevPlan(w io.Writer, fl devFlags, l erasure.Layout) {
 }
 
 // checkDataDir records the layout in dir/cluster.json on first use and
-// refuses to start a different layout, or Amalgam on a baseline's
-// directory (checkProtocol), on the same directory.
-func checkDataDir(dir string, l erasure.Layout, durability string) error {
+// refuses to start a different layout on the same directory, or Amalgam
+// (protocol) on a baseline's directory (checkProtocol).
+func checkDataDir(dir string, l erasure.Layout, durability, protocol string) error {
 	if durability == "memory" {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "protocol")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, "protocol")); err == nil && protocol == runtime.Amalgam {
 		p := strings.TrimSpace(string(b))
 		return fmt.Errorf("--data-dir %s holds a %s cluster; start it with --protocol %s or use another --data-dir", dir, p, p)
 	}
@@ -173,7 +173,7 @@ func checkDataDir(dir string, l erasure.Layout, durability string) error {
 }
 
 func runDev(cmd *cobra.Command, fl devFlags, l erasure.Layout) error {
-	if err := checkDataDir(fl.dataDir, l, fl.durability); err != nil {
+	if err := checkDataDir(fl.dataDir, l, fl.durability, runtime.Amalgam); err != nil {
 		return err
 	}
 	pause, err := rebuildPause(fl.rebuild, l.BlockSize)

@@ -53,15 +53,15 @@ func TestFlagValidation(t *testing.T) {
 func TestDataDirKeepsLayout(t *testing.T) {
 	dir := t.TempDir()
 	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 4, BlockSize: 64}
-	if err := checkDataDir(dir, l, "durable"); err != nil {
+	if err := checkDataDir(dir, l, "durable", "amalgam"); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkDataDir(dir, l, "durable"); err != nil {
+	if err := checkDataDir(dir, l, "durable", "amalgam"); err != nil {
 		t.Fatalf("same layout refused: %v", err)
 	}
 	l2 := l
 	l2.BlockSize = 128
-	err := checkDataDir(dir, l2, "durable")
+	err := checkDataDir(dir, l2, "durable", "amalgam")
 	if err == nil || !strings.Contains(err.Error(), "holds a cluster with n=5 g=3 f=2 w=0, 4 stripes of 64-byte blocks") {
 		t.Fatalf("different layout: err = %v", err)
 	}
@@ -81,8 +81,11 @@ func TestDataDirKeepsProtocol(t *testing.T) {
 		t.Fatalf("other protocol: err = %v", err)
 	}
 	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 4, BlockSize: 64}
-	if err := checkDataDir(dir, l, "durable"); err == nil || !strings.Contains(err.Error(), "holds a shardedpaxos cluster; start it with --protocol shardedpaxos") {
+	if err := checkDataDir(dir, l, "durable", "amalgam"); err == nil || !strings.Contains(err.Error(), "holds a shardedpaxos cluster; start it with --protocol shardedpaxos") {
 		t.Fatalf("amalgam on a baseline's directory: err = %v", err)
+	}
+	if err := checkDataDir(dir, l, "durable", "shardedpaxos"); err != nil {
+		t.Fatalf("the baseline on its own directory: %v", err)
 	}
 	amalgam := t.TempDir()
 	if err := os.Mkdir(filepath.Join(amalgam, "machine-0"), 0o755); err != nil {

@@ -111,7 +111,7 @@ func runNode(cmd *cobra.Command, common *commonFlags, dataDir, addr, reconfig, d
 	if me >= l.N || len(st.GetMachines()) != l.N {
 		return fmt.Errorf("--machine %d: the cluster has machines 0 to %d", me, l.N-1)
 	}
-	if err := checkDataDir(dataDir, l, durability); err != nil {
+	if err := checkDataDir(dataDir, l, durability, runtime.Amalgam); err != nil {
 		return err
 	}
 	pause, err := rebuildPause(rebuildRate, l.BlockSize)
