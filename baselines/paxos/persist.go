@@ -42,11 +42,11 @@ const (
 // maps until TrackChanges).
 type persistMemo struct {
 	slots    map[uint64]uint8 // slot -> the parts changed
-	clients  map[uint64]bool
-	base     uint64 // the log's base at the last Persist: its slots' records are gone
-	restored bool   // Restore read a persisted state: Init starts as a follower
-	meta     meta   // the p record on disk
-	metaOK   bool   // meta was written (or read) since TrackChanges
+	clients  Changed          // client table entries
+	base     uint64           // the log's base at the last Persist: its slots' records are gone
+	restored bool             // Restore read a persisted state: Init starts as a follower
+	meta     meta             // the p record on disk
+	metaOK   bool             // meta was written (or read) since TrackChanges
 }
 
 // meta is the p record.
@@ -93,8 +93,8 @@ func (r *Replica[V, I, P]) TrackChanges() {
 			r.touch(s, dirtyChosen)
 		}
 	}
-	r.saved.clients = map[uint64]bool{}
-	r.clients.Range(func(c uint64, _ ClientEntry) { r.saved.clients[c] = true })
+	r.saved.clients = Changed{}
+	r.clients.Range(func(c uint64, _ ClientEntry) { r.saved.clients.Mark(c) })
 	r.saved.base = r.log.Base // a writer from scratch holds no records of the slots before
 	r.saved.metaOK = false
 }

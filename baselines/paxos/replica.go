@@ -54,7 +54,7 @@ type Replica[V Value[V, I], I ID, P any] struct {
 	heard       bool      // follower: heard from a leader since the last election timeout
 	misses      int       // follower: election timeouts in a row without a leader
 
-	saved persistMemo // what changed since the last PersistCore (persist.go)
+	saved persistMemo // what changed since the last Persist (persist.go)
 }
 
 // NewReplica returns member me of group g. Member 0 starts as the leader
@@ -242,7 +242,5 @@ func (r *Replica[V, I, P]) Record(c uint64, e ClientEntry) {
 		r.shared = false
 	}
 	r.clients.Put(c, e)
-	if r.saved.clients != nil {
-		r.saved.clients[c] = true
-	}
+	r.saved.clients.Mark(c)
 }
