@@ -85,6 +85,9 @@ type VsPoint struct {
 	// Server processes (all of them, summed) during the measured interval.
 	Processes  int     `json:"server_processes"`
 	CPUusPerOp float64 `json:"server_cpu_us_per_op"`
+	// LoadCPUusPerOp is the load generator's CPU per operation (its
+	// client library included), on the same cores as the servers.
+	LoadCPUusPerOp float64 `json:"load_cpu_us_per_op"`
 	// SyncCallsPerOp counts fsync and fdatasync system calls of the
 	// server processes (perf stat; nil without perf).
 	SyncCallsPerOp *float64 `json:"sync_syscalls_per_op"`
@@ -107,6 +110,7 @@ type VsSummary struct {
 	P50ms            Spread    `json:"p50_ms"`
 	P99ms            Spread    `json:"p99_ms"`
 	CPUusPerOp       Spread    `json:"server_cpu_us_per_op"`
+	LoadCPUusPerOp   Spread    `json:"load_cpu_us_per_op"`
 	SyncCallsPerOp   *Spread   `json:"sync_syscalls_per_op"`
 	MetricSyncsPerOp *Spread   `json:"metric_syncs_per_op"`
 	DiskPerLogical   Spread    `json:"disk_bytes_per_logical_byte"`
@@ -690,6 +694,7 @@ func runVsLoad(ctx context.Context, b vsBinaries, cl *procCluster, w VsWorkload,
 		return p, err
 	}
 	var c0, c1 counters
+	var l0, l1 time.Duration
 	var readErr error
 	var last string
 	sc := bufio.NewScanner(out)
@@ -697,9 +702,15 @@ func runVsLoad(ctx context.Context, b vsBinaries, cl *procCluster, w VsWorkload,
 		switch line := sc.Text(); line {
 		case "start":
 			c0, readErr = cl.read()
+			if readErr == nil {
+				l0, readErr = procCPU(c.Process.Pid)
+			}
 		case "end":
 			if readErr == nil {
 				c1, readErr = cl.read()
+			}
+			if readErr == nil {
+				l1, readErr = procCPU(c.Process.Pid)
 			}
 		default:
 			last = line
@@ -717,6 +728,7 @@ func runVsLoad(ctx context.Context, b vsBinaries, cl *procCluster, w VsWorkload,
 	if p.Ops > 0 {
 		ops := float64(p.Ops)
 		p.CPUusPerOp = float64((c1.cpu - c0.cpu).Microseconds()) / ops
+		p.LoadCPUusPerOp = float64((l1 - l0).Microseconds()) / ops
 		p.DiskPerLogical = float64(c1.diskBytes-c0.diskBytes) / (ops * float64(w.BlockSize))
 		if c0.hasMetric && c1.hasMetric {
 			f := (c1.metricSyncs - c0.metricSyncs) / ops

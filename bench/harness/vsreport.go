@@ -67,14 +67,14 @@ func (r *VsReport) summarise(wls []VsWorkload) {
 		amalgam, sp := r.opsByRound(w, Amalgam), r.opsByRound(w, ShardedPaxos)
 		for _, sys := range r.Systems {
 			s := VsSummary{Workload: w.Name(), System: sys}
-			var ops, mb, p50, p99, cpu, disk []float64
+			var ops, mb, p50, p99, cpu, lcpu, disk []float64
 			var calls, metric optional
 			for _, p := range r.Points {
 				if p.Workload != w.Name() || p.System != sys {
 					continue
 				}
 				ops, mb, p50, p99 = append(ops, p.OpsPerSec), append(mb, p.MBPerSec), append(p50, p.P50ms), append(p99, p.P99ms)
-				cpu, disk = append(cpu, p.CPUusPerOp), append(disk, p.DiskPerLogical)
+				cpu, lcpu, disk = append(cpu, p.CPUusPerOp), append(lcpu, p.LoadCPUusPerOp), append(disk, p.DiskPerLogical)
 				calls.add(p.SyncCallsPerOp)
 				metric.add(p.MetricSyncsPerOp)
 				s.Retries += p.Retries
@@ -87,7 +87,7 @@ func (r *VsReport) summarise(wls []VsWorkload) {
 				}
 			}
 			s.OpsPerSec, s.MBPerSec, s.P50ms, s.P99ms = spreadOf(ops), spreadOf(mb), spreadOf(p50), spreadOf(p99)
-			s.CPUusPerOp, s.DiskPerLogical = spreadOf(cpu), spreadOf(disk)
+			s.CPUusPerOp, s.LoadCPUusPerOp, s.DiskPerLogical = spreadOf(cpu), spreadOf(lcpu), spreadOf(disk)
 			s.SyncCallsPerOp, s.MetricSyncsPerOp = calls.spread(), metric.spread()
 			s.Ratio, s.SPRatio = spreadOrNil(s.RatioRounds), spreadOrNil(s.SPRatioRounds)
 			r.Summary = append(r.Summary, s)
@@ -145,7 +145,7 @@ func (r *VsReport) WriteText(w io.Writer) error {
 }
 
 var vsColumns = []string{"workload", "system", "ops/s median (min-max)", "MB/s", "p50 ms", "p99 ms", "server CPU us/op",
-	"fsync+fdatasync calls/op", "etcd metric syncs/op", "disk B / logical B", "Amalgam / system, per round: median (min-max)"}
+	"load generator CPU us/op", "fsync+fdatasync calls/op", "etcd metric syncs/op", "disk B / logical B", "Amalgam / system, per round: median (min-max)"}
 
 // cells formats a summary row in the order of r.columns.
 func (r *VsReport) cells(s VsSummary) []string {
@@ -175,7 +175,7 @@ func (s VsSummary) cells() []string {
 	return []string{s.Workload, s.System,
 		fmt.Sprintf("%s (%s-%s)", ratioStr(s.OpsPerSec.Median), ratioStr(s.OpsPerSec.Min), ratioStr(s.OpsPerSec.Max)),
 		fmt.Sprintf("%.2f", s.MBPerSec.Median), fmt.Sprintf("%.2f", s.P50ms.Median), fmt.Sprintf("%.1f", s.P99ms.Median),
-		fmt.Sprintf("%.0f", s.CPUusPerOp.Median), medianOrNA(s.SyncCallsPerOp), medianOrNA(s.MetricSyncsPerOp), fmt.Sprintf("%.2f", s.DiskPerLogical.Median), ratio}
+		fmt.Sprintf("%.0f", s.CPUusPerOp.Median), fmt.Sprintf("%.0f", s.LoadCPUusPerOp.Median), medianOrNA(s.SyncCallsPerOp), medianOrNA(s.MetricSyncsPerOp), fmt.Sprintf("%.2f", s.DiskPerLogical.Median), ratio}
 }
 
 func ratioStr(x float64) string {
