@@ -86,6 +86,9 @@ func openStoreRc(fs vfs.FS, dir string, sync bool, delay time.Duration, rc recla
 		return nil, fmt.Errorf("opening store %s: %w", dir, errors.Join(err, blocks.close()))
 	}
 	s := &Store{db: db, sync: sync, blocks: blocks, rc: rc, rcStop: make(chan struct{}), rcDone: make(chan struct{})}
+	if err := s.checkFormat(); err != nil {
+		return nil, fmt.Errorf("opening store %s: %w", dir, errors.Join(err, db.Close(), blocks.close()))
+	}
 	if err := s.indexBlocks(); err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, errors.Join(err, db.Close(), blocks.close()))
 	}
