@@ -257,19 +257,19 @@ func (ld *Load) FinalReads(ctx context.Context, blocks uint64, perRead time.Dura
 	return lost, final
 }
 
-// Check runs porcupine over the history. When the history is not
-// linearizable, it writes a visualization and returns its path.
-func (ld *Load) Check(timeout time.Duration, name string) (porcupine.CheckResult, string) {
-	model := workload.Model(ld.Layout)
-	res, info := porcupine.CheckOperationsVerbose(model, ld.History(), timeout)
-	if res == porcupine.Ok {
-		return res, ""
+// Check runs porcupine over the history (workload.Check). When the
+// history is not linearizable, it writes a visualization and returns its
+// path.
+func (ld *Load) Check(name string) (workload.Verdict, string) {
+	v := workload.Check(ld.Layout, ld.History())
+	if v.Result != porcupine.Illegal {
+		return v, ""
 	}
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("amalgam-%s-%d.html", name, ld.Seed))
-	if err := porcupine.VisualizePath(model, info, path); err != nil {
+	if err := porcupine.VisualizePath(workload.Model(ld.Layout), v.Info, path); err != nil {
 		ld.T.Logf("visualization: %v", err)
 	}
-	return res, path
+	return v, path
 }
 
 // writes reports whether a transaction changes a block when it commits.
