@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -45,7 +44,7 @@ func TestAuthorization(t *testing.T) {
 		t.Cleanup(func() { _ = cc.Close() })
 		return cc
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), e2etest.SafetyStop)
 	defer cancel()
 	refused := func(what string, err error, role string) {
 		t.Helper()

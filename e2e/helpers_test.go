@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -9,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
 )
@@ -28,14 +28,14 @@ func TestMain(m *testing.M) { e2etest.Main(m, &bin, true, "amalgam-server", "ama
 func startDev(t *testing.T, addr, dir string, extra ...string) *e2etest.Proc {
 	t.Helper()
 	args := append([]string{filepath.Join(bin, "amalgam-server"), "dev", "--addr", addr, "--data-dir", dir, "--blocks", "60", "--block-size", "256"}, extra...)
-	return e2etest.StartProc(t, "dev", "ready at", 20*time.Second, args...)
+	return e2etest.StartProc(t, "dev", "ready at", args...)
 }
 
 // interrupt stops dev with Ctrl-C (SIGINT) and fails the test unless it
 // stops cleanly.
 func interrupt(t *testing.T, s *e2etest.Proc) {
 	t.Helper()
-	exited, err := s.Stop(syscall.SIGINT, 15*time.Second)
+	exited, err := s.Stop(syscall.SIGINT, e2etest.SafetyStop)
 	if !exited {
 		t.Fatalf("dev did not stop after Ctrl-C:\n%s", s.Out)
 	}
@@ -60,9 +60,17 @@ func cli(t *testing.T, cluster string, v any, args ...string) {
 	}
 }
 
+// cliRaw runs amalgam-cli --output json. Its request timeout is
+// e2etest.SafetyStop, a hang guard; a test that expects a request to time
+// out passes its own --timeout, which comes later and wins.
 func cliRaw(cluster string, args ...string) (string, string, error) {
-	all := append([]string{"--cluster", cluster, "--output", "json", "--timeout", "10s"}, args...)
-	cmd := command("amalgam-cli", all...)
+	return cliRawCtx(context.Background(), cluster, args...)
+}
+
+// cliRawCtx is cliRaw, killed when ctx ends.
+func cliRawCtx(ctx context.Context, cluster string, args ...string) (string, string, error) {
+	all := append([]string{"--cluster", cluster, "--output", "json", "--timeout", e2etest.SafetyStop.String()}, args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "amalgam-cli"), all...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

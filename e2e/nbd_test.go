@@ -128,10 +128,10 @@ func TestImportExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	acked := 0
-	for deadline := time.Now().Add(60 * time.Second); acked < 5; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(e2etest.SafetyStop); acked < 5; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
-			t.Fatalf("the import recorded %d chunks in 60s", acked)
+			t.Fatalf("the import recorded %d chunks in %v", acked, e2etest.SafetyStop)
 		}
 		acked = stateChunks(state)
 	}
@@ -319,7 +319,7 @@ func TestNBDKillReplace(t *testing.T) {
 	}
 
 	admin := e2etest.Dial(t, entry)
-	e2etest.WaitFor(t, fmt.Sprintf("machine %d moved to the spare", victim), 60*time.Second, func() (bool, string) {
+	e2etest.WaitFor(t, fmt.Sprintf("machine %d moved to the spare", victim), e2etest.SafetyStop, func() (bool, string) {
 		st, err := admin.Status(context.Background())
 		if err != nil {
 			return false, err.Error()

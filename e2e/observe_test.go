@@ -131,10 +131,10 @@ dev:
 // waitFor waits until out shows s (the process's readiness line).
 func waitFor(t *testing.T, out *e2etest.SyncBuf, s string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // a hang guard
+	deadline := time.Now().Add(e2etest.SafetyStop) // a hang guard
 	for !strings.Contains(out.String(), s) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %q within 30s:\n%s", s, out)
+			t.Fatalf("no %q after %v:\n%s", s, e2etest.SafetyStop, out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

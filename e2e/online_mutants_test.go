@@ -150,7 +150,7 @@ func commitsOutOfOrder(t *testing.T) {
 	firstDone := make(chan error, 1)
 	go func() { _, err := first.Add(ctx, 0, 0, 1); firstDone <- err }()
 	const pending = `amalgam_pending_operations{node="data/0"}`
-	e2etest.WaitFor(t, "the add on block 0 pending at data/0", time.Minute, func() (bool, string) {
+	e2etest.WaitFor(t, "the add on block 0 pending at data/0", e2etest.SafetyStop, func() (bool, string) {
 		n := scrape(t, url)[pending]
 		return n == 1, fmt.Sprintf("%s %v", pending, n)
 	})
@@ -201,7 +201,7 @@ func mutantDev(t *testing.T, mutant string, extra ...string) (*e2etest.Proc, str
 	addr := fmt.Sprintf("127.0.0.1:%d", e2etest.FreePort(t, l.N))
 	args := append([]string{filepath.Join(bin, "amalgam-server"), "dev", "--addr", addr, "--durability", "memory",
 		"--blocks", fmt.Sprint(l.NumBlocks()), "--block-size", fmt.Sprint(l.BlockSize), "--mutant", mutant}, extra...)
-	dev := e2etest.StartProc(t, "dev", "ready at", 30*time.Second, args...)
+	dev := e2etest.StartProc(t, "dev", "ready at", args...)
 	if !strings.Contains(dev.Out.String(), "MUTANT "+mutant+": this server runs an injected bug") {
 		t.Fatalf("dev does not say it runs %s:\n%s", mutant, dev.Out)
 	}

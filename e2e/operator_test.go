@@ -112,15 +112,18 @@ func TestHealthAndLocate(t *testing.T) {
 	}
 	t.Logf("status with machine %d down:\n%s", victim, text)
 
-	// Block 2 is on shard 2; its write cannot commit.
-	_, errOut, err = cliRaw(c.entry, "--timeout", "2s", "write", "2", "--data", "x")
+	// Block 2 is on shard 2; its write cannot commit. It times out after
+	// 2 s; the status that explains why has the dial timeout, a safety
+	// stop here.
+	stuck := []string{"--timeout", "2s", "--dial-timeout", e2etest.SafetyStop.String()}
+	_, errOut, err = cliRaw(c.entry, append(stuck, "write", "2", "--data", "x")...)
 	if exitCode(t, err) != 1 || !strings.Contains(errOut, "shard 2's data server (machine 2 at") || !strings.Contains(errOut, "no spare is registered") {
 		t.Fatalf("write on the down machine's shard: %q", errOut)
 	}
 	t.Logf("write on shard 2: %s", errOut)
 	// Block 3 is on shard 4, in stripe 1, whose parity is on machines 2
 	// and 3: with w=0 the stripe has no quorum.
-	_, errOut, err = cliRaw(c.entry, "--timeout", "2s", "write", "3", "--data", "x")
+	_, errOut, err = cliRaw(c.entry, append(stuck, "write", "3", "--data", "x")...)
 	if exitCode(t, err) != 1 || !strings.Contains(errOut, "stripe 1 has no quorum") || !strings.Contains(errOut, "machine 2 down") {
 		t.Fatalf("write on a stripe without quorum: %q", errOut)
 	}

@@ -88,7 +88,7 @@ func FuzzSession(f *testing.F) {
 		}()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(safetyStop):
 			t.Fatal("the session did not end when its input did")
 		}
 		if len(mem.data) != 4096 {

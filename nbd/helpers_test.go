@@ -85,13 +85,17 @@ type testClient struct {
 	done chan error // ServeConn's result
 }
 
+// safetyStop turns a hung session into a failed read: a hang guard, long
+// enough that a loaded machine never reaches it.
+const safetyStop = 5 * time.Minute
+
 func startSession(t *testing.T, s *Server) *testClient {
 	t.Helper()
 	a, b := net.Pipe()
 	c := &testClient{t: t, conn: a, done: make(chan error, 1)}
 	go func() { c.done <- s.ServeConn(context.Background(), b) }()
 	t.Cleanup(func() { _ = a.Close() })
-	_ = a.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = a.SetDeadline(time.Now().Add(safetyStop))
 	return c
 }
 

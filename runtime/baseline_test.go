@@ -122,8 +122,10 @@ func TestBaselineLocalLeaderFailure(t *testing.T) {
 				t.Fatal("no operation on group 0 ran after its leader's machine stopped")
 			}
 			t.Logf("%d operations on group 0 after its leader stopped", after)
-			if res := porcupine.CheckOperations(workload.Model(l), hist); !res {
-				t.Fatalf("history of %d operations is not linearizable", len(hist))
+			v := workload.Check(l, hist)
+			t.Log(v)
+			if p := v.Problem(); p != "" {
+				t.Fatal(p)
 			}
 		})
 	}

@@ -209,9 +209,10 @@ func TestStreamsSurviveResets(t *testing.T) {
 	if int64(len(history)) < target {
 		t.Fatalf("only %d of %d operations completed", len(history), target)
 	}
-	res, _ := porcupine.CheckOperationsVerbose(workload.Model(l), history, 60*time.Second)
-	if res != porcupine.Ok {
-		t.Fatalf("history of %d operations is not linearizable (%v)", len(history), res)
+	v := workload.Check(l, history)
+	t.Log(v)
+	if p := v.Problem(); p != "" {
+		t.Fatal(p)
 	}
 	for _, p := range proxies {
 		p.calm.Store(true) // let the stripes settle

@@ -159,7 +159,7 @@ func TestKillChild(t *testing.T) {
 		for seq := 0; ; seq++ {
 			b := ownBlock(r, c, killClients, killLayout.NumBlocks())
 			say("w %d %d %d %d", round, c, seq, b)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
 			err := cl.Write(ctx, b, 0, killValue(round, c, seq))
 			cancel()
 			if err != nil {

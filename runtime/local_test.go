@@ -73,7 +73,7 @@ func waitParityConsistent(t *testing.T, lc *Local) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(safetyStop) // a hang guard
 	for st := 0; st < l.Stripes; st++ {
 		for {
 			d, p, busy := stripeBlocks(t, lc, st)

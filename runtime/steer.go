@@ -90,6 +90,17 @@ func (h *Host) Steer(from, to node.Addr, kind string, d time.Duration) {
 	h.log.Info("event filter installed", "from", from, "to", to, "kind", kind, "for", d)
 }
 
+// Unsteer ends the filters of kind from from to to before they expire. A
+// dropped message kind passes again at once; a timer, stream or hold
+// already waiting keeps the deadline it read.
+func (h *Host) Unsteer(from, to node.Addr, kind string) {
+	s := &h.steer
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fs = slices.DeleteFunc(s.fs, func(f steerFilter) bool { return f.from == from && f.to == to && f.kind == kind })
+	s.n.Store(int64(len(s.fs) + s.nheld))
+}
+
 // until is the latest deadline of the live filters of kind from from to
 // to (zero if none), forgetting expired filters.
 func (s *steering) until(from, to node.Addr, kind string) time.Time {

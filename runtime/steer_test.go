@@ -36,6 +36,11 @@ func TestSteeringFilters(t *testing.T) {
 	if n := h.steer.n.Load(); n != 1 {
 		t.Errorf("%d filters left, want 1 (the expired one forgotten)", n)
 	}
+	h.Unsteer("data/0", "reconfig", "ConfigOK")
+	if h.steer.drops("data/0", "reconfig", m) || h.steer.n.Load() != 0 {
+		t.Error("Unsteer left the filter of data/0 -> reconfig ConfigOK in place")
+	}
+	h.Steer("data/0", "reconfig", "ConfigOK", time.Hour)
 	if !h.steer.paused("data/0", "parity/1").IsZero() {
 		t.Error("a stream paused without a filter")
 	}

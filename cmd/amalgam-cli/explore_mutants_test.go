@@ -105,8 +105,8 @@ func TestMCExploreBrowser(t *testing.T) {
 		if b, err := os.ReadFile(saved); err == nil && json.Valid(b) {
 			break
 		}
-		if time.Since(start) > 30*time.Second {
-			t.Fatalf("no download %s after 30s", saved)
+		if time.Since(start) > safetyStop {
+			t.Fatalf("no download %s after %v", saved, safetyStop)
 		}
 	}
 	out, _, err := runMC(t, "--output", "json", "mc", "replay", saved)
@@ -147,8 +147,8 @@ func TestMCExploreOnViolation(t *testing.T) {
 			t.Fatalf("mc run ended before serving: %v", err)
 		default:
 		}
-		if time.Since(start) > time.Minute {
-			t.Fatalf("no explorer at %s after a minute: %v", addr, err)
+		if time.Since(start) > safetyStop {
+			t.Fatalf("no explorer at %s after %v: %v", addr, safetyStop, err)
 		}
 	}
 	var v struct {

@@ -214,10 +214,12 @@ func (ld *Load) Stop() {
 }
 
 // FinalReads stops the workers, then reads blocks [0, blocks) one at a
-// time, each within perRead and all within ctx, and adds the reads to the
-// history. It fails the test for every ledger block that does not hold its
-// worker's last acknowledged counter or a later pending one, and returns
-// how many of those lost an acknowledged write, and what each block held.
+// time and adds the reads to the history. A read that does not return
+// within perRead is recorded as pending and tried again (under a new
+// client id); the test fails only when ctx ends first. It fails the test
+// for every ledger block that does not hold its worker's last
+// acknowledged counter or a later pending one, and returns how many of
+// those lost an acknowledged write, and what each block held.
 func (ld *Load) FinalReads(ctx context.Context, blocks uint64, perRead time.Duration) (lost int, final [][]byte) {
 	ld.Stop()
 	t := ld.T
@@ -229,16 +231,24 @@ func (ld *Load) FinalReads(ctx context.Context, blocks uint64, perRead time.Dura
 	cid := ld.NewClientID()
 	for b := uint64(0); b < blocks; b++ {
 		ops := []msg.Op{{Kind: msg.OpRead, Block: b}}
-		rctx, cancel := context.WithTimeout(ctx, perRead)
-		call := ld.Now()
-		out, err := cl.Txn(rctx, ops)
-		ret := ld.Now()
-		cancel()
-		if err != nil {
-			t.Fatalf("final read of block %d: %v", b, err)
+		for {
+			rctx, cancel := context.WithTimeout(ctx, perRead)
+			call := ld.Now()
+			out, err := cl.Txn(rctx, ops)
+			ret := ld.Now()
+			cancel()
+			if err == nil {
+				ld.Record(porcupine.Operation{ClientId: cid, Input: ops, Call: call, Output: msg.Reply{Outcome: out}, Return: ret})
+				final = append(final, out.Results[0].Data)
+				break
+			}
+			if ctx.Err() != nil || errors.Is(err, client.ErrInvalid) {
+				t.Fatalf("final read of block %d: %v", b, err)
+			}
+			t.Logf("final read of block %d: %v; recorded as pending, reading again", b, err)
+			ld.Record(porcupine.Operation{ClientId: cid, Input: ops, Call: call, Return: math.MaxInt64})
+			cid = ld.NewClientID()
 		}
-		ld.Record(porcupine.Operation{ClientId: cid, Input: ops, Call: call, Output: msg.Reply{Outcome: out}, Return: ret})
-		final = append(final, out.Results[0].Data)
 	}
 	for w := 0; w < ld.Workers && ld.Shared+w < len(final); w++ {
 		got := binary.LittleEndian.Uint64(final[ld.Shared+w])
@@ -257,19 +267,19 @@ func (ld *Load) FinalReads(ctx context.Context, blocks uint64, perRead time.Dura
 	return lost, final
 }
 
-// Check runs porcupine over the history. When the history is not
-// linearizable, it writes a visualization and returns its path.
-func (ld *Load) Check(timeout time.Duration, name string) (porcupine.CheckResult, string) {
-	model := workload.Model(ld.Layout)
-	res, info := porcupine.CheckOperationsVerbose(model, ld.History(), timeout)
-	if res == porcupine.Ok {
-		return res, ""
+// Check runs porcupine over the history (workload.Check). When the
+// history is not linearizable, it writes a visualization and returns its
+// path.
+func (ld *Load) Check(name string) (workload.Verdict, string) {
+	v := workload.Check(ld.Layout, ld.History())
+	if v.Result != porcupine.Illegal {
+		return v, ""
 	}
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("amalgam-%s-%d.html", name, ld.Seed))
-	if err := porcupine.VisualizePath(model, info, path); err != nil {
+	if err := porcupine.VisualizePath(workload.Model(ld.Layout), v.Info, path); err != nil {
 		ld.T.Logf("visualization: %v", err)
 	}
-	return res, path
+	return v, path
 }
 
 // writes reports whether a transaction changes a block when it commits.

@@ -104,16 +104,20 @@ type Proc struct {
 
 	argv  []string
 	ready string
-	wait  time.Duration
 	done  chan struct{}
 	err   error // the exit error, once done is closed
 }
 
-// StartProc runs argv (argv[0] is the program) and waits up to wait until
-// its output shows ready; the test's cleanup kills it.
-func StartProc(t testing.TB, name, ready string, wait time.Duration, argv ...string) *Proc {
+// SafetyStop bounds the waits of the tests that use this package (a
+// process getting ready, a dial, a condition): a hang guard, long enough
+// that a loaded machine never reaches it, so that reaching it means a hang.
+const SafetyStop = 5 * time.Minute
+
+// StartProc runs argv (argv[0] is the program) and waits until its output
+// shows ready (failing after SafetyStop); the test's cleanup kills it.
+func StartProc(t testing.TB, name, ready string, argv ...string) *Proc {
 	t.Helper()
-	p := &Proc{Name: name, Out: &SyncBuf{}, argv: argv, ready: ready, wait: wait}
+	p := &Proc{Name: name, Out: &SyncBuf{}, argv: argv, ready: ready}
 	p.Start(t)
 	t.Cleanup(p.Kill)
 	return p
@@ -132,13 +136,13 @@ func (p *Proc) Start(t testing.TB) {
 	p.done = make(chan struct{})
 	cmd, done := p.Cmd, p.done
 	go func() { p.err = cmd.Wait(); close(done) }()
-	deadline := time.After(p.wait)
+	deadline := time.After(SafetyStop)
 	for !strings.Contains(p.Out.String()[mark:], p.ready) {
 		select {
 		case <-done:
 			t.Fatalf("%s exited before it was ready:\n%s", p.Name, p.Out)
 		case <-deadline:
-			t.Fatalf("%s not ready after %v:\n%s", p.Name, p.wait, p.Out)
+			t.Fatalf("%s not ready after %v:\n%s", p.Name, SafetyStop, p.Out)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -247,8 +251,8 @@ func FreeAddrs(t testing.TB, ip string, n int) []string {
 	return out
 }
 
-// Dial connects to entries (an address list) within 10s and closes the
-// client when the test ends.
+// Dial connects to entries (an address list), failing after SafetyStop,
+// and closes the client when the test ends.
 func Dial(t testing.TB, entries string) *client.Client {
 	t.Helper()
 	return DialAttempt(t, entries, 0)
@@ -258,7 +262,7 @@ func Dial(t testing.TB, entries string) *client.Client {
 // client's default).
 func DialAttempt(t testing.TB, entries string, attempt time.Duration) *client.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), SafetyStop)
 	defer cancel()
 	c, err := client.Dial(ctx, entries, client.Options{AttemptTimeout: attempt})
 	if err != nil {

@@ -86,7 +86,7 @@ func (c *cluster) logs() string {
 func (c *cluster) start(name, ready string, wrap []string, args ...string) *e2etest.Proc {
 	c.t.Helper()
 	argv := append(append(slices.Clone(wrap), filepath.Join(bin, "amalgam-server")), args...)
-	p := e2etest.StartProc(c.t, name, ready, 60*time.Second, argv...)
+	p := e2etest.StartProc(c.t, name, ready, argv...)
 	c.mu.Lock()
 	c.procs = append(c.procs, p)
 	c.mu.Unlock()
@@ -256,7 +256,7 @@ func (c *cluster) replenish() {
 			c.startHost(h, -1)
 		}
 	}
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(e2etest.SafetyStop); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		s = c.observe()
 		ok := true
 		for _, h := range want {

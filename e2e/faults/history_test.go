@@ -23,7 +23,9 @@ func newLoad(c *cluster, seed uint64, workers int) *e2etest.Load {
 // finish stops the clients, reads every block (the final reads join the
 // history) and returns the acknowledged ledger writes that were lost.
 func finish(ld *e2etest.Load) (lost int) {
-	lost, _ = ld.FinalReads(context.Background(), uint64(ld.Shared+ld.Workers), 2*opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), e2etest.SafetyStop)
+	defer cancel()
+	lost, _ = ld.FinalReads(ctx, uint64(ld.Shared+ld.Workers), 2*opTimeout)
 	return lost
 }
 

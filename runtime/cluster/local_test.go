@@ -12,6 +12,8 @@ import (
 	"github.com/amalgam-store/amalgam/client"
 	"github.com/amalgam-store/amalgam/e2e/e2etest"
 	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/msg"
+	"github.com/amalgam-store/amalgam/node"
 )
 
 // writers run clients that each own some blocks and write increasing
@@ -229,25 +231,44 @@ func TestReplaceInProcess(t *testing.T) {
 }
 
 // TestReplacementPostponedInProcess: on the production runtime, with two
-// data servers of every stripe replaced and still rebuilding (a pause
-// between stripes), the service postpones the replacement of a parity
-// server of their stripes (SLC, thesis 3.4.2) and says so to admin
-// replace and admin config; the servers' msg.Rebuilt, carried through the
-// Raft log, releases it, and the cluster ends healthy with every write
-// made meanwhile intact.
+// data servers of every stripe replaced and still rebuilding (the test
+// drops their snapshot answers until it has asked for the next
+// replacement), the service postpones the replacement of a parity server
+// of their stripes (SLC, thesis 3.4.2) and says so to admin replace and
+// admin config; once the answers pass, the servers' msg.Rebuilt, carried
+// through the Raft log, releases it, and the cluster ends healthy with
+// every write made meanwhile intact. A pause between stripes keeps the
+// rebuild going while the writers run.
 func TestReplacementPostponedInProcess(t *testing.T) {
 	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: 5, BlockSize: 64}
 	lc := startHealthy(t, Options{Layout: l, Durability: "durable", DataDir: t.TempDir(), Addr: "127.0.0.1:0",
-		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: 1500 * time.Millisecond})
+		RaftTick: 50 * time.Millisecond, NoSync: true, RebuildPause: 500 * time.Millisecond})
 
 	ctx, cancel := context.WithTimeout(context.Background(), safetyStop)
 	defer cancel()
 	admin := e2etest.Dial(t, lc.Entries)
-	// No writes yet: requests for degraded blocks would rebuild them at
-	// once, and the replacements must still be rebuilding (a stripe every
-	// 1.5 s) when parity/3 is asked for.
-	for _, s := range []string{"data/0", "data/1"} {
-		r, err := admin.Replace(ctx, s, false)
+	// The replacements of data/0 and data/1 stay degraded until release:
+	// every snapshot answer to them is dropped (answers may be lost; they
+	// ask again). No writes yet: a held request would wait too.
+	rebuilding := []node.Addr{"data/0", "data/1"}
+	hold := func(on bool) {
+		for m, mc := range lc.Machines {
+			for _, from := range []node.Addr{msg.DataAddr(m), msg.ParityAddr(m)} {
+				for _, to := range rebuilding {
+					for _, k := range []string{"SnapshotData", "SnapshotParity"} {
+						if on {
+							mc.Steer(from, to, k, safetyStop)
+						} else {
+							mc.Unsteer(from, to, k)
+						}
+					}
+				}
+			}
+		}
+	}
+	hold(true)
+	for _, s := range rebuilding {
+		r, err := admin.Replace(ctx, string(s), false)
 		if err != nil || len(r.GetPostponed()) != 0 {
 			t.Fatalf("replace %s: %v, postponed %v", s, err, r.GetPostponed())
 		}
@@ -267,6 +288,7 @@ func TestReplacementPostponedInProcess(t *testing.T) {
 	if err != nil || len(h.GetPostponed()) != 1 || len(h.GetDegraded()) == 0 {
 		t.Fatalf("history: %v, postponed %v, degraded %v", err, h.GetPostponed(), h.GetDegraded())
 	}
+	hold(false)
 	w := startWriters(t, lc, 2)
 	d := e2etest.WaitFor(t, "parity/3 replaced", safetyStop, func() (bool, string) {
 		h := lc.Leader()
