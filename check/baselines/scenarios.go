@@ -200,7 +200,8 @@ var (
 			"reads b0 (starting at member 1); up to 2 timer firings per path, no loss",
 		spInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}, 0, 1), mc.Settings{MaxTimerFires: 2}, spInvariants)
 	ShardedPaxosRestartLeader = spRestartScenario("restart-leader", "shardedpaxos-normal with member 0, the leader, "+
-		"crashing at any moment and restarting from what it persisted (durable mode); up to 3 timer firings per path", 0)
+		"running ahead of its disk (its accept requests and replies sent before they are durable), crashing at any "+
+		"moment and restarting from what was durable (durable mode); up to 3 timer firings per path", 0)
 	ShardedPaxosRestartWitness = spRestartScenario("restart-witness", "shardedpaxos-normal with member 2, the witness, "+
 		"crashing at any moment and restarting from what it persisted (durable mode); up to 3 timer firings per path", 2)
 	RSPaxosNormal = scenario("rspaxos", "normal",
@@ -237,8 +238,9 @@ func rsRestartScenario() *mc.Scenario {
 		r := crashed.(*rspaxos.Replica)
 		return rspaxos.NewReplica(rsCfg, code, r.Group(), r.Member())
 	}, rsCfg.Addr(0, 0), 2, true)
-	return scenario("rspaxos", "restart-leader", "rspaxos-normal with member 0, the leader, crashing at any moment and "+
-		"restarting from what it persisted (durable mode); up to 2 timer firings per path", init, settings, rsInvariants)
+	return scenario("rspaxos", "restart-leader", "rspaxos-normal with member 0, the leader, running ahead of its disk "+
+		"(its accept requests sent before they are durable), crashing at any moment and restarting from what was durable "+
+		"(durable mode); up to 2 timer firings per path", init, settings, rsInvariants)
 }
 
 // scenario is the scenario system-name of a baseline, whose traces
