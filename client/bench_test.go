@@ -163,15 +163,21 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 // BenchmarkShardedPaxosDurableWrite measures durable 4 KiB whole-block
 // writes through the Go client on an in-process ShardedPaxos deployment
 // (runtime.StartBaselineLocal: 3 groups, f=1, 1024 blocks, pebble in a
-// temporary directory) with 32 concurrent clients: throughput, p50 and
-// the stores' syncs per write.
+// temporary directory) with 1 and 32 concurrent clients: throughput, p50
+// and the stores' syncs per write.
 //
 //	go test -p 1 -run XXX -bench ShardedPaxosDurable -benchtime 20000x ./client
 func BenchmarkShardedPaxosDurableWrite(b *testing.B) {
+	for _, clients := range []int{1, 32} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchShardedPaxos(b, clients) })
+	}
+}
+
+func benchShardedPaxos(b *testing.B, clients int) {
 	if os.Getenv("GOMAXPROCS") == "" {
 		defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(runtime.SyncProcs(runtime.DefaultProcs())))
 	}
-	const size, clients = 4 << 10, 32
+	const size = 4 << 10
 	l := erasure.Layout{N: 3, G: 1, F: 1, Stripes: 1024, BlockSize: size}
 	bl, err := runtime.StartBaselineLocal("shardedpaxos", runtime.LocalOptions{Layout: l, Durability: "durable",
 		DataDir: b.TempDir(), Addr: "127.0.0.1:0"})
