@@ -60,7 +60,7 @@ type EarlySends interface {
 // leader's accept requests): SendsEarly reports it for one message the
 // node sends. A host sends those at once, in the order of the node's
 // batches, and holds everything else the batch produced until it is
-// durable (runtime/lazysync.go, early sends). A crash may then lose a
+// durable (runtime/lazysync.go, sends ahead). A crash may then lose a
 // suffix of the node's batches whose early messages have left; the node
 // must be safe when it restarts from the state before them. The model
 // checker checks a node with mc.State.LagOn.
