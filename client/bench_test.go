@@ -159,3 +159,71 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 		}
 	}
 }
+
+// BenchmarkShardedPaxosDurableWrite measures durable 4 KiB whole-block
+// writes through the Go client on an in-process ShardedPaxos deployment
+// (runtime.StartBaselineLocal: 3 groups, f=1, 1024 blocks, pebble in a
+// temporary directory) with 1 and 32 concurrent clients: throughput, p50
+// and the stores' syncs per write.
+//
+//	go test -p 1 -run XXX -bench ShardedPaxosDurable -benchtime 20000x ./client
+func BenchmarkShardedPaxosDurableWrite(b *testing.B) {
+	for _, clients := range []int{1, 32} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchShardedPaxos(b, clients) })
+	}
+}
+
+func benchShardedPaxos(b *testing.B, clients int) {
+	if os.Getenv("GOMAXPROCS") == "" {
+		defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(runtime.SyncProcs(runtime.DefaultProcs())))
+	}
+	const size = 4 << 10
+	l := erasure.Layout{N: 3, G: 1, F: 1, Stripes: 1024, BlockSize: size}
+	bl, err := runtime.StartBaselineLocal("shardedpaxos", runtime.LocalOptions{Layout: l, Durability: "durable",
+		DataDir: b.TempDir(), Addr: "127.0.0.1:0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bl.Close()
+	ctx := context.Background()
+	doers := make([]loadgen.Doer, clients)
+	data := make([]byte, size)
+	for i := range doers {
+		c, err := client.Dial(ctx, bl.EntryAddr, client.Options{AttemptTimeout: 30 * time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		for m := 0; m < l.N; m++ {
+			if err := c.Write(ctx, l.ShardBlocks(m)[0], 0, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		doers[i] = loadgen.TxnDoer{C: c}
+	}
+	var disk [2]runtime.DiskStats // at the start and the end of the measured writes
+	spec := loadgen.Spec{Workload: loadgen.Write, BlockSize: size, Blocks: l.NumBlocks(), Clients: clients, Ops: int64(b.N)}
+	res := loadgen.Run(ctx, spec, doers, func(at string) {
+		end := at != "start"
+		if !end {
+			b.ResetTimer()
+		}
+		disk[btoi(end)] = runtime.StoreDiskStats()
+		if end {
+			b.StopTimer()
+		}
+	})
+	if res.Errors > 0 || res.Ops == 0 {
+		b.Fatalf("%d writes, %d failed (the first: %s)", res.Ops, res.Errors, res.FirstError)
+	}
+	b.ReportMetric(res.OpsPerSec, "ops/s")
+	b.ReportMetric(res.P50ms, "p50-ms")
+	b.ReportMetric(float64(disk[1].Syncs-disk[0].Syncs)/float64(res.Ops), "syncs/op")
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -24,9 +24,10 @@ const (
 	Restart                        // restart a crashed node from what it persisted
 	Partition                      // cut a node's links for at most Settings.PartitionEvents events
 	Heal                           // end the cut before its last event
+	Sync                           // a node's disk catches up with it (State.LagOn)
 )
 
-var kindNames = [...]string{"?", "deliver", "duplicate", "drop", "stream", "fire", "crash", "restart", "partition", "heal"}
+var kindNames = [...]string{"?", "deliver", "duplicate", "drop", "stream", "fire", "crash", "restart", "partition", "heal", "sync"}
 
 func (k EventKind) String() string {
 	if k < 0 || int(k) >= len(kindNames) {
@@ -64,7 +65,7 @@ type Event struct {
 // Target is the node that handles the event (the crashed node for Crash,
 // the restarted one for Restart).
 func (e Event) Target() node.Addr {
-	if e.Kind == Fire || e.Kind == Crash || e.Kind == Restart || e.Kind == Partition || e.Kind == Heal {
+	if e.Kind == Fire || e.Kind == Crash || e.Kind == Restart || e.Kind == Partition || e.Kind == Heal || e.Kind == Sync {
 		return e.Node
 	}
 	return e.Env.To
@@ -95,6 +96,8 @@ func (e Event) String() string {
 		return fmt.Sprintf("partition %s from every other node for at most %d events", e.Node, e.Timer)
 	case Heal:
 		return fmt.Sprintf("heal the cut of %s", e.Node)
+	case Sync:
+		return fmt.Sprintf("sync %s: its state is durable, its held messages leave", e.Node)
 	}
 	return fmt.Sprintf("%s %s -> %s %s", e.Kind, e.Env.From, e.Env.To, Describe(e.Env.Msg))
 }
@@ -191,6 +194,11 @@ func (s *State) appendEvents(out []Event, set Settings) []Event {
 	}
 	if s.cut != 0 {
 		out = append(out, Event{Kind: Heal, Node: s.sys.addrs[s.cut-1]})
+	}
+	for i, in := range s.nodes {
+		if in.disk != nil && !s.crashed[i] {
+			out = append(out, Event{Kind: Sync, Node: s.sys.addrs[i]})
+		}
 	}
 	if s.cut == 0 && set.MaxPartitions != 0 && allows(set.MaxPartitions, s.used.Partitions) {
 		for i, a := range s.sys.addrs {
@@ -529,13 +537,23 @@ func (s *State) applyWith(b *builder, e Event) (*State, error) {
 			return nil, fmt.Errorf("mc: %v: no such cut", e)
 		}
 		b.n.cut, b.n.cutLeft = 0, 0
+	case Sync:
+		i, ok := s.sys.index[e.Node]
+		if !ok || s.crashed[i] || s.nodes[i].disk == nil {
+			return nil, fmt.Errorf("mc: %v: not a live node ahead of its disk", e)
+		}
+		in := s.nodes[i]
+		b.touch(i)
+		b.ownNodes()
+		b.n.nodes[i] = &instance{nd: in.nd, h: in.h}
+		b.flush(i, in.held, nil, nil)
 	default:
 		return nil, fmt.Errorf("mc: unknown event kind %d", e.Kind)
 	}
 	if b.noop && err == nil {
 		return nil, errNoOp
 	}
-	if s.cut != 0 && e.Kind != Partition && e.Kind != Heal {
+	if s.cut != 0 && e.Kind != Partition && e.Kind != Heal && e.Kind != Sync {
 		if b.n.cutLeft--; b.n.cutLeft <= 0 {
 			b.n.cut, b.n.cutLeft = 0, 0
 		}
@@ -712,7 +730,14 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 	}
 	b.touch(i)
 	b.ownNodes()
-	n.nodes[i] = ef.inst
+	inst, sends := ef.inst, ef.sends
+	if n.sys.lags(i) {
+		var err error
+		if inst, sends, err = n.ahead(i, ef); err != nil {
+			return err
+		}
+	}
+	n.nodes[i] = inst
 	if ef.replies > 0 {
 		ci := uint8(slices.Index(n.sys.clients, i))
 		n.returns = slices.Clone(n.returns)
@@ -721,7 +746,7 @@ func (b *builder) handle(i int, from node.Addr, m node.Message, t node.Timer, ev
 			n.retHash = returnHash(n.retHash, ci)
 		}
 	}
-	b.flush(i, ef.sends, ef.streams, ef.timers)
+	b.flush(i, sends, ef.streams, ef.timers)
 	return nil
 }
 

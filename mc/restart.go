@@ -92,6 +92,9 @@ func (s *State) image(i int) (diskImage, bool) {
 	if s.sys.behind != nil && s.nodes[i].prev != nil {
 		nd, h = s.nodes[i].prev, s.nodes[i].prevH
 	}
+	if d := s.nodes[i].disk; d != nil { // LagOn: what the last Sync made durable
+		nd, h = d.nd, d.h
+	}
 	c := s.sys.clone(nd, h)
 	p, ok := c.(node.Persistent)
 	if !ok {

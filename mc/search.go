@@ -142,7 +142,7 @@ func newTnode(parent *tnode, s *State, e Event) *tnode {
 		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
 	case Crash:
 		t.node, t.hash = int32(s.sys.index[e.Node]), e.earlyKey() // 0 but for SendsBeforeDurableOn's crashes
-	case Restart, Heal:
+	case Restart, Heal, Sync:
 		t.node, t.hash = int32(s.sys.index[e.Node]), 0
 	case Partition:
 		t.node, t.hash = int32(s.sys.index[e.Node]), e.Timer
@@ -212,7 +212,7 @@ func (t *tnode) matches(s *State, e Event) bool {
 		return e.Timer == t.hash && s.sys.index[e.Node] == int(t.node)
 	case Crash:
 		return s.sys.index[e.Node] == int(t.node) && e.earlyKey() == t.hash
-	case Restart, Heal:
+	case Restart, Heal, Sync:
 		return s.sys.index[e.Node] == int(t.node)
 	}
 	return e.Env.hash == t.hash

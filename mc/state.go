@@ -120,6 +120,7 @@ type system struct {
 	corrupt func(a node.Addr, disk map[string][]byte) // see CorruptDisk
 	behind  func(node.Addr, node.Message) bool        // see PersistBehindOn
 	early   func(node.Addr, node.Message) bool        // see SendsBeforeDurableOn
+	lag     []bool                                    // by node index: see LagOn
 	keep    bool                                      // see KeepDelivered
 	sym     *symmetry                                 // see Symmetric
 }
@@ -135,6 +136,11 @@ type instance struct {
 	// kept only in systems set PersistBehind.
 	prev  node.Node
 	prevH uint64
+	// disk is the node as it last was durable, when it runs ahead of its
+	// disk (State.LagOn), and held the unordered messages its handlers
+	// sent since, which wait for its disk; nil when the disk is current.
+	disk *instance
+	held []Envelope
 }
 
 type viewBox struct{ v any }
@@ -314,6 +320,7 @@ const (
 	kFP        = 0x589965cc75374cc3
 	kRestart   = 0x1d8e4e27c47d124f
 	kPartition = 0x6c8e9cf570932bd5
+	kLag       = 0x2545f4914f6cdd1d
 )
 
 // nodePart hashes node i's state, crash flag and timers (in order).
@@ -321,6 +328,12 @@ func (s *State) nodePart(i int) uint64 {
 	h := mix(kNode*uint64(i+1) ^ s.nodes[i].h)
 	if s.crashed[i] {
 		h = mix(h ^ kCrashed)
+	}
+	if d := s.nodes[i].disk; d != nil {
+		h = mix(h ^ kLag ^ d.h)
+		for _, e := range s.nodes[i].held {
+			h = mix(h ^ e.hash)
+		}
 	}
 	for _, t := range s.timers[i] {
 		h = mix(h ^ t.hash)

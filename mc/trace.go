@@ -54,7 +54,7 @@ func encodeEvent(e Event) TraceEvent {
 		if len(e.Handled) > 0 { // a crash after handling stream messages (SendsBeforeDurableOn)
 			te.From, te.To, te.Msg = string(e.Env.From), string(e.Env.To), strconv.FormatUint(e.earlyKey(), 16)
 		}
-	case Restart, Heal:
+	case Restart, Heal, Sync:
 		te.Node = string(e.Node)
 	case Partition:
 		te.Node, te.Timer = string(e.Node), strconv.FormatUint(e.Timer, 16)
@@ -74,7 +74,7 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 	switch k {
 	case Fire, Partition:
 		h, err = strconv.ParseUint(te.Timer, 16, 64)
-	case Restart, Heal:
+	case Restart, Heal, Sync:
 	case Crash:
 		if te.Msg != "" {
 			h, err = strconv.ParseUint(te.Msg, 16, 64)
@@ -106,7 +106,7 @@ func (te TraceEvent) resolve(s *State) (Event, error) {
 			if string(e.Node) == te.Node && e.earlyKey() == h {
 				return e, nil
 			}
-		case Restart, Heal:
+		case Restart, Heal, Sync:
 			if string(e.Node) == te.Node {
 				return e, nil
 			}
@@ -281,7 +281,7 @@ func Reorder(init *State, events []Event, inv []Predicate, pred string) []Event 
 	lastAt := map[node.Addr]int{}
 	s := init
 	for i, e := range events {
-		if e.Kind != Fire && e.Kind != Crash && e.Kind != Restart && e.Kind != Partition && e.Kind != Heal {
+		if e.Kind != Fire && e.Kind != Crash && e.Kind != Restart && e.Kind != Partition && e.Kind != Heal && e.Kind != Sync {
 			if j, ok := sender[e.Env.hash]; ok {
 				deps[i] = append(deps[i], j)
 			}

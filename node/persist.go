@@ -55,6 +55,20 @@ type EarlySends interface {
 	EarlySends()
 }
 
+// EarlySender is implemented by nodes some of whose unordered messages
+// may leave before the batch that sends them is durable (a Multi-Paxos
+// leader's accept requests): SendsEarly reports it for one message the
+// node sends. A host sends those at once, in the order of the node's
+// batches, and holds everything else the batch produced until it is
+// durable (runtime/lazysync.go, sends ahead). A crash may then lose a
+// suffix of the node's batches whose early messages have left; the node
+// must be safe when it restarts from the state before them. The model
+// checker checks a node with mc.State.LagOn.
+type EarlySender interface {
+	Node
+	SendsEarly(m Message) bool
+}
+
 // Backer is implemented by persisted nodes whose own records hold some of
 // the stream messages they send (a data server's pending operation holds
 // its PREPAREs). A host may then store such a message once: in the node's

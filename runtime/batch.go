@@ -99,6 +99,9 @@ type ready struct {
 	// Released once durable (with appends and acks).
 	sends  []effect
 	timers []timerEffect
+	// ahead are the unordered messages the node lets leave before the
+	// batch is durable (node.EarlySender): sent once it is persisted.
+	ahead []effect
 	// handled names the kinds of events the batch handled, when sync
 	// causes are counted (synccause.go).
 	handled kinds
@@ -119,6 +122,11 @@ func (l *loop) process(batch []event, restart bool) {
 	rd := l.collect(batch, restart)
 	rd.start = start
 	l.persist(rd)
+	if l.h.ctx.Err() == nil {
+		for _, s := range rd.ahead { // after every earlier batch's (lazysync.go)
+			l.h.send(l.addr, s.to, s.m)
+		}
+	}
 	if timed {
 		stageSince("handle+write "+role(l.addr), start)
 		rd.written = time.Now()
@@ -273,6 +281,9 @@ func (l *loop) collect(batch []event, restart bool) *ready {
 	rd.epoch = l.epoch
 	l.number(ctx.streams, rd)
 	rd.sends, rd.timers = ctx.sends, ctx.timers
+	if es, ok := l.n.(node.EarlySender); ok {
+		rd.ahead, rd.sends = splitEarly(es, rd.sends)
+	}
 	rd.lazy = l.pipe != nil && lazyBatch(rd, ctx.streams, early)
 	rd.early = rd.lazy && early
 	return rd

@@ -33,6 +33,17 @@ import (
 // state before the first of them, sends the same (the model checker's
 // crashes of mc.State.SendsBeforeDurableOn).
 //
+// Sends ahead. A node that implements node.EarlySender names some of its
+// unordered messages (a Multi-Paxos leader's accept requests) that may
+// leave before their batch is durable: the loop sends them as soon as it
+// has persisted the batch (applied, not yet synced), so after those of
+// every earlier batch, and the batch keeps everything else, its other
+// unordered messages included, until it is durable as usual. They do not
+// make a batch synced or lazy: only its other effects decide. A crash
+// loses a suffix of the node's batches whose messages ahead may have
+// left; the node's SendsEarly answers for that (the model checker's
+// mc.State.LagOn).
+//
 // A crash loses the lazy batches not yet covered, as it loses synced
 // batches whose fsync had not returned: nothing they produced has left
 // but early sends, their stream messages are redelivered (their
@@ -177,4 +188,17 @@ func earlyEvent(ev event) bool {
 
 func (c *incChanges) empty() bool {
 	return !c.wipe && len(c.outs) == 0 && len(c.ins) == 0 && len(c.peers) == 0 && len(c.ended) == 0
+}
+
+// splitEarly splits a batch's unordered messages into those es lets leave
+// before the batch is durable and the rest, each in order.
+func splitEarly(es node.EarlySender, sends []effect) (ahead, rest []effect) {
+	for _, s := range sends {
+		if es.SendsEarly(s.m) {
+			ahead = append(ahead, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	return ahead, rest
 }

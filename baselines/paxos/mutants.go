@@ -13,4 +13,12 @@ const (
 	// MutantRestartLeads lets a restarted member 0 lead the zero ballot
 	// again from slot 1, as a fresh deployment's does.
 	MutantRestartLeads = "restart-leads"
+	// MutantSelfVoteAtOnce counts the leader's own vote as it proposes,
+	// while its accept requests leave before the acceptance is durable: a
+	// crash can lose an acceptance that completed a quorum.
+	MutantSelfVoteAtOnce = "self-vote-at-once"
+	// MutantRestartKeepsBallot lets a restarted replica that led its
+	// promised ballot lead it again, after the slots it remembers: it can
+	// propose a second value in a slot whose proposal its crash lost.
+	MutantRestartKeepsBallot = "restart-keeps-ballot"
 )

@@ -205,6 +205,9 @@ func (r *Replica[V, I, P]) sendHeartbeats(ctx node.Context) {
 	hb := Heartbeat[V, I]{Ballot: r.bal, Member: r.me, Commit: r.applied, GC: r.log.Base}
 	r.hbCommit = r.applied
 	r.others(func(_ int, a node.Addr) { ctx.Send(a, hb) })
+	// The leader's own applied prefix, reported to itself once durable,
+	// bounds garbage collection like the followers'.
+	ctx.Send(r.Addr(r.me), HeartbeatOK[V, I]{Ballot: r.bal, Member: r.me, Applied: r.applied})
 }
 
 func (r *Replica[V, I, P]) onHeartbeatTimer(ctx node.Context, t HeartbeatTimer[V, I]) {
@@ -218,6 +221,9 @@ func (r *Replica[V, I, P]) onHeartbeatTimer(ctx node.Context, t HeartbeatTimer[V
 	for s := r.applied + 1; s < min(r.next, r.hbNext); s++ {
 		if e := r.log.At(s); e != nil && !e.chosen && e.bal == r.bal {
 			r.sendP2a(ctx, s, e, e.votes)
+			if !e.votes.Has(r.me) {
+				r.selfAccept(ctx, s, e) // lost (a crash's, or the network's)
+			}
 		}
 	}
 	r.hbNext = r.next
@@ -244,7 +250,7 @@ func (r *Replica[V, I, P]) onHeartbeatOK(ctx node.Context, from node.Addr, m Hea
 	// Only slots committed when the last heartbeat left: the follower
 	// learns later ones from the next P2a or heartbeat, and resending
 	// their values would flood it under load.
-	if upto := min(r.applied, r.hbCommit); m.Applied < upto {
+	if upto := min(r.applied, r.hbCommit); m.Applied < upto && m.Member != r.me {
 		var es []Chosen[V]
 		for s := m.Applied + 1; s <= upto && len(es) < r.tm.LearnBatch; s++ {
 			if e := r.log.At(s); e != nil && e.chosen {
@@ -260,10 +266,8 @@ func (r *Replica[V, I, P]) onHeartbeatOK(ctx node.Context, from node.Addr, m Hea
 		}
 	}
 	gc := r.applied
-	for i, a := range r.peerApplied {
-		if i != r.me {
-			gc = min(gc, a)
-		}
+	for _, a := range r.peerApplied {
+		gc = min(gc, a)
 	}
 	r.collect(gc)
 }

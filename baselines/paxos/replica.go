@@ -82,6 +82,16 @@ func (r *Replica[V, I, P]) Init(ctx node.Context) {
 		r.peerApplied = make([]uint64, r.p.Full)
 		ctx.SetTimer(HeartbeatTimer[V, I]{Ballot: r.bal}, r.tm.Heartbeat, r.tm.Heartbeat)
 	}
+	if r.saved.restored && Mutant == MutantRestartKeepsBallot && r.promised.Leader == r.me {
+		// The bug: lead the promised ballot again after the slots the
+		// replica remembers, which may not be all it proposed.
+		r.role, r.bal = Leader, r.promised
+		r.hbCommit = r.applied
+		r.next = max(r.log.Last(), r.applied) + 1
+		r.hbNext = r.next
+		r.peerApplied = make([]uint64, r.p.Full)
+		ctx.SetTimer(HeartbeatTimer[V, I]{Ballot: r.bal}, r.tm.Heartbeat, r.tm.Heartbeat)
+	}
 }
 
 func (r *Replica[V, I, P]) setElectionTimer(ctx node.Context) {
@@ -204,13 +214,42 @@ func (r *Replica[V, I, P]) onRequest(ctx node.Context, from node.Addr, req msg.R
 
 // propose puts v (with all its pieces, if erasure-coded) in slot at the
 // leader's ballot, accepts it locally and asks every other member to
-// accept it.
+// accept it. The accept requests may leave before the local acceptance
+// is durable (SendsEarly); the leader's own vote counts only when its
+// answer to itself arrives, which leaves once it is (selfAccept).
 func (r *Replica[V, I, P]) propose(ctx node.Context, slot uint64, v V, pieces [][]byte) {
 	e := r.log.Grow(slot)
-	e.bal, e.accepted, e.votes, e.pieces = r.bal, true, Vote(r.me), pieces
+	e.bal, e.accepted, e.votes, e.pieces = r.bal, true, 0, pieces
 	e.acc = v.WithPiece(piece(pieces, r.me))
 	r.accepted(slot, e)
 	r.sendP2a(ctx, slot, e, 0)
+	if Mutant == MutantSelfVoteAtOnce {
+		e.votes = Vote(r.me) // the bug: counted before it is durable
+		return
+	}
+	r.selfAccept(ctx, slot, e)
+}
+
+// selfAccept sends the leader's own P2b for slot to itself. It is not an
+// early message, so the host releases it only once the batch that
+// accepted the slot is durable, as a follower's.
+func (r *Replica[V, I, P]) selfAccept(ctx node.Context, slot uint64, e *entry[V]) {
+	ctx.Send(r.Addr(r.me), P2b[V, I]{Ballot: r.bal, Member: r.me, Slot: slot, Val: e.acc.ID()})
+}
+
+// SendsEarly implements node.EarlySender: a leader's accept requests may
+// leave before the batch that proposed them is durable. Its own vote
+// waits for the disk (selfAccept), and a restarted replica is a follower
+// that leads again only at a higher ballot after phase 1 (Init), so a
+// proposal lost with the batch is never replaced by another at its
+// ballot: to the others the leader's crash is one acceptor that did not
+// answer. The commit and GC points the requests carry are safe too: a
+// slot is chosen once a quorum's acceptances are durable, and the GC
+// point counts the leader's own applied prefix only as its durable
+// HeartbeatOK to itself reports it.
+func (r *Replica[V, I, P]) SendsEarly(m node.Message) bool {
+	_, ok := m.(P2a[V, I])
+	return ok
 }
 
 func piece(pieces [][]byte, i int) []byte {

@@ -95,14 +95,14 @@ func TestPhase1RebuildsPut(t *testing.T) {
 func TestGetDecodes(t *testing.T) {
 	r, ctx := newAt(t, cfg1, 0, 0)
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: []msg.Op{{Kind: msg.OpWrite, Block: 0, Data: block(4)}}})
-	for m := 1; m <= 2; m++ {
+	for m := 0; m <= 2; m++ { // 0: the leader's own acceptance, sent to itself
 		r.Handle(ctx, cfg1.Addr(0, m), P2b{Member: m, Slot: 1, Val: ID{Kind: Put, Client: 1, Seq: 1}})
 	}
 	if r.Applied() != 1 {
 		t.Fatalf("PUT not applied with a quorum of 3")
 	}
 	r.Handle(ctx, "client/1", msg.Request{Client: 2, Seq: 1, Ops: []msg.Op{{Kind: msg.OpRead, Block: 0}}})
-	for m := 1; m <= 2; m++ {
+	for m := 0; m <= 2; m++ {
 		r.Handle(ctx, cfg1.Addr(0, m), P2b{Member: m, Slot: 2, Val: ID{Kind: Get, Client: 2, Seq: 1}})
 	}
 	if r.Applied() != 2 || r.Reads() != 1 {
@@ -147,7 +147,7 @@ func TestCloneAndHash(t *testing.T) {
 	if c.Hash() != h {
 		t.Fatalf("clone hashes %x, original %x", c.Hash(), h)
 	}
-	for m := 1; m <= 2; m++ {
+	for m := 0; m <= 2; m++ { // 0: the leader's own acceptance, sent to itself
 		c.Handle(ctx, cfg1.Addr(0, m), P2b{Member: m, Slot: 1, Val: ID{Kind: Put, Client: 1, Seq: 1}})
 		c.Handle(ctx, cfg1.Addr(0, m), P2b{Member: m, Slot: 2, Val: ID{Kind: Get, Client: 2, Seq: 1}})
 	}

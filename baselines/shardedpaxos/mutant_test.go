@@ -14,7 +14,7 @@ import (
 // TestThesisBugFound injects the bug of thesis 4.2 (phase 2 replies carry
 // only the value, and the leader counts them whatever ballot they answer)
 // and checks that the guided search finds two values chosen for one slot
-// within thesisPhaseStates states a phase (about 32,800 states in all,
+// within thesisPhaseStates states a phase (about 51,200 states in all,
 // with one worker). The time it took is logged, not asserted (DSLabs
 // reports 18 s for its guided test; docs/model-checking.md compares).
 func TestThesisBugFound(t *testing.T) {

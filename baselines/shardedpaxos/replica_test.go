@@ -87,8 +87,8 @@ func TestLeaderCommitAndGC(t *testing.T) {
 	r, ctx := newAt(cfg, 0, 0)
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: addOp(0, 4)})
 	out := ctx.Take().Messages()
-	if len(out) != 2 {
-		t.Fatalf("leader sent %d messages for a request, want 2 accept requests", len(out))
+	if len(out) != 3 || out[2].To != cfg.Addr(0, 0) {
+		t.Fatalf("leader sent %+v for a request, want 2 accept requests and its own acceptance to itself", out)
 	}
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: addOp(0, 4)})
 	if n := len(ctx.Take().Messages()); n != 0 {
@@ -100,6 +100,10 @@ func TestLeaderCommitAndGC(t *testing.T) {
 		t.Fatal("counted a phase 2 reply to another ballot")
 	}
 	r.Handle(ctx, cfg.Addr(0, 2), P2b{Member: 2, Slot: 1, Val: ID{Client: 1, Seq: 1}})
+	if r.Applied() != 0 {
+		t.Fatal("chosen before the leader's own acceptance came back")
+	}
+	r.Handle(ctx, cfg.Addr(0, 0), P2b{Member: 0, Slot: 1, Val: ID{Client: 1, Seq: 1}})
 	if r.Applied() != 1 || counter(r, 0) != 4 {
 		t.Fatalf("applied %d, counter %d; want 1 and 4", r.Applied(), counter(r, 0))
 	}
@@ -130,6 +134,10 @@ func TestLeaderCommitAndGC(t *testing.T) {
 		t.Fatalf("sent %+v, want Learn of slot 1", out[0].Msg)
 	}
 	r.Handle(ctx, cfg.Addr(0, 1), HeartbeatOK{Member: 1, Applied: 1})
+	if r.GC() != 0 {
+		t.Fatalf("gc %d before the leader's own applied prefix came back, want 0", r.GC())
+	}
+	r.Handle(ctx, cfg.Addr(0, 0), HeartbeatOK{Member: 0, Applied: 1})
 	if r.GC() != 1 || r.LogLen() != 0 {
 		t.Fatalf("gc %d with %d slots after every replica applied, want 1 and 0", r.GC(), r.LogLen())
 	}
@@ -199,7 +207,9 @@ func TestCloneAndHash(t *testing.T) {
 	r, ctx := newAt(cfg, 0, 0)
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: addOp(0, 4)})
 	r.Handle(ctx, cfg.Addr(0, 1), P2b{Member: 1, Slot: 1, Val: ID{Client: 1, Seq: 1}})
+	r.Handle(ctx, cfg.Addr(0, 0), P2b{Member: 0, Slot: 1, Val: ID{Client: 1, Seq: 1}})
 	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 2, Ops: addOp(0, 4)})
+	r.Handle(ctx, cfg.Addr(0, 0), P2b{Member: 0, Slot: 2, Val: ID{Client: 1, Seq: 2}})
 	h := r.Hash()
 	c := r.Clone().(*Replica)
 	if c.Hash() != h {

@@ -132,11 +132,17 @@ func spInit(scripts [][][]msg.Op, first ...int) func() *mc.State {
 // restarting is init with the replica at a crashing at any moment and
 // restarting from what it persisted (mc.State.Restartable) into the
 // replica fresh makes for it, at most once per path, and up to timers
-// timer firings per path.
-func restarting(init func() *mc.State, fresh func(crashed node.Node) node.Persistent, a node.Addr, timers int) (func() *mc.State, mc.Settings) {
+// timer firings per path. With lag, the replica runs ahead of its disk
+// as on a pipelined host (mc.State.LagOn): its early messages (a leader's
+// accept requests and replies) leave before its state is durable, the
+// rest once a sync makes it durable, and a crash loses what was not.
+func restarting(init func() *mc.State, fresh func(crashed node.Node) node.Persistent, a node.Addr, timers int, lag bool) (func() *mc.State, mc.Settings) {
 	return func() *mc.State {
 			s := init()
 			s.Restartable(func(_ node.Addr, crashed node.Node) node.Persistent { return fresh(crashed) })
+			if lag {
+				s.LagOn(a)
+			}
 			return s
 		}, mc.Settings{MaxTimerFires: timers, MaxCrashes: 1, MaxRestarts: 1,
 			CrashTargets: []node.Addr{a}}
@@ -145,6 +151,7 @@ func restarting(init func() *mc.State, fresh func(crashed node.Node) node.Persis
 func spInvariants() []mc.Predicate {
 	return []mc.Predicate{
 		OneValuePerSlotPred(LogSlots[shardedpaxos.ID, *shardedpaxos.Replica], spCfg.Quorum()),
+		ChosenDurable[shardedpaxos.ID, *shardedpaxos.Replica](spCfg.Quorum()),
 		GCSafe(func(n node.Node) bool { return n.(*shardedpaxos.Replica).Full() }),
 		mc.Linearizable(workload.Model(spCfg.Layout)),
 	}
@@ -170,6 +177,7 @@ func rsInit(scripts [][][]msg.Op) func() *mc.State {
 func rsInvariants() []mc.Predicate {
 	return []mc.Predicate{
 		OneValuePerSlotPred(LogSlots[rspaxos.ID, *rspaxos.Replica], rsCfg.Quorum()),
+		ChosenDurable[rspaxos.ID, *rspaxos.Replica](rsCfg.Quorum()),
 		GCSafe(func(node.Node) bool { return true }),
 		mc.Linearizable(workload.Model(rsCfg.Layout)),
 	}
@@ -192,7 +200,8 @@ var (
 			"reads b0 (starting at member 1); up to 2 timer firings per path, no loss",
 		spInit([][][]msg.Op{{{write(0, 1, 8)}}, {{read(0)}}}, 0, 1), mc.Settings{MaxTimerFires: 2}, spInvariants)
 	ShardedPaxosRestartLeader = spRestartScenario("restart-leader", "shardedpaxos-normal with member 0, the leader, "+
-		"crashing at any moment and restarting from what it persisted (durable mode); up to 3 timer firings per path", 0)
+		"running ahead of its disk (its accept requests and replies sent before they are durable), crashing at any "+
+		"moment and restarting from what was durable (durable mode); up to 3 timer firings per path", 0)
 	ShardedPaxosRestartWitness = spRestartScenario("restart-witness", "shardedpaxos-normal with member 2, the witness, "+
 		"crashing at any moment and restarting from what it persisted (durable mode); up to 3 timer firings per path", 2)
 	RSPaxosNormal = scenario("rspaxos", "normal",
@@ -214,7 +223,7 @@ func spRestartScenario(name, doc string, member int) *mc.Scenario {
 	init, settings := restarting(spInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}), func(crashed node.Node) node.Persistent {
 		r := crashed.(*shardedpaxos.Replica)
 		return shardedpaxos.NewReplica(spCfg, r.Group(), r.Member())
-	}, spCfg.Addr(0, member), 3)
+	}, spCfg.Addr(0, member), 3, member == 0)
 	return scenario("shardedpaxos", name, doc, init, settings, spInvariants)
 }
 
@@ -228,9 +237,10 @@ func rsRestartScenario() *mc.Scenario {
 	init, settings := restarting(rsInit([][][]msg.Op{{{write(0, 1, 8)}, {read(0)}}}), func(crashed node.Node) node.Persistent {
 		r := crashed.(*rspaxos.Replica)
 		return rspaxos.NewReplica(rsCfg, code, r.Group(), r.Member())
-	}, rsCfg.Addr(0, 0), 2)
-	return scenario("rspaxos", "restart-leader", "rspaxos-normal with member 0, the leader, crashing at any moment and "+
-		"restarting from what it persisted (durable mode); up to 2 timer firings per path", init, settings, rsInvariants)
+	}, rsCfg.Addr(0, 0), 2, true)
+	return scenario("rspaxos", "restart-leader", "rspaxos-normal with member 0, the leader, running ahead of its disk "+
+		"(its accept requests sent before they are durable), crashing at any moment and restarting from what was durable "+
+		"(durable mode); up to 2 timer firings per path", init, settings, rsInvariants)
 }
 
 // scenario is the scenario system-name of a baseline, whose traces
