@@ -136,6 +136,10 @@ func searchMutants(t *testing.T, kind string, workers int, clean func(m Mutant, 
 	}
 }
 
+// exhaustStates bounds the unmutated searches that exhaust their scenario
+// (each has far fewer states): a count that only stops one that grew.
+const exhaustStates = 1_000_000
+
 // asFar is the clean search of searchMutants as far as the mutant's went:
 // the states it visited before the violation.
 func asFar(_ Mutant, found *mc.Result) int { return found.States }

@@ -32,10 +32,9 @@ func TestSleepSetsMutants(t *testing.T) {
 	}
 	for _, c := range runs {
 		t.Run(c.name, func(t *testing.T) {
-			// The unmutated run exhausts the scenario (each has far fewer
-			// than the 1,000,000 states that bound it). The mutant's
-			// searches are bounded by states (mutantBound).
-			if r := c.sc.Run(mc.BFS, mc.Options{MaxStates: 1_000_000, Workers: 2, SleepSets: true}); r.Outcome == mc.Violation {
+			// The unmutated run exhausts the scenario (exhaustStates). The
+			// mutant's searches are bounded by states (mutantBound).
+			if r := c.sc.Run(mc.BFS, mc.Options{MaxStates: exhaustStates, Workers: 2, SleepSets: true}); r.Outcome == mc.Violation {
 				t.Fatalf("unmutated protocol violates %s on %s with sleep sets: %s", r.Predicate, c.sc.Name, r.Explanation)
 			}
 			if err := SetMutant(c.name); err != nil {

@@ -10,9 +10,9 @@ import (
 
 // TestMutants: BFS of the scenario Mutants names finds each protocol
 // mutant within mutantBound states, with a trace that replays; the
-// unmutated protocol passes the same searches to exhaustion (each
-// scenario has far fewer than the 1,000,000 states that bound them).
+// unmutated protocol passes the same searches to exhaustion
+// (exhaustStates).
 // Run with: go test -tags mutants -run TestMutants -v ./check/
 func TestMutants(t *testing.T) {
-	searchMutants(t, "protocol", 2, func(Mutant, *mc.Result) int { return 1_000_000 })
+	searchMutants(t, "protocol", 2, func(Mutant, *mc.Result) int { return exhaustStates })
 }
