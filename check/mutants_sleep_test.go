@@ -4,7 +4,6 @@ package check
 
 import (
 	"testing"
-	"time"
 
 	"github.com/amalgam-store/amalgam/mc"
 )
@@ -33,10 +32,9 @@ func TestSleepSetsMutants(t *testing.T) {
 	}
 	for _, c := range runs {
 		t.Run(c.name, func(t *testing.T) {
-			// The unmutated run asserts nothing about how far it gets:
-			// a minute is only its safety stop. The mutant's searches are
-			// bounded by states (mutantBound).
-			if r := c.sc.Run(mc.BFS, mc.Options{MaxTime: time.Minute, Workers: 2, SleepSets: true}); r.Outcome == mc.Violation {
+			// The unmutated run exhausts the scenario (exhaustStates). The
+			// mutant's searches are bounded by states (mutantBound).
+			if r := c.sc.Run(mc.BFS, mc.Options{MaxStates: exhaustStates, Workers: 2, SleepSets: true}); r.Outcome == mc.Violation {
 				t.Fatalf("unmutated protocol violates %s on %s with sleep sets: %s", r.Predicate, c.sc.Name, r.Explanation)
 			}
 			if err := SetMutant(c.name); err != nil {

@@ -55,12 +55,16 @@ type Sim[I comparable, R baselines.Replica[I]] struct {
 	Groups     []int // the groups the scripts touch
 }
 
-// Seeds runs run with seeds 1..n (n/5 with -short), crashing a leader in
-// every other run, and returns the number of runs, the steps they took
-// and the number of runs in which a leader crashed.
-func Seeds(n int, run func(seed uint64, crash bool) (steps int, crashed bool)) (runs, steps, crashes int) {
-	if testing.Short() {
+// Seeds runs run with seeds 1..n when long (the tests pass -long,
+// mctest.Long), 1..n/3 otherwise and 1..n/5 with -short, crashing a
+// leader in every other run, and returns the number of runs, the steps
+// they took and the number of runs in which a leader crashed.
+func Seeds(n int, long bool, run func(seed uint64, crash bool) (steps int, crashed bool)) (runs, steps, crashes int) {
+	switch {
+	case testing.Short():
 		n /= 5
+	case !long:
+		n /= 3
 	}
 	for seed := 1; seed <= n; seed++ {
 		st, crashed := run(uint64(seed), seed%2 == 0)

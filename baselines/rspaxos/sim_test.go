@@ -12,6 +12,7 @@ import (
 	"github.com/amalgam-store/amalgam/check/baselines"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/mc/mctest"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/workload"
 	"github.com/anishathalye/porcupine"
@@ -170,7 +171,7 @@ func TestRandomized(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			n, steps, crashes := paxostest.Seeds(c.seeds, func(seed uint64, crash bool) (int, bool) {
+			n, steps, crashes := paxostest.Seeds(c.seeds, *mctest.Long, func(seed uint64, crash bool) (int, bool) {
 				return simRun{layout: c.layout, clients: c.clients, ops: c.ops, blocks: c.blocks, mixed: c.mixed, seed: seed, crash: crash}.run(t)
 			})
 			t.Logf("%d seeds (%d with a leader crashed), %d clients x %d operations, 10%% loss, 10%% duplication: linearizable, one value per slot, pieces one codeword; %d steps in all",

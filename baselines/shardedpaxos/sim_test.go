@@ -10,6 +10,7 @@ import (
 	"github.com/amalgam-store/amalgam/check/baselines"
 	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/mc/mctest"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/workload"
 )
@@ -84,7 +85,7 @@ func TestRandomized(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			n, steps, crashes := paxostest.Seeds(c.seeds, func(seed uint64, crash bool) (int, bool) {
+			n, steps, crashes := paxostest.Seeds(c.seeds, *mctest.Long, func(seed uint64, crash bool) (int, bool) {
 				return simRun{layout: c.layout, clients: 3, ops: 15, blocks: c.blocks, seed: seed, crash: crash}.run(t)
 			})
 			t.Logf("%d seeds (%d with a leader crashed), 3 clients x 15 transactions, 10%% loss, 10%% duplication: linearizable, one value per slot; %d steps in all",

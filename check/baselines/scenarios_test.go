@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/amalgam-store/amalgam/mc"
+	"github.com/amalgam-store/amalgam/mc/mctest"
 )
 
 // TestScenarios searches every baseline scenario and requires no
 // violation: breadth-first to exhaustion for the small ones; for the
-// others breadth-first up to DefaultStates (no outcome required but the
-// absence of a violation),
+// others breadth-first up to DefaultStates (LongStates under -long; no
+// outcome required but the absence of a violation),
 // then 3000 random walks to the end of the clients' scripts. Both are
 // bounded by states or walks, not by time, so a busy machine searches
 // the same. Each is paired with a progress search (thesis
@@ -35,6 +36,9 @@ func TestScenarios(t *testing.T) {
 				t.Fatalf("progress: %s after %d states (%s: %s)", p.Outcome, p.States, p.Predicate, p.Explanation)
 			}
 			limit := DefaultStates
+			if *mctest.Long {
+				limit = LongStates
+			}
 			want, small := exhaustive[sc]
 			if small {
 				limit = 0
