@@ -2,6 +2,7 @@ package online
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -35,8 +36,9 @@ func seededLoad(t *testing.T, seed uint64, writers int, setup func(*runtime.Loca
 }
 
 // seededLoadAbandon is seededLoad whose writers give up an operation
-// after abandon (0: never) and go on with the next: the abandoned one
-// stays pending at its data server, and is left out of the history.
+// after abandon (0: never) and go on with the next. An operation that did
+// not return (abandoned, failed, or cut short by stop) may still take
+// effect at any time: it is in the history as pending (no output).
 func seededLoadAbandon(t *testing.T, seed uint64, writers int, abandon time.Duration, setup func(*runtime.Local)) (lc *runtime.Local,
 	stop func() []porcupine.Operation, h *history) {
 	t.Helper()
@@ -61,14 +63,17 @@ func seededLoadAbandon(t *testing.T, seed uint64, writers int, abandon time.Dura
 			}
 			out, err := c.Txn(cctx, ops)
 			cancel()
-			if err != nil && abandon > 0 && ctx.Err() == nil && cctx.Err() != nil {
-				continue
-			}
 			if err != nil {
+				h.mu.Lock()
+				h.ops = append(h.ops, porcupine.Operation{ClientId: w, Input: ops, Call: call, Return: math.MaxInt64})
+				h.mu.Unlock()
+				if abandon > 0 && ctx.Err() == nil && cctx.Err() != nil {
+					continue
+				}
 				if ctx.Err() == nil {
 					t.Logf("writer %d: %v", w, err)
 				}
-				return // stopped: an unfinished call is left out
+				return
 			}
 			ret := time.Since(start).Nanoseconds()
 			h.mu.Lock()
