@@ -62,10 +62,16 @@ type Event struct {
 	Handled []Envelope
 }
 
+// OfNode reports whether events of kind k name their node in Event.Node
+// rather than carry a message in Env.
+func (k EventKind) OfNode() bool {
+	return k == Fire || k == Crash || k == Restart || k == Partition || k == Heal || k == Sync
+}
+
 // Target is the node that handles the event (the crashed node for Crash,
 // the restarted one for Restart).
 func (e Event) Target() node.Addr {
-	if e.Kind == Fire || e.Kind == Crash || e.Kind == Restart || e.Kind == Partition || e.Kind == Heal || e.Kind == Sync {
+	if e.Kind.OfNode() {
 		return e.Node
 	}
 	return e.Env.To

@@ -281,7 +281,7 @@ func Reorder(init *State, events []Event, inv []Predicate, pred string) []Event 
 	lastAt := map[node.Addr]int{}
 	s := init
 	for i, e := range events {
-		if e.Kind != Fire && e.Kind != Crash && e.Kind != Restart && e.Kind != Partition && e.Kind != Heal && e.Kind != Sync {
+		if !e.Kind.OfNode() {
 			if j, ok := sender[e.Env.hash]; ok {
 				deps[i] = append(deps[i], j)
 			}

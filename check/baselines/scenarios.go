@@ -251,9 +251,9 @@ func scenario(system, name, doc string, init func() *mc.State, settings mc.Setti
 }
 
 // DefaultStates bounds the breadth-first searches of the tests'
-// scenarios that are not exhaustive: five times the 80,542 states the
-// restart mutants needed at most (rspaxos-restart-leader), a bound that
-// does not depend on load. LongStates is the bound under -long.
+// scenarios that are not exhaustive: over ten times the most states a
+// restart mutant needed in the measured run (28,324; docs/baselines.md),
+// a bound that does not depend on load. LongStates is the bound under -long.
 const (
 	DefaultStates = 400_000
 	LongStates    = 1_000_000
