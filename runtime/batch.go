@@ -91,6 +91,12 @@ type ready struct {
 	// whose sends may leave before it is durable; sent says they have
 	// (lazysync.go, early sends).
 	early, sent bool
+	// carried: written into the loop's open batch, applied and released
+	// with its next one (carry.go); before are the carried batches this
+	// one applied, released first; flush: the batch that applies them
+	// when no other came.
+	carried, flush bool
+	before         []*ready
 	// Durable part (with the node's own Persist writes).
 	inc     incChanges              // ended incarnations and streams, learned peers
 	acks    map[node.Addr]delivered // stream messages handled
@@ -122,6 +128,9 @@ func (l *loop) process(batch []event, restart bool) {
 	rd := l.collect(batch, restart)
 	rd.start = start
 	l.persist(rd)
+	if rd.carried {
+		return // released with the batch that applies it
+	}
 	if l.h.ctx.Err() == nil {
 		for _, s := range rd.ahead { // after every earlier batch's (lazysync.go)
 			l.h.send(l.addr, s.to, s.m)
@@ -376,7 +385,7 @@ func (l *loop) persist(rd *ready) {
 	if st == nil {
 		return
 	}
-	b := st.db.NewBatch()
+	b := l.batch(st)
 	rd.inc.write(b, l.addr)
 	if l.pers != nil {
 		l.pers.Persist(st.writer(b, l.addr, &l.enc, l))
@@ -401,9 +410,15 @@ func (l *loop) persist(rd *ready) {
 		return
 	}
 	l.forgetAcked(b)
-	if causes.on.Load() {
-		countCause(batchCause(l.addr, rd.handled, rd, rd.lazy))
+	carried := l.mayCarry(rd)
+	if causes.on.Load() && !rd.flush {
+		countCause(batchCause(l.addr, rd.handled, rd, carried))
 	}
+	if carried {
+		l.carryOn(b, rd)
+		return
+	}
+	l.takeCarried(rd)
 	var err error
 	switch {
 	case rd.lazy:
@@ -435,6 +450,7 @@ func (l *loop) send(rd *ready) {
 
 // release lets the ready's effects leave, once persist has returned.
 func (l *loop) release(rd *ready) {
+	l.releaseCarried(rd)
 	for _, o := range rd.inc.ended {
 		o.stop()
 	}
