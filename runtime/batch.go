@@ -141,8 +141,7 @@ func (l *loop) process(batch []event, restart bool) {
 		rd.written = time.Now()
 	}
 	if l.pipe != nil {
-		l.piped.add(1)
-		l.pipe <- rd // released once durable (pipeline)
+		l.toPipe(rd) // released once durable (pipeline)
 		return
 	}
 	l.release(rd)
@@ -190,6 +189,9 @@ func (l *loop) pipeline() {
 			}
 			l.release(rd)
 			l.piped.add(-1)
+			if !rd.early {
+				l.unearly.Add(-1)
+			}
 			l.h.opts.Metrics.BatchCommitted(rd.events, time.Since(rd.start))
 		}
 		select {
@@ -205,6 +207,15 @@ func (l *loop) pipeline() {
 		case <-wake:
 		}
 	}
+}
+
+// toPipe hands a persisted batch to the loop's releaser.
+func (l *loop) toPipe(rd *ready) {
+	l.piped.add(1)
+	if !rd.early {
+		l.unearly.Add(1)
+	}
+	l.pipe <- rd
 }
 
 // sendEarly lets the sends of the early batches at the head of held leave

@@ -8,7 +8,10 @@ import (
 
 // Carried batches. With a synced store, a lazy batch that sends nothing
 // unordered (a data server's batch that took one PREPARE-OK of two, a
-// parity server's COMMIT and PREPARE-DROP) is not applied on its own: its
+// parity server's COMMIT and PREPARE-DROP), or an early one whose sends
+// may leave at once (a data server's commit batch and its replies, when
+// the loop's earlier batches are released or early), is not applied on
+// its own: its
 // writes stay in the loop's open pebble batch, which the loop's next batch
 // writes into as well and applies, so that one apply (one WAL record and
 // one pass through pebble's commit pipeline) serves both. The carried
@@ -48,14 +51,34 @@ func (l *loop) batch(st *Store) *pebble.Batch {
 }
 
 // mayCarry reports whether rd, written into b, may wait for the loop's
-// next batch: it is lazy, sends nothing unordered, not even ahead, and
-// is not the flush of carried batches.
+// next batch: it is lazy, sends nothing ahead, is not the flush of
+// carried batches, and sends nothing unordered unless it is early and
+// its sends may leave now: every batch of the loop before it is released
+// or early (lazysync.go, early sends).
 func (l *loop) mayCarry(rd *ready) bool {
-	return l.pipe != nil && rd.lazy && !rd.flush && len(rd.sends) == 0 && len(rd.ahead) == 0
+	if l.pipe == nil || !rd.lazy || rd.flush || len(rd.ahead) > 0 {
+		return false
+	}
+	if len(rd.sends) == 0 {
+		return true
+	}
+	if !rd.early || l.unearly.Load() > 0 {
+		return false
+	}
+	for _, cr := range l.carry.readies {
+		if !cr.early {
+			return false
+		}
+	}
+	return true
 }
 
-// carryOn keeps rd, written into b, for the loop's next batch.
+// carryOn keeps rd, written into b, for the loop's next batch; an early
+// batch's sends leave now.
 func (l *loop) carryOn(b *pebble.Batch, rd *ready) {
+	if len(rd.sends) > 0 && l.h.ctx.Err() == nil {
+		l.send(rd)
+	}
 	c := &l.carry
 	if c.b == nil {
 		if c.timer == nil {
@@ -101,8 +124,7 @@ func (l *loop) flushCarry() {
 	}
 	rd := &ready{lazy: true, flush: true, start: time.Now()}
 	l.persist(rd)
-	l.piped.add(1)
-	l.pipe <- rd
+	l.toPipe(rd)
 }
 
 // releaseCarried releases the batches rd applied for the loop before it.

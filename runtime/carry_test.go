@@ -9,11 +9,10 @@ import (
 )
 
 // TestCarriedBatches: a data server's batch that takes one PREPARE-OK of
-// two and a parity server's COMMIT and PREPARE-DROP batch are carried
-// into the loop's next batch, not applied on their own (carry.go), and
-// the writes still complete and read back.
+// two, its commit batch and a parity server's COMMIT and PREPARE-DROP
+// batch are carried into the loop's next batch, not applied on their own
+// (carry.go), and the writes still complete and read back.
 func TestCarriedBatches(t *testing.T) {
-	defer setCarryDelay(time.Hour)()
 	CountSyncCauses(true)
 	defer CountSyncCauses(false)
 	l := testLayout
@@ -30,9 +29,9 @@ func TestCarriedBatches(t *testing.T) {
 	}
 	// The last write's COMMIT and PREPARE-DROP reach the parity servers
 	// once the data server's commit batch is durable (its background sync).
-	var data, parity int
+	var data, commit, parity int
 	for deadline := time.Now().Add(safetyStop); parity == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		data, parity = 0, 0
+		data, commit, parity = 0, 0, 0
 		for cause, n := range SyncCauses() {
 			if !strings.HasSuffix(cause, " carried") {
 				continue
@@ -40,13 +39,16 @@ func TestCarriedBatches(t *testing.T) {
 			switch {
 			case strings.HasPrefix(cause, "data in[PrepareOK] out[]"):
 				data += n
+			case strings.HasPrefix(cause, "data in[PrepareOK] out[Commit,PrepareDrop] +send"):
+				commit += n
 			case strings.HasPrefix(cause, "parity in[Commit"):
 				parity += n
 			}
 		}
 	}
-	if data == 0 || parity == 0 {
-		t.Errorf("carried batches: %d of data servers taking a PREPARE-OK, %d of parity servers committing; want some of each (causes %v)", data, parity, SyncCauses())
+	if data == 0 || commit == 0 || parity == 0 {
+		t.Errorf("carried batches: %d of data servers taking a PREPARE-OK, %d committing, %d of parity servers committing; want some of each (causes %v)",
+			data, commit, parity, SyncCauses())
 	}
 }
 

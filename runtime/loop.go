@@ -36,6 +36,9 @@ type loop struct {
 	// synced store (batch.go); nil otherwise. piped counts them.
 	pipe  chan *ready
 	piped pipeCount
+	// unearly counts the batches in the pipe that are not early
+	// (lazysync.go, early sends; carry.go).
+	unearly atomic.Int64
 
 	mu  sync.Mutex
 	in  map[node.Addr]*inStream
