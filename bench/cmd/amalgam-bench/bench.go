@@ -44,7 +44,8 @@ bandwidth limit (--bandwidth), which models the thesis's network-bound
 testbed.
 
 Experiments: all, ` + strings.Join(harness.ExperimentNames(), ", ") + `.
-amalgam-bench vs-etcd (a subcommand) compares durable Amalgam with etcd clusters;
+amalgam-bench vs-etcd (a subcommand) compares durable Amalgam with etcd clusters
+(and, with --systems, durable ShardedPaxos and RSPaxos);
 amalgam-bench recovery measures throughput through a machine's failure and rebuild.
 --quick runs every experiment briefly (bench all --quick: under 2 minutes).
 Results: text tables (default), --output json, --csv FILE, --plot DIR (SVG).
