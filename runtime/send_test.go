@@ -52,10 +52,10 @@ func (c *sendCounter) Send(ctx context.Context, addr string, envs []*wire.Envelo
 }
 
 // TestUnorderedSendStream sends unordered messages from one host to
-// another over the host's send stream, stops the receiving host, and
-// starts it again at the same address: messages sent while it is down
-// are dropped, without a connection attempt per message or more, and
-// those sent once it is back arrive.
+// another over one send stream, stops the receiving host, and starts it
+// again at the same address: messages sent while it is down are dropped
+// and counted, with at most one connection attempt each, and those sent
+// once it is back arrive.
 func TestUnorderedSendStream(t *testing.T) {
 	lnA, _ := net.Listen("tcp", "127.0.0.1:0")
 	lnB, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -120,25 +120,38 @@ func TestUnorderedSendStream(t *testing.T) {
 			after.Sends-before.Sends, after.SendDrops-before.SendDrops)
 	}
 
-	// The receiver stops: messages are dropped until the sender notices,
-	// and then every one; the sender does not try to connect more often
-	// than it has messages.
-	b.Stop()
+	// From here one message at a time: each is sent once the sender has
+	// written or dropped the one before, so the receiver's inbox never
+	// fills.
 	next := uint64(n + 1)
+	sendOne := func() {
+		t.Helper()
+		s := TransportStats()
+		want := s.SendMsgs + s.SendDrops + 1
+		send(next)
+		next++
+		waitFor("the sender to write or drop a message", func() bool {
+			s := TransportStats()
+			return s.SendMsgs+s.SendDrops >= want
+		})
+	}
+
+	// The receiver stops: once the sender noticed (a message is dropped),
+	// every message is dropped, and the sender tries to connect at most
+	// once per message.
+	b.Stop()
 	drops := TransportStats().SendDrops
 	waitFor("a dropped message", func() bool {
-		send(next)
-		next++
+		sendOne()
 		return TransportStats().SendDrops > drops
 	})
-	opens, drops := tr.opens.Load(), TransportStats().SendDrops
+	opens, before := tr.opens.Load(), TransportStats()
 	const down = 10
 	for range down {
-		send(next)
-		next++
-		want := drops + 1
-		waitFor("the drop of a message to a stopped host", func() bool { return TransportStats().SendDrops >= want })
-		drops = TransportStats().SendDrops
+		sendOne()
+	}
+	if s := TransportStats(); s.SendDrops-before.SendDrops != down || s.SendMsgs != before.SendMsgs {
+		t.Errorf("%d messages to a stopped host: %d dropped, %d sent", down, s.SendDrops-before.SendDrops, s.SendMsgs-before.SendMsgs)
 	}
 	if o := tr.opens.Load() - opens; o > down {
 		t.Errorf("%d messages to a stopped host took %d connection attempts", down, o)
@@ -156,9 +169,7 @@ func TestUnorderedSendStream(t *testing.T) {
 	defer b.Stop()
 	first := next
 	waitFor("a message to the restarted host", func() bool {
-		send(next)
-		next++
-		time.Sleep(time.Millisecond)
+		sendOne()
 		for i := first; i < next; i++ {
 			if rec.has(i) {
 				return true
@@ -166,7 +177,7 @@ func TestUnorderedSendStream(t *testing.T) {
 		}
 		return false
 	})
-	first = next
+	first, before = next, TransportStats()
 	for range n {
 		send(next)
 		next++
@@ -179,7 +190,8 @@ func TestUnorderedSendStream(t *testing.T) {
 		}
 		return true
 	})
-	if got := TransportStats().SendMsgs - after.SendMsgs; got < n {
-		t.Errorf("TransportStats counted %d unordered messages sent after the restart, want at least %d", got, n)
+	if s := TransportStats(); s.SendMsgs-before.SendMsgs != n || s.SendDrops != before.SendDrops {
+		t.Errorf("TransportStats after the restart: %d unordered messages sent, %d dropped; want %d and none",
+			s.SendMsgs-before.SendMsgs, s.SendDrops-before.SendDrops, n)
 	}
 }
