@@ -163,8 +163,8 @@ func benchWrite(b *testing.B, mode string, size, clients int) {
 // BenchmarkShardedPaxosDurableWrite measures durable 4 KiB whole-block
 // writes through the Go client on an in-process ShardedPaxos deployment
 // (runtime.StartBaselineLocal: 3 groups, f=1, 1024 blocks, pebble in a
-// temporary directory) with 1 and 32 concurrent clients: throughput, p50
-// and the stores' syncs per write.
+// temporary directory) with 1 and 32 concurrent clients: throughput, p50,
+// and the stores' syncs, CPU and unordered batches per write.
 //
 //	go test -p 1 -run XXX -bench ShardedPaxosDurable -benchtime 20000x ./client
 func BenchmarkShardedPaxosDurableWrite(b *testing.B) {
@@ -202,6 +202,9 @@ func benchShardedPaxos(b *testing.B, clients int) {
 		doers[i] = loadgen.TxnDoer{C: c}
 	}
 	var disk [2]runtime.DiskStats // at the start and the end of the measured writes
+	var net [2]runtime.NetStats
+	var cpu [2]time.Duration
+	var cpuOK bool
 	spec := loadgen.Spec{Workload: loadgen.Write, BlockSize: size, Blocks: l.NumBlocks(), Clients: clients, Ops: int64(b.N)}
 	res := loadgen.Run(ctx, spec, doers, func(at string) {
 		end := at != "start"
@@ -209,6 +212,8 @@ func benchShardedPaxos(b *testing.B, clients int) {
 			b.ResetTimer()
 		}
 		disk[btoi(end)] = runtime.StoreDiskStats()
+		net[btoi(end)] = runtime.TransportStats()
+		cpu[btoi(end)], cpuOK = cpuTime()
 		if end {
 			b.StopTimer()
 		}
@@ -219,6 +224,11 @@ func benchShardedPaxos(b *testing.B, clients int) {
 	b.ReportMetric(res.OpsPerSec, "ops/s")
 	b.ReportMetric(res.P50ms, "p50-ms")
 	b.ReportMetric(float64(disk[1].Syncs-disk[0].Syncs)/float64(res.Ops), "syncs/op")
+	if cpuOK {
+		b.ReportMetric(float64((cpu[1]-cpu[0]).Microseconds())/float64(res.Ops), "cpu-us/op")
+	}
+	// Batches of unordered messages between hosts (the Paxos messages).
+	b.ReportMetric(float64(net[1].Sends-net[0].Sends)/float64(res.Ops), "sends/op")
 }
 
 func btoi(b bool) int {

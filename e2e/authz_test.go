@@ -60,6 +60,11 @@ func TestAuthorization(t *testing.T) {
 	}
 	_, err = wire.NewTransportClient(dial(machine)).Send(ctx, &wire.SendRequest{})
 	refused("Transport/Send", err, "peer")
+	ss, err := wire.NewTransportClient(dial(machine)).SendStream(ctx)
+	if err == nil {
+		_, err = ss.CloseAndRecv()
+	}
+	refused("Transport/SendStream", err, "peer")
 	st, err := wire.NewTransportClient(dial(machine)).Stream(ctx)
 	if err == nil {
 		_, err = st.Recv()

@@ -4,19 +4,23 @@ import "sync/atomic"
 
 // NetStats counts the node traffic every Host of the process sent to
 // other hosts: frames of ordered streams and the messages in them, the
-// streams' acknowledgements, and transport Sends (one gRPC call each) of
-// unordered messages. Bytes are
-// the encoded messages, without gRPC's and HTTP/2's framing.
+// streams' acknowledgements, and the batches of unordered messages sent
+// (send.go: a message on a host's SendStream connection, or a transport
+// Send), and the unordered messages dropped because a sender's queue was
+// full or their batch failed. Bytes are the encoded messages, without
+// gRPC's and HTTP/2's framing.
 type NetStats struct {
 	StreamFrames, StreamMsgs, StreamBytes uint64
 	StreamAcks                            uint64
 	Sends, SendMsgs, SendBytes            uint64
+	SendDrops                             uint64
 }
 
 var netStats struct {
 	streamFrames, streamMsgs, streamBytes atomic.Uint64
 	streamAcks                            atomic.Uint64
 	sends, sendMsgs, sendBytes            atomic.Uint64
+	sendDrops                             atomic.Uint64
 }
 
 // TransportStats returns the counts since the process started.
@@ -26,6 +30,7 @@ func TransportStats() NetStats {
 		StreamFrames: s.streamFrames.Load(), StreamMsgs: s.streamMsgs.Load(), StreamBytes: s.streamBytes.Load(),
 		StreamAcks: s.streamAcks.Load(),
 		Sends:      s.sends.Load(), SendMsgs: s.sendMsgs.Load(), SendBytes: s.sendBytes.Load(),
+		SendDrops: s.sendDrops.Load(),
 	}
 }
 
@@ -40,5 +45,7 @@ func countSend(msgs, bytes int) {
 	netStats.sendMsgs.Add(uint64(msgs))
 	netStats.sendBytes.Add(uint64(bytes))
 }
+
+func countSendDrops(msgs int) { netStats.sendDrops.Add(uint64(msgs)) }
 
 func countStreamAck() { netStats.streamAcks.Add(1) }

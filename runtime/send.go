@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -12,10 +14,12 @@ import (
 
 // Unordered messages. A node's sends go, once its batch is released, to
 // Options.Local or a RunClient mailbox here, or else through a sender per
-// destination host, which batches them into one transport Send.
+// destination host, which batches them: each batch is one message on a
+// long-lived connection to that host if the transport is a SendStreamer,
+// or else one transport Send.
 
 // sender batches unordered messages to one host. When its queue is full,
-// messages are dropped: unordered messages may be lost.
+// or a batch fails, messages are dropped: unordered messages may be lost.
 type sender struct {
 	h    *Host
 	addr string
@@ -69,38 +73,146 @@ func (h *Host) sendTo(addr string, from, to node.Addr, p *wire.Message) {
 	select {
 	case s.q <- &wire.Envelope{From: string(from), To: string(to), Msg: p}:
 	default:
+		countSendDrops(1)
 	}
 }
 
+// Reconnection of a sender's connection: the pause after a failure
+// starts at minSendBackoff and doubles up to maxSendBackoff; the batch
+// in hand waits for it and is dropped if the connection cannot be
+// opened. (gRPC's own reconnection backoff is wire.ReconnectBackoff.)
+const (
+	minSendBackoff = 10 * time.Millisecond
+	maxSendBackoff = 250 * time.Millisecond
+)
+
 func (s *sender) run() {
-	limit := wire.MaxMessageSize(s.h.opts.BlockSize) / 2
+	st, ok := s.h.tr.(SendStreamer)
+	if !ok {
+		s.runSends()
+		return
+	}
+	var (
+		conn   SendConn
+		cancel context.CancelFunc = func() {}
+		sent   int                // batches on conn
+		wait   time.Duration
+		retry  = minSendBackoff
+	)
+	defer func() { cancel() }()
 	for {
-		var batch []*wire.Envelope
-		select {
-		case e := <-s.q:
-			batch = append(batch, e)
-		case <-s.h.ctx.Done():
+		batch, size := s.next()
+		if batch == nil {
 			return
 		}
-		size := proto.Size(batch[0])
-	more:
-		for len(batch) < 256 && size < limit {
-			select {
-			case e := <-s.q:
-				batch = append(batch, e)
-				size += proto.Size(e)
-			default:
-				break more
+		if conn == nil {
+			if wait > 0 && !s.pause(wait) {
+				return
 			}
+			c, cl, err := s.open(st)
+			if err != nil {
+				s.dropped(batch, err)
+				wait, retry = jitter(retry), min(2*retry, maxSendBackoff)
+				continue
+			}
+			conn, cancel, sent, wait = c, cl, 0, 0
+		}
+		if err := conn.Send(&wire.SendRequest{Envelopes: batch}); err != nil {
+			if _, cerr := conn.CloseAndRecv(); cerr != nil {
+				err = cerr
+			}
+			cancel()
+			conn = nil
+			s.dropped(batch, err)
+			if sent > 0 {
+				retry = minSendBackoff
+			}
+			wait, retry = jitter(retry), min(2*retry, maxSendBackoff)
+			continue
+		}
+		sent++
+		countSend(len(batch), size)
+	}
+}
+
+// open opens the connection to the host, not waiting over
+// handshakeTimeout for it.
+func (s *sender) open(st SendStreamer) (SendConn, context.CancelFunc, error) {
+	ctx, cancel := context.WithCancel(s.h.ctx)
+	guard := time.AfterFunc(handshakeTimeout, cancel)
+	conn, err := st.SendStream(ctx, s.addr)
+	if !guard.Stop() && err == nil {
+		err = errors.New("opening the connection took over " + handshakeTimeout.String())
+	}
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return conn, cancel, nil
+}
+
+// pause waits d; it reports false if the host stopped.
+func (s *sender) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.h.ctx.Done():
+		return false
+	}
+}
+
+func jitter(d time.Duration) time.Duration {
+	return d/2 + time.Duration(rand.Int64N(int64(d)))
+}
+
+func (s *sender) dropped(batch []*wire.Envelope, err error) {
+	countSendDrops(len(batch))
+	s.h.log.Debug("unordered send failed; messages lost", "to", s.addr, "n", len(batch), "err", err)
+}
+
+// runSends sends each batch with a transport Send, waiting for it.
+func (s *sender) runSends() {
+	for {
+		batch, size := s.next()
+		if batch == nil {
+			return
 		}
 		ctx, cancel := context.WithTimeout(s.h.ctx, 2*time.Second)
 		err := s.h.tr.Send(ctx, s.addr, batch)
 		cancel()
-		countSend(len(batch), size)
 		if err != nil {
-			s.h.log.Debug("unordered send failed; messages lost", "to", s.addr, "n", len(batch), "err", err)
+			s.dropped(batch, err)
+			continue
+		}
+		countSend(len(batch), size)
+	}
+}
+
+// next waits for a queued message and returns it with those queued
+// behind it, up to 256 messages and half the gRPC message limit, and
+// their encoded size; it returns nil when the host stops.
+func (s *sender) next() ([]*wire.Envelope, int) {
+	limit := wire.MaxMessageSize(s.h.opts.BlockSize) / 2
+	var batch []*wire.Envelope
+	select {
+	case e := <-s.q:
+		batch = append(batch, e)
+	case <-s.h.ctx.Done():
+		return nil, 0
+	}
+	size := proto.Size(batch[0])
+	for len(batch) < 256 && size < limit {
+		select {
+		case e := <-s.q:
+			batch = append(batch, e)
+			size += proto.Size(e)
+		default:
+			return batch, size
 		}
 	}
+	return batch, size
 }
 
 // inbound is what a transport hands this host's traffic to.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"sync"
 
@@ -13,7 +14,8 @@ import (
 )
 
 // Transport carries a host's traffic to other hosts: batches of unordered
-// messages, and ordered connections that carry streams (stream.go). The
+// messages (over one connection per host if it is a SendStreamer), and
+// ordered connections that carry streams (stream.go). The
 // production transport is gRPC; the benchmark harness simulates links
 // with it. Swapping the transport swaps the environment, not the engine:
 // event loops, batches, streams and timers are the same code.
@@ -29,6 +31,23 @@ type Transport interface {
 	// Stream opens an ordered connection to the host at addr, which
 	// lasts until ctx ends or either side fails.
 	Stream(ctx context.Context, addr string) (StreamConn, error)
+}
+
+// SendStreamer is a Transport that carries the unordered messages to a
+// host over one long-lived connection, a batch per message, rather than
+// a Send each (send.go).
+type SendStreamer interface {
+	// SendStream opens the connection to the host at addr, which lasts
+	// until ctx ends or either side fails.
+	SendStream(ctx context.Context, addr string) (SendConn, error)
+}
+
+// SendConn is the sending side of a SendStream connection. Send queues a
+// batch and does not wait for the receiver (flow control bounds what is
+// in flight); once it fails, CloseAndRecv reports why.
+type SendConn interface {
+	Send(*wire.SendRequest) error
+	CloseAndRecv() (*wire.SendResponse, error)
 }
 
 // StreamConn is the sending side of an ordered connection: frames go
@@ -140,6 +159,16 @@ func (t *grpcTransport) Send(ctx context.Context, addr string, envs []*wire.Enve
 	return err
 }
 
+// SendStream does not wait for a connection that is failing: unordered
+// messages to a host that is down are dropped, not queued.
+func (t *grpcTransport) SendStream(ctx context.Context, addr string) (SendConn, error) {
+	c, err := t.conn(addr)
+	if err != nil {
+		return nil, err
+	}
+	return wire.NewTransportClient(c).SendStream(ctx)
+}
+
 func (t *grpcTransport) Stream(ctx context.Context, addr string) (StreamConn, error) {
 	c, err := t.conn(addr)
 	if err != nil {
@@ -159,6 +188,19 @@ type grpcService struct {
 func (s *grpcService) Send(_ context.Context, req *wire.SendRequest) (*wire.SendResponse, error) {
 	s.r.Receive(req.GetEnvelopes())
 	return &wire.SendResponse{}, nil
+}
+
+func (s *grpcService) SendStream(st wire.Transport_SendStreamServer) error {
+	for {
+		req, err := st.Recv()
+		if err == io.EOF {
+			return st.SendAndClose(&wire.SendResponse{})
+		}
+		if err != nil {
+			return err
+		}
+		s.r.Receive(req.GetEnvelopes())
+	}
 }
 
 func (s *grpcService) Stream(st wire.Transport_StreamServer) error { return s.r.ServeStream(st) }

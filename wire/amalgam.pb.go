@@ -6558,9 +6558,11 @@ const file_amalgam_proto_rawDesc = "" +
 	"\x11RS_PAXOS_KIND_PUT\x10\x022\x8d\x01\n" +
 	"\x06Client\x12B\n" +
 	"\aExecute\x12\x1a.amalgam.v1.ExecuteRequest\x1a\x1b.amalgam.v1.ExecuteResponse\x12?\n" +
-	"\x06Status\x12\x19.amalgam.v1.StatusRequest\x1a\x1a.amalgam.v1.StatusResponse2\x84\x01\n" +
+	"\x06Status\x12\x19.amalgam.v1.StatusRequest\x1a\x1a.amalgam.v1.StatusResponse2\xc7\x01\n" +
 	"\tTransport\x129\n" +
-	"\x04Send\x12\x17.amalgam.v1.SendRequest\x1a\x18.amalgam.v1.SendResponse\x12<\n" +
+	"\x04Send\x12\x17.amalgam.v1.SendRequest\x1a\x18.amalgam.v1.SendResponse\x12A\n" +
+	"\n" +
+	"SendStream\x12\x17.amalgam.v1.SendRequest\x1a\x18.amalgam.v1.SendResponse(\x01\x12<\n" +
 	"\x06Stream\x12\x17.amalgam.v1.StreamFrame\x1a\x15.amalgam.v1.StreamAck(\x010\x012\x8c\x01\n" +
 	"\x06Online\x12D\n" +
 	"\bSnapshot\x12\x1b.amalgam.v1.SnapshotRequest\x1a\x19.amalgam.v1.SnapshotChunk0\x01\x12<\n" +
@@ -6777,25 +6779,27 @@ var file_amalgam_proto_depIdxs = []int32{
 	4,   // 105: amalgam.v1.Client.Execute:input_type -> amalgam.v1.ExecuteRequest
 	6,   // 106: amalgam.v1.Client.Status:input_type -> amalgam.v1.StatusRequest
 	60,  // 107: amalgam.v1.Transport.Send:input_type -> amalgam.v1.SendRequest
-	63,  // 108: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
-	65,  // 109: amalgam.v1.Online.Snapshot:input_type -> amalgam.v1.SnapshotRequest
-	67,  // 110: amalgam.v1.Online.Steer:input_type -> amalgam.v1.SteerRequest
-	70,  // 111: amalgam.v1.Reconfig.Heartbeat:input_type -> amalgam.v1.HeartbeatRequest
-	72,  // 112: amalgam.v1.Reconfig.Replace:input_type -> amalgam.v1.AdminReplaceRequest
-	74,  // 113: amalgam.v1.Reconfig.History:input_type -> amalgam.v1.HistoryRequest
-	76,  // 114: amalgam.v1.Reconfig.Raft:input_type -> amalgam.v1.RaftMessages
-	5,   // 115: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
-	10,  // 116: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
-	61,  // 117: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
-	64,  // 118: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
-	66,  // 119: amalgam.v1.Online.Snapshot:output_type -> amalgam.v1.SnapshotChunk
-	68,  // 120: amalgam.v1.Online.Steer:output_type -> amalgam.v1.SteerResponse
-	71,  // 121: amalgam.v1.Reconfig.Heartbeat:output_type -> amalgam.v1.HeartbeatResponse
-	73,  // 122: amalgam.v1.Reconfig.Replace:output_type -> amalgam.v1.AdminReplaceResponse
-	75,  // 123: amalgam.v1.Reconfig.History:output_type -> amalgam.v1.HistoryResponse
-	77,  // 124: amalgam.v1.Reconfig.Raft:output_type -> amalgam.v1.RaftAck
-	115, // [115:125] is the sub-list for method output_type
-	105, // [105:115] is the sub-list for method input_type
+	60,  // 108: amalgam.v1.Transport.SendStream:input_type -> amalgam.v1.SendRequest
+	63,  // 109: amalgam.v1.Transport.Stream:input_type -> amalgam.v1.StreamFrame
+	65,  // 110: amalgam.v1.Online.Snapshot:input_type -> amalgam.v1.SnapshotRequest
+	67,  // 111: amalgam.v1.Online.Steer:input_type -> amalgam.v1.SteerRequest
+	70,  // 112: amalgam.v1.Reconfig.Heartbeat:input_type -> amalgam.v1.HeartbeatRequest
+	72,  // 113: amalgam.v1.Reconfig.Replace:input_type -> amalgam.v1.AdminReplaceRequest
+	74,  // 114: amalgam.v1.Reconfig.History:input_type -> amalgam.v1.HistoryRequest
+	76,  // 115: amalgam.v1.Reconfig.Raft:input_type -> amalgam.v1.RaftMessages
+	5,   // 116: amalgam.v1.Client.Execute:output_type -> amalgam.v1.ExecuteResponse
+	10,  // 117: amalgam.v1.Client.Status:output_type -> amalgam.v1.StatusResponse
+	61,  // 118: amalgam.v1.Transport.Send:output_type -> amalgam.v1.SendResponse
+	61,  // 119: amalgam.v1.Transport.SendStream:output_type -> amalgam.v1.SendResponse
+	64,  // 120: amalgam.v1.Transport.Stream:output_type -> amalgam.v1.StreamAck
+	66,  // 121: amalgam.v1.Online.Snapshot:output_type -> amalgam.v1.SnapshotChunk
+	68,  // 122: amalgam.v1.Online.Steer:output_type -> amalgam.v1.SteerResponse
+	71,  // 123: amalgam.v1.Reconfig.Heartbeat:output_type -> amalgam.v1.HeartbeatResponse
+	73,  // 124: amalgam.v1.Reconfig.Replace:output_type -> amalgam.v1.AdminReplaceResponse
+	75,  // 125: amalgam.v1.Reconfig.History:output_type -> amalgam.v1.HistoryResponse
+	77,  // 126: amalgam.v1.Reconfig.Raft:output_type -> amalgam.v1.RaftAck
+	116, // [116:127] is the sub-list for method output_type
+	105, // [105:116] is the sub-list for method input_type
 	105, // [105:105] is the sub-list for extension type_name
 	105, // [105:105] is the sub-list for extension extendee
 	0,   // [0:105] is the sub-list for field type_name

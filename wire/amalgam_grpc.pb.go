@@ -163,8 +163,9 @@ var Client_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Transport_Send_FullMethodName   = "/amalgam.v1.Transport/Send"
-	Transport_Stream_FullMethodName = "/amalgam.v1.Transport/Stream"
+	Transport_Send_FullMethodName       = "/amalgam.v1.Transport/Send"
+	Transport_SendStream_FullMethodName = "/amalgam.v1.Transport/SendStream"
+	Transport_Stream_FullMethodName     = "/amalgam.v1.Transport/Stream"
 )
 
 // TransportClient is the client API for Transport service.
@@ -173,6 +174,10 @@ const (
 type TransportClient interface {
 	// Send delivers unordered messages; they may be lost.
 	Send(ctx context.Context, in *SendRequest, opts ...grpc.CallOption) (*SendResponse, error)
+	// SendStream carries a host's unordered messages to this host, a batch
+	// per request, over one long-lived stream; they may be lost. The
+	// response comes only when the sender closes the stream.
+	SendStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SendRequest, SendResponse], error)
 	// Stream carries one ordered stream.
 	Stream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StreamFrame, StreamAck], error)
 }
@@ -195,9 +200,22 @@ func (c *transportClient) Send(ctx context.Context, in *SendRequest, opts ...grp
 	return out, nil
 }
 
+func (c *transportClient) SendStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SendRequest, SendResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Transport_ServiceDesc.Streams[0], Transport_SendStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SendRequest, SendResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Transport_SendStreamClient = grpc.ClientStreamingClient[SendRequest, SendResponse]
+
 func (c *transportClient) Stream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StreamFrame, StreamAck], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Transport_ServiceDesc.Streams[0], Transport_Stream_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Transport_ServiceDesc.Streams[1], Transport_Stream_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +232,10 @@ type Transport_StreamClient = grpc.BidiStreamingClient[StreamFrame, StreamAck]
 type TransportServer interface {
 	// Send delivers unordered messages; they may be lost.
 	Send(context.Context, *SendRequest) (*SendResponse, error)
+	// SendStream carries a host's unordered messages to this host, a batch
+	// per request, over one long-lived stream; they may be lost. The
+	// response comes only when the sender closes the stream.
+	SendStream(grpc.ClientStreamingServer[SendRequest, SendResponse]) error
 	// Stream carries one ordered stream.
 	Stream(grpc.BidiStreamingServer[StreamFrame, StreamAck]) error
 	mustEmbedUnimplementedTransportServer()
@@ -228,6 +250,9 @@ type UnimplementedTransportServer struct{}
 
 func (UnimplementedTransportServer) Send(context.Context, *SendRequest) (*SendResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Send not implemented")
+}
+func (UnimplementedTransportServer) SendStream(grpc.ClientStreamingServer[SendRequest, SendResponse]) error {
+	return status.Error(codes.Unimplemented, "method SendStream not implemented")
 }
 func (UnimplementedTransportServer) Stream(grpc.BidiStreamingServer[StreamFrame, StreamAck]) error {
 	return status.Error(codes.Unimplemented, "method Stream not implemented")
@@ -271,6 +296,13 @@ func _Transport_Send_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Transport_SendStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(TransportServer).SendStream(&grpc.GenericServerStream[SendRequest, SendResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Transport_SendStreamServer = grpc.ClientStreamingServer[SendRequest, SendResponse]
+
 func _Transport_Stream_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(TransportServer).Stream(&grpc.GenericServerStream[StreamFrame, StreamAck]{ServerStream: stream})
 }
@@ -291,6 +323,11 @@ var Transport_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "SendStream",
+			Handler:       _Transport_SendStream_Handler,
+			ClientStreams: true,
+		},
 		{
 			StreamName:    "Stream",
 			Handler:       _Transport_Stream_Handler,

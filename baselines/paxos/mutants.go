@@ -21,4 +21,8 @@ const (
 	// promised ballot lead it again, after the slots it remembers: it can
 	// propose a second value in a slot whose proposal its crash lost.
 	MutantRestartKeepsBallot = "restart-keeps-ballot"
+	// MutantReplyAtPropose has an RSPaxos leader acknowledge a PUT as it
+	// proposes it, before it is chosen; with replies sent early, the
+	// acknowledgment leaves before the proposal is even durable.
+	MutantReplyAtPropose = "reply-at-propose"
 )

@@ -247,9 +247,21 @@ func (r *Replica[V, I, P]) selfAccept(ctx node.Context, slot uint64, e *entry[V]
 // slot is chosen once a quorum's acceptances are durable, and the GC
 // point counts the leader's own applied prefix only as its durable
 // HeartbeatOK to itself reports it.
+//
+// Replies to clients (both baselines') may leave early too. A reply's
+// result follows from the chosen log, which is durable at a quorum
+// whatever the leader's disk holds: a crash that loses the executing
+// batch loses the leader's applied prefix, state machine and client
+// table entry with it, and the restarted replica executes the same slots,
+// in the same order, into the same state again (a retry meanwhile finds
+// the request in the log or the new leader's client table and gets the
+// same result).
 func (r *Replica[V, I, P]) SendsEarly(m node.Message) bool {
-	_, ok := m.(P2a[V, I])
-	return ok
+	switch m.(type) {
+	case P2a[V, I], msg.Reply:
+		return true
+	}
+	return false
 }
 
 func piece(pieces [][]byte, i int) []byte {

@@ -154,6 +154,9 @@ func (a *app) Admit(ctx node.Context, from node.Addr, req msg.Request) (Value, b
 		ctx.Send(from, msg.Reply{Seq: req.Seq, Err: ErrUnsupported})
 		return Value{}, false
 	}
+	if kind == Put && paxos.Mutant == paxos.MutantReplyAtPropose {
+		ctx.Send(from, msg.Reply{Seq: req.Seq, Outcome: msg.Outcome{Results: []msg.Result{{}}}}) // the bug
+	}
 	return Value{Kind: kind, Client: req.Client, Seq: req.Seq, From: from, Block: req.Ops[0].Block}, true
 }
 

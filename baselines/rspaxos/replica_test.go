@@ -163,3 +163,48 @@ func TestCloneAndHash(t *testing.T) {
 		t.Fatal("a piece delivered to a clone reached the original")
 	}
 }
+
+// The messages that leave before their batch is durable (node.EarlySender)
+// are the leader's accept requests and its replies, as ShardedPaxos's: a
+// PUT is acknowledged once chosen (never at its proposal), and its reply
+// and the GET's decoded answer may leave ahead of the executing batch's
+// sync. Acceptances (the leader's own to itself included) and pieces wait.
+func TestEarlyMessages(t *testing.T) {
+	r, ctx := newAt(t, cfg1, 0, 0)
+	early := func(es nodetest.Effects) (n int, replies int) {
+		for _, e := range es {
+			if r.SendsEarly(e.Msg) {
+				n++
+			}
+			if _, ok := e.Msg.(msg.Reply); ok {
+				replies++
+			}
+		}
+		return n, replies
+	}
+	r.Handle(ctx, "client/0", msg.Request{Client: 1, Seq: 1, Ops: []msg.Op{{Kind: msg.OpWrite, Block: 0, Data: block(4)}}})
+	out := ctx.Take().Messages()
+	if n, replies := early(out); n != 3 || replies != 0 || len(out) != 4 {
+		t.Fatalf("proposing a PUT sent %v: want 3 early accept requests and the leader's acceptance to itself, no reply", out)
+	}
+	for m := 0; m <= 2; m++ {
+		r.Handle(ctx, cfg1.Addr(0, m), P2b{Member: m, Slot: 1, Val: ID{Kind: Put, Client: 1, Seq: 1}})
+	}
+	if out := ctx.Take().Messages().To("client/0"); len(out) != 1 || !r.SendsEarly(out[0].Msg) {
+		t.Fatalf("chosen PUT's reply %v: want one, early", out)
+	}
+	r.Handle(ctx, "client/1", msg.Request{Client: 2, Seq: 1, Ops: []msg.Op{{Kind: msg.OpRead, Block: 0}}})
+	for m := 0; m <= 2; m++ {
+		r.Handle(ctx, cfg1.Addr(0, m), P2b{Member: m, Slot: 2, Val: ID{Kind: Get, Client: 2, Seq: 1}})
+	}
+	ctx.Take()
+	r.Handle(ctx, cfg1.Addr(0, 1), PieceReply{Member: 1, Slot: 2, Block: 0, Version: 1, Piece: r.encode(block(4))[1]})
+	if out := ctx.Take().Messages().To("client/1"); len(out) != 1 || !r.SendsEarly(out[0].Msg) {
+		t.Fatalf("decoded GET's reply %v: want one, early", out)
+	}
+	f, fctx := newAt(t, cfg1, 0, 1)
+	f.Handle(fctx, cfg1.Addr(0, 0), paxos.P2a[Value, ID]{Member: 0, Slot: 1, Val: put(f, 1, 1, 4, 1)})
+	if out := fctx.Take().Messages(); len(out) != 1 || f.SendsEarly(out[0].Msg) {
+		t.Fatalf("follower's acceptance %v: want one, not early", out)
+	}
+}

@@ -41,22 +41,6 @@ func NewReplica(cfg Config, g, me int) *Replica {
 	return r
 }
 
-// SendsEarly implements node.EarlySender: the leader's accept requests
-// (paxos.Replica.SendsEarly) and its replies to clients may leave before
-// the batch that sends them is durable. A reply's result follows from the
-// chosen log, which is durable at a quorum whatever the leader's disk
-// holds: a crash that loses the executing batch loses the leader's
-// applied prefix, blocks and client table entry with it, and the
-// restarted replica executes the same slots, in the same order, into the
-// same state again (a retry meanwhile finds the request in the log or the
-// new leader's client table and gets the same result).
-func (r *Replica) SendsEarly(m node.Message) bool {
-	if _, ok := m.(msg.Reply); ok {
-		return true
-	}
-	return r.Replica.SendsEarly(m)
-}
-
 // Admit implements paxos.App.
 func (a *app) Admit(_ node.Context, from node.Addr, req msg.Request) (Value, bool) {
 	return Value{Client: req.Client, Seq: req.Seq, From: from, Ops: req.Ops}, true

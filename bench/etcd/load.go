@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,8 +24,8 @@ import (
 // "start", "end" and the result as JSON to out.
 func load(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	system := fs.String("system", "etcd", "etcd, amalgam or shardedpaxos (amalgam-server dev --protocol shardedpaxos)")
-	endpoints := fs.String("endpoints", "", "etcd: client URLs, comma-separated; amalgam, shardedpaxos: the entry address")
+	system := fs.String("system", "etcd", "etcd, amalgam, shardedpaxos or rspaxos (amalgam-server dev --protocol P; rspaxos: write only)")
+	endpoints := fs.String("endpoints", "", "etcd: client URLs, comma-separated; amalgam and the baselines: the entry address")
 	var s loadgen.Spec
 	fs.StringVar(&s.Workload, "workload", loadgen.Write, "write or add")
 	fs.IntVar(&s.BlockSize, "block-size", 4096, "bytes per block (value size)")
@@ -39,6 +41,12 @@ func load(args []string, out io.Writer) error {
 	s.Blocks = *blocks
 	if err := s.Validate(); err != nil {
 		return err
+	}
+	if !slices.Contains(loadgen.Systems, *system) {
+		return fmt.Errorf("--system must be one of %s, got %q", strings.Join(loadgen.Systems, ", "), *system)
+	}
+	if why := loadgen.Unsupported(*system, s.Workload); why != "" {
+		return errors.New(why)
 	}
 	if *endpoints == "" {
 		return fmt.Errorf("--endpoints is required")
@@ -84,7 +92,7 @@ func dial(ctx context.Context, system, endpoints string, s loadgen.Spec) ([]load
 			}
 			closers = append(closers, func() { _ = c.Close() })
 			doers = append(doers, &etcdDoer{c: c, blockSize: s.BlockSize})
-		case "amalgam", "shardedpaxos": // the Go client serves both (it finds the protocol in Status)
+		default: // amalgam and the baselines: the Go client serves them all (it finds the protocol in Status)
 			c, err := client.Dial(ctx, endpoints, client.Options{AttemptTimeout: 10 * time.Second})
 			if err != nil {
 				closeAll()
@@ -92,8 +100,6 @@ func dial(ctx context.Context, system, endpoints string, s loadgen.Spec) ([]load
 			}
 			closers = append(closers, c.Close)
 			doers = append(doers, loadgen.TxnDoer{C: c})
-		default:
-			return nil, nil, fmt.Errorf("--system must be etcd, amalgam or shardedpaxos, got %q", system)
 		}
 	}
 	return doers, closeAll, nil

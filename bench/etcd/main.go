@@ -6,10 +6,11 @@
 // runs one stock etcd member (go.etcd.io/etcd/server/v3/embed: fsync on
 // every commit) until SIGINT or SIGTERM, printing "ready" once it serves.
 //
-//	amalgam-etcd load --system etcd|amalgam --endpoints A,B --workload write|add ...
+//	amalgam-etcd load --system etcd|amalgam|shardedpaxos|rspaxos --endpoints A,B --workload write|add ...
 //
 // runs the closed-loop generator of bench/loadgen against an etcd cluster
-// (etcd's Go client) or an Amalgam cluster (Amalgam's Go client). It prints
+// (etcd's Go client) or an amalgam-server dev cluster of Amalgam or a
+// baseline (Amalgam's Go client; rspaxos refuses add, loadgen.Unsupported). It prints
 // "start" and "end" lines as the measured interval begins and ends, then
 // the loadgen.Result as one line of JSON.
 package main

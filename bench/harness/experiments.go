@@ -25,6 +25,10 @@ type Options struct {
 	// loopback; Bandwidth does not apply) or TransportSim (the in-process
 	// host and its network model).
 	Transport string
+	// Durability is "memory" (default: nothing persisted) or "durable"
+	// (TransportGRPC only: every machine syncs a pebble store in a
+	// temporary directory, as amalgam-server dev --durability durable).
+	Durability string
 	// Systems, if not empty, limits the runs to these systems.
 	Systems []string
 	// Progress, if set, is called as runs start and advance.
@@ -60,6 +64,13 @@ func (o Options) transport() string {
 		return TransportGRPC
 	}
 	return o.Transport
+}
+
+func (o Options) durability() string {
+	if o.Durability == "" {
+		return "memory"
+	}
+	return o.Durability
 }
 
 func (o Options) timing() (warm, dur time.Duration) {
@@ -131,7 +142,8 @@ func (o Options) spec(exp, system string, l erasure.Layout, w Workload, clients 
 		}
 	}
 	return RunSpec{Experiment: exp, System: system, Layout: l, Workload: w, Clients: clients,
-		Warmup: warm, Duration: dur, Net: NetOptions{Bandwidth: o.bandwidth()}, Transport: o.transport()}
+		Warmup: warm, Duration: dur, Net: NetOptions{Bandwidth: o.bandwidth()}, Transport: o.transport(),
+		Durability: o.durability()}
 }
 
 func sizeLabel(b int) string {
@@ -256,7 +268,7 @@ func Execute(exps []Experiment, o Options) (*Report, error) {
 	}
 	warm, dur := o.timing()
 	rep := &Report{
-		Mode: "full", Durability: "memory", Transport: o.transport(),
+		Mode: "full", Durability: o.durability(), Transport: o.transport(),
 		Host:  "production runtime (package runtime): a local cluster of gRPC hosts on loopback per system, clients through package client",
 		Cores: Cores(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
 		WarmupSec: warm.Seconds(), DurationSec: dur.Seconds(), Seed: o.Seed,

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,7 @@ const (
 	// bandwidth-limited simulated links of simnet.go.
 	TransportSim = "sim"
 	// TransportGRPC is the production runtime: every system runs as a
-	// local cluster (amalgam-server dev, in memory) of gRPC hosts on
+	// local cluster (amalgam-server dev) of gRPC hosts on
 	// loopback, and clients use the Go client library.
 	TransportGRPC = "grpc"
 )
@@ -31,9 +32,31 @@ type grpcCluster struct {
 	close    func()
 }
 
+// startGRPC starts the system's local cluster; a durable one keeps its
+// stores in a temporary directory that close removes.
 func startGRPC(system string, s RunSpec) (*grpcCluster, error) {
-	o := runtime.LocalOptions{Layout: s.Layout, Durability: "memory", Addr: "127.0.0.1:0",
+	o := runtime.LocalOptions{Layout: s.Layout, Durability: s.durability(), Addr: "127.0.0.1:0",
 		PaxosTiming: benchTiming}
+	cleanup := func() {}
+	if o.Durability == "durable" {
+		dir, err := os.MkdirTemp("", "amalgam-bench-")
+		if err != nil {
+			return nil, err
+		}
+		o.DataDir = dir
+		cleanup = func() { _ = os.RemoveAll(dir) }
+	}
+	cl, err := startCluster(system, o)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	stop := cl.close
+	cl.close = func() { stop(); cleanup() }
+	return cl, nil
+}
+
+func startCluster(system string, o runtime.LocalOptions) (*grpcCluster, error) {
 	if system == Amalgam {
 		lc, err := runtime.StartLocal(o)
 		if err != nil {
@@ -118,7 +141,10 @@ func runGRPC(s RunSpec) (Point, error) {
 			}
 		})
 	}
-	elapsed, cpu := measure(s, warm, &phase, recs, func() {}, func() bool { return seqRun && int(done.Load()) == s.Clients })
+	var disk0 runtime.DiskStats
+	elapsed, cpu := measure(s, warm, &phase, recs, func() { disk0 = runtime.StoreDiskStats() },
+		func() bool { return seqRun && int(done.Load()) == s.Clients })
+	disk := runtime.StoreDiskStats()
 	if !seqRun {
 		cancel() // a storage run lets the writes in flight finish: they are stored
 	}
@@ -128,6 +154,10 @@ func runGRPC(s RunSpec) (Point, error) {
 	}
 	p := point(s, recs, elapsed, cpu)
 	p.Machines, p.Transport = cl.machines, TransportGRPC
+	if p.Ops > 0 && s.durability() == "durable" {
+		p.SyncsPerOp = float64(disk.Syncs-disk0.Syncs) / float64(p.Ops)
+		p.DiskPerLogical = float64(disk.BytesWritten-disk0.BytesWritten) / float64(p.Ops*int64(l.BlockSize))
+	}
 	if len(p.written) > 0 {
 		time.Sleep(10 * benchHeartbeat) // followers catch up
 		p.StoredPerLogical = float64(cl.stored()) / float64(int64(len(p.written))*int64(l.BlockSize))
@@ -201,7 +231,7 @@ func point(s RunSpec, recs []*recorder, elapsed, cpu time.Duration) measured {
 	slices.Sort(all)
 	ops := int64(len(all))
 	p := Point{
-		Experiment: s.Experiment, System: s.System, Durability: "memory",
+		Experiment: s.Experiment, System: s.System, Durability: s.durability(),
 		Workload: s.Workload.String(), Keys: s.Workload.Keys, BlockSize: l.BlockSize,
 		Groups: l.N, G: l.G, F: l.F, Clients: s.Clients,
 		Seconds: elapsed.Seconds(), Ops: ops, Errors: errs,
@@ -219,4 +249,11 @@ func point(s RunSpec, recs []*recorder, elapsed, cpu time.Duration) measured {
 		p.CPUus = float64(cpu.Microseconds()) / float64(ops)
 	}
 	return measured{Point: p, written: written}
+}
+
+func (s RunSpec) durability() string {
+	if s.Durability == "" {
+		return "memory"
+	}
+	return s.Durability
 }

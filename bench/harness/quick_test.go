@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,5 +49,30 @@ func TestRunEachSystemGRPC(t *testing.T) {
 			}
 			t.Logf("%s %s %s: %.0f ops/s p50 %.2fms p99 %.2fms cpu %.0fus stored %.3f", sys, w, w.Keys, p.OpsPerSec, p.P50ms, p.P99ms, p.CPUus, p.StoredPerLogical)
 		}
+	}
+}
+
+// Durable runs: every system syncs its stores in a temporary directory,
+// which the run removes; the simulated links refuse durability.
+func TestRunEachSystemDurable(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	l := erasure.Layout{N: 7, G: 5, F: 2, Stripes: 20, BlockSize: 4096}
+	for _, sys := range Systems {
+		p, err := Run(RunSpec{System: sys, Layout: l, Workload: Workload{Write: 1}, Clients: 4, Warmup: 100 * time.Millisecond,
+			Duration: 300 * time.Millisecond, MinOps: 20, Transport: TransportGRPC, Durability: "durable"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Ops == 0 || p.Errors != 0 || p.Durability != "durable" || p.SyncsPerOp <= 0 || p.DiskPerLogical < 1 {
+			t.Errorf("%s: %d ops, %d errors, durability %q, %.2f syncs/op, %.2f disk B/B", sys, p.Ops, p.Errors, p.Durability, p.SyncsPerOp, p.DiskPerLogical)
+		}
+		left, _ := filepath.Glob(filepath.Join(os.Getenv("TMPDIR"), "amalgam-bench-*"))
+		if len(left) > 0 {
+			t.Errorf("%s: stores left behind: %v", sys, left)
+		}
+	}
+	_, err := Run(RunSpec{System: Amalgam, Layout: l, Workload: Workload{Write: 1}, Clients: 1, Durability: "durable"})
+	if err == nil {
+		t.Error("a durable run over the simulated links was accepted")
 	}
 }

@@ -133,7 +133,8 @@ func (r *Report) computeTargets() {
 }
 
 var csvHeader = []string{"experiment", "system", "series", "x", "transport", "durability", "workload", "keys", "block_size", "groups", "machines", "g", "f", "clients",
-	"seconds", "ops", "errors", "ops_per_sec", "mb_per_sec", "p50_ms", "p99_ms", "p999_ms", "cpu_us_per_op", "net_bytes_per_op", "stored_per_logical_byte", "link_bytes_per_sec"}
+	"seconds", "ops", "errors", "ops_per_sec", "mb_per_sec", "p50_ms", "p99_ms", "p999_ms", "cpu_us_per_op", "net_bytes_per_op", "stored_per_logical_byte", "link_bytes_per_sec",
+	"syncs_per_op", "disk_bytes_per_logical_byte"}
 
 // WriteCSV writes one row per point.
 func (r *Report) WriteCSV(w io.Writer) error {
@@ -146,7 +147,8 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		row := []string{p.Experiment, p.System, p.Series, f(p.X), p.Transport, p.Durability, p.Workload, p.Keys, strconv.Itoa(p.BlockSize),
 			strconv.Itoa(p.Groups), strconv.Itoa(p.Machines), strconv.Itoa(p.G), strconv.Itoa(p.F), strconv.Itoa(p.Clients),
 			f(p.Seconds), strconv.FormatInt(p.Ops, 10), strconv.FormatInt(p.Errors, 10), f(p.OpsPerSec), f(p.MBPerSec),
-			f(p.P50ms), f(p.P99ms), f(p.P999ms), f(p.CPUus), f(p.NetBytesPerOp), f(p.StoredPerLogical), f(p.Bandwidth)}
+			f(p.P50ms), f(p.P99ms), f(p.P999ms), f(p.CPUus), f(p.NetBytesPerOp), f(p.StoredPerLogical), f(p.Bandwidth),
+			f(p.SyncsPerOp), f(p.DiskPerLogical)}
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -174,7 +176,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		if e.XName == "clients" {
 			clientsCol = ""
 		}
-		fmt.Fprintf(tw, "system\tseries\t%s%s\tops/s\tMB/s\tp50 ms\tp99 ms\tp99.9 ms\tcpu us/op\tnet B/op\tstored/logical\t\n", e.XName, clientsCol)
+		durable := r.Durability == "durable"
+		diskCols := ""
+		if durable {
+			diskCols = "syncs/op\tdisk B/B\t"
+		}
+		fmt.Fprintf(tw, "system\tseries\t%s%s\tops/s\tMB/s\tp50 ms\tp99 ms\tp99.9 ms\tcpu us/op\tnet B/op\tstored/logical\t%s\n", e.XName, clientsCol, diskCols)
 		for _, p := range r.Points {
 			if p.Experiment != e.Name {
 				continue
@@ -187,8 +194,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			if clientsCol != "" {
 				clients = fmt.Sprintf("\t%d", p.Clients)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s%s\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%s\t%.3f\t\n", p.System, p.Series, plain(p.X), clients,
-				p.OpsPerSec, p.MBPerSec, p.P50ms, p.P99ms, p.P999ms, p.CPUus, net, p.StoredPerLogical)
+			disk := ""
+			if durable {
+				disk = fmt.Sprintf("%.2f\t%.2f\t", p.SyncsPerOp, p.DiskPerLogical)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s%s\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%s\t%.3f\t%s\n", p.System, p.Series, plain(p.X), clients,
+				p.OpsPerSec, p.MBPerSec, p.P50ms, p.P99ms, p.P999ms, p.CPUus, net, p.StoredPerLogical, disk)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -40,6 +40,11 @@ type Point struct {
 	// CPU time of the whole process (servers, clients, network) per
 	// operation during the measured interval, from getrusage.
 	CPUus float64 `json:"cpu_us_per_op"`
+	// Durable runs: fsync and fdatasync calls of every store, and bytes
+	// the stores wrote to files per logical byte (ops x block size),
+	// during the measured interval.
+	SyncsPerOp     float64 `json:"syncs_per_op,omitempty"`
+	DiskPerLogical float64 `json:"disk_bytes_per_logical_byte,omitempty"`
 	// Bytes sent between machines per operation.
 	NetBytesPerOp float64 `json:"net_bytes_per_op"`
 	// Bytes the servers store per logical byte written (distinct blocks
@@ -66,6 +71,8 @@ type RunSpec struct {
 	Net    NetOptions
 	// Transport is TransportSim (default) or TransportGRPC.
 	Transport string
+	// Durability is "memory" (default) or, with TransportGRPC, "durable".
+	Durability string
 	// Progress, if set, is called about every 100 ms with the fraction of
 	// the run done.
 	Progress func(done float64)
@@ -172,6 +179,15 @@ func (d *driver) Hash() uint64     { return uint64(d.idx) }
 func Run(s RunSpec) (Point, error) {
 	if s.Clients < 1 {
 		return Point{}, fmt.Errorf("need at least one client, got %d", s.Clients)
+	}
+	switch s.durability() {
+	case "memory":
+	case "durable":
+		if s.Transport != TransportGRPC {
+			return Point{}, fmt.Errorf("durability durable needs transport %s (the simulated links keep no stores)", TransportGRPC)
+		}
+	default:
+		return Point{}, fmt.Errorf("unknown durability %q (want memory or durable)", s.Durability)
 	}
 	switch s.Transport {
 	case TransportGRPC:

@@ -25,8 +25,8 @@ import (
 
 // VsEtcdOptions configures amalgam-bench vs-etcd: Amalgam (amalgam-server
 // dev, durable, n=5 g=3 f=2) against stock etcd clusters, each a set of
-// server processes, and optionally durable ShardedPaxos (amalgam-server
-// dev --protocol shardedpaxos), alternated round by round.
+// server processes, and optionally durable ShardedPaxos and RSPaxos
+// (amalgam-server dev --protocol P), alternated round by round.
 type VsEtcdOptions struct {
 	Rounds   int           // default 3
 	Warmup   time.Duration // default 1s
@@ -34,8 +34,9 @@ type VsEtcdOptions struct {
 	Seed     uint64
 	Members  []int // etcd cluster sizes, default 3 and 5 (when Systems is empty)
 	// Systems, if not empty, are the systems to run, in this order within
-	// a round: "amalgam", "shardedpaxos" and "etcd<N>" (N members). Empty:
-	// amalgam, then etcd<N> for every N in Members.
+	// a round: "amalgam", "shardedpaxos", "rspaxos" and "etcd<N>" (N
+	// members). Empty: amalgam, then etcd<N> for every N in Members.
+	// RSPaxos skips the add workloads (loadgen.Unsupported).
 	Systems []string
 	// Workloads, if not empty, limits the run to these names (VsWorkload.Name).
 	Workloads []string
@@ -78,7 +79,7 @@ const vsBlocks = 1024
 // VsPoint is one system's measurement of one workload in one round.
 type VsPoint struct {
 	Round    int    `json:"round"`
-	System   string `json:"system"` // "amalgam", "shardedpaxos", "etcd3", "etcd5"
+	System   string `json:"system"` // "amalgam", "shardedpaxos", "rspaxos", "etcd3", "etcd5"
 	Workload string `json:"workload"`
 	VsWorkload
 	loadgen.Result
@@ -124,6 +125,17 @@ type VsSummary struct {
 	// (empty unless both ran).
 	SPRatioRounds []float64 `json:"shardedpaxos_ratio_per_round,omitempty"`
 	SPRatio       *Spread   `json:"shardedpaxos_ratio,omitempty"`
+	// RSRatio is RSPaxos's ops/s over this etcd cluster's, per round
+	// (empty unless both ran).
+	RSRatioRounds []float64 `json:"rspaxos_ratio_per_round,omitempty"`
+	RSRatio       *Spread   `json:"rspaxos_ratio,omitempty"`
+}
+
+// VsSkip is a workload a system did not run, and why.
+type VsSkip struct {
+	System   string `json:"system"`
+	Workload string `json:"workload"`
+	Reason   string `json:"reason"`
 }
 
 // Spread is a median with the minimum and maximum.
@@ -155,6 +167,7 @@ type VsReport struct {
 	Systems  []string      `json:"systems"`
 	Points   []VsPoint     `json:"points"`
 	Summary  []VsSummary   `json:"summary"`
+	Skipped  []VsSkip      `json:"skipped,omitempty"`
 }
 
 func (o *VsEtcdOptions) defaults() {
@@ -216,13 +229,9 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 	if len(wls) == 0 {
 		return nil, fmt.Errorf("no workload matches %v (known: %s)", o.Workloads, strings.Join(vsWorkloadNames(), ", "))
 	}
-	for i, sys := range o.Systems {
-		if _, err := vsSystem(sys); err != nil {
-			return nil, err
-		}
-		if slices.Index(o.Systems, sys) != i {
-			return nil, fmt.Errorf("system %s listed twice", sys)
-		}
+	skipped, err := vsPlan(o.Systems, wls)
+	if err != nil {
+		return nil, err
 	}
 	ctx, tmp, release, err := scratch("amalgam-vs-etcd-")
 	if err != nil {
@@ -238,7 +247,7 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 		o.Progress("perf stat cannot count sync system calls here: that column stays empty")
 	}
 	rep := &VsReport{Host: newHost(), Rounds: o.Rounds,
-		Warmup: o.Warmup, Duration: o.Duration, Systems: o.Systems}
+		Warmup: o.Warmup, Duration: o.Duration, Systems: o.Systems, Skipped: skipped}
 	sizes := []int{}
 	for _, w := range wls {
 		if !slices.Contains(sizes, w.BlockSize) {
@@ -250,6 +259,9 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 			for _, sys := range rep.Systems {
 				if err := ctx.Err(); err != nil {
 					return nil, err
+				}
+				if !slices.ContainsFunc(wls, func(w VsWorkload) bool { return w.BlockSize == bs && vsRuns(sys, w) }) {
+					continue
 				}
 				dir := filepath.Join(tmp, fmt.Sprintf("r%d-%s-%d", r, sys, bs))
 				members, _ := vsSystem(sys)
@@ -264,7 +276,7 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 					return nil, fmt.Errorf("round %d: starting %s: %w", r, sys, err)
 				}
 				for _, w := range wls {
-					if w.BlockSize != bs {
+					if w.BlockSize != bs || !vsRuns(sys, w) {
 						continue
 					}
 					if o.Progress != nil {
@@ -288,11 +300,11 @@ func VsEtcd(o VsEtcdOptions) (*VsReport, error) {
 	return rep, nil
 }
 
-// vsSystem checks a system's name: amalgam, shardedpaxos or etcd<N>; for
-// etcd it returns N.
+// vsSystem checks a system's name: amalgam, shardedpaxos, rspaxos or
+// etcd<N>; for etcd it returns N.
 func vsSystem(sys string) (etcdMembers int, err error) {
 	switch sys {
-	case Amalgam, ShardedPaxos:
+	case Amalgam, ShardedPaxos, RSPaxos:
 		return 0, nil
 	}
 	if n, ok := strings.CutPrefix(sys, "etcd"); ok {
@@ -300,7 +312,47 @@ func vsSystem(sys string) (etcdMembers int, err error) {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown system %q (want %s, %s or etcd<N>, N members)", sys, Amalgam, ShardedPaxos)
+	return 0, fmt.Errorf("unknown system %q (want %s, %s, %s or etcd<N>, N members)", sys, Amalgam, ShardedPaxos, RSPaxos)
+}
+
+// vsLoadSystem is amalgam-etcd load's --system for sys.
+func vsLoadSystem(sys string) string {
+	if m, _ := vsSystem(sys); m > 0 {
+		return "etcd"
+	}
+	return sys
+}
+
+// vsRuns reports whether sys runs w (loadgen.Unsupported).
+func vsRuns(sys string, w VsWorkload) bool {
+	return loadgen.Unsupported(vsLoadSystem(sys), w.Workload) == ""
+}
+
+// vsPlan checks the systems (known, each once) and returns the workloads
+// of wls each skips. A system left with none of them is an error: the
+// run would measure nothing of it.
+func vsPlan(systems []string, wls []VsWorkload) ([]VsSkip, error) {
+	var skipped []VsSkip
+	for i, sys := range systems {
+		if _, err := vsSystem(sys); err != nil {
+			return nil, err
+		}
+		if slices.Index(systems, sys) != i {
+			return nil, fmt.Errorf("system %s listed twice", sys)
+		}
+		var why string
+		n := 0
+		for _, w := range wls {
+			if why = loadgen.Unsupported(vsLoadSystem(sys), w.Workload); why != "" {
+				skipped = append(skipped, VsSkip{System: sys, Workload: w.Name(), Reason: why})
+				n++
+			}
+		}
+		if n == len(wls) && why != "" {
+			return nil, errors.New(why)
+		}
+	}
+	return skipped, nil
 }
 
 func vsWorkloadNames() []string {
@@ -563,7 +615,9 @@ func lastLines(s string, n int) string {
 // replying), n=5 g=3 f=2, in one process: for amalgam the configuration
 // endpoint and 5 machines (a data and a parity server each); for
 // shardedpaxos (--protocol) the entry address and 5 machines hosting 5
-// Paxos groups of 3 full replicas and 2 witnesses.
+// Paxos groups of 3 full replicas and 2 witnesses; for rspaxos the entry
+// address and 7 machines hosting 5 groups of 7 members (3 data and 4
+// parity pieces of each block).
 func startDev(b vsBinaries, dir, system string, blockSize int) (*procCluster, error) {
 	base, err := freePortRange(6)
 	if err != nil {

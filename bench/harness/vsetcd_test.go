@@ -92,19 +92,106 @@ func TestVsReportShardedPaxos(t *testing.T) {
 	}
 }
 
-// TestVsEtcdSmoke starts the three systems as processes, loads them
-// briefly and checks that every measure is there. It checks no speed:
-// every run measures until it has 5 operations, however long that takes.
+// vsPlan refuses unknown and repeated systems, skips RSPaxos's add
+// workloads with the reason, and refuses RSPaxos when it would run none.
+func TestVsPlan(t *testing.T) {
+	wls := []VsWorkload{VsWorkloads[0], VsWorkloads[2], VsWorkloads[3]} // write-4KiB-1, add-4KiB-1, add-4KiB-32
+	skipped, err := vsPlan([]string{Amalgam, RSPaxos, "etcd3", ShardedPaxos}, wls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skipped) != 2 || skipped[0].System != RSPaxos || skipped[0].Workload != "add-4KiB-1" ||
+		skipped[1].Workload != "add-4KiB-32" || !strings.Contains(skipped[0].Reason, "not isolated") {
+		t.Errorf("skipped %+v, want rspaxos's two add workloads with the reason", skipped)
+	}
+	for _, c := range []struct {
+		systems []string
+		wls     []VsWorkload
+		want    string
+	}{
+		{[]string{RSPaxos, "etcd3"}, wls[1:], "rspaxos has no add"},
+		{[]string{"rs-paxos"}, wls, `unknown system "rs-paxos"`},
+		{[]string{"etcd0"}, wls, "unknown system"},
+		{[]string{RSPaxos, "etcd3", RSPaxos}, wls[:1], "system rspaxos listed twice"},
+	} {
+		if _, err := vsPlan(c.systems, c.wls); err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("vsPlan(%v): %v, want one line with %q", c.systems, err, c.want)
+		}
+	}
+	if skipped, err := vsPlan([]string{Amalgam, "etcd5", ShardedPaxos}, wls); err != nil || len(skipped) != 0 {
+		t.Errorf("without rspaxos: skipped %+v, %v; want every workload run", skipped, err)
+	}
+	for sys, want := range map[string]string{"etcd3": "etcd", "etcd5": "etcd", RSPaxos: "rspaxos", ShardedPaxos: "shardedpaxos", Amalgam: "amalgam"} {
+		if got := vsLoadSystem(sys); got != want {
+			t.Errorf("load --system for %s: %s, want %s", sys, got, want)
+		}
+	}
+}
+
+// With RSPaxos in the run, etcd's rows get its per-round ratio in a
+// column after ShardedPaxos's; the add workloads it skipped have no
+// RSPaxos row and are listed, with the reason, under the table.
+func TestVsReportRSPaxos(t *testing.T) {
+	wr, add := VsWorkloads[1], VsWorkloads[3]
+	r := &VsReport{Rounds: 2, Systems: []string{Amalgam, ShardedPaxos, RSPaxos, "etcd3"},
+		Skipped: []VsSkip{{System: RSPaxos, Workload: add.Name(), Reason: loadgen.Unsupported("rspaxos", loadgen.Add)}}}
+	for round, ops := range [][4]float64{{400, 200, 100, 50}, {300, 200, 300, 100}} {
+		for i, sys := range r.Systems {
+			for _, w := range []VsWorkload{wr, add} {
+				if sys == RSPaxos && w == add {
+					continue
+				}
+				r.Points = append(r.Points, VsPoint{Round: round + 1, System: sys, Workload: w.Name(), VsWorkload: w,
+					Result: loadgen.Result{Ops: int64(ops[i]), OpsPerSec: ops[i]}})
+			}
+		}
+	}
+	r.summarise([]VsWorkload{wr, add})
+	if len(r.Summary) != 7 {
+		t.Fatalf("summary has %d rows, want 4 for the write and 3 for the add", len(r.Summary))
+	}
+	for _, s := range r.Summary {
+		etcd := s.System == "etcd3"
+		if (s.RSRatio != nil) != (etcd && s.Workload == wr.Name()) || (s.SPRatio != nil) != etcd {
+			t.Errorf("%s %s: RSPaxos ratio %+v, ShardedPaxos ratio %+v", s.Workload, s.System, s.RSRatio, s.SPRatio)
+		}
+		if s.System == RSPaxos && s.Workload == add.Name() {
+			t.Errorf("a row for the skipped %s %s", s.System, s.Workload)
+		}
+	}
+	if e := r.Summary[3]; e.System != "etcd3" || e.RSRatio == nil || e.RSRatio.Min != 2 || e.RSRatio.Max != 3 || e.RSRatio.Median != 2.5 {
+		t.Errorf("etcd3's RSPaxos ratio %+v, want median 2.5 of 2 and 3", e.RSRatio)
+	}
+	var b strings.Builder
+	r.Markdown(&b)
+	lines := strings.Split(b.String(), "\n")
+	if strings.Count(lines[0], "|") != len(vsColumns)+3 || !strings.Contains(lines[0], "RSPaxos / system") {
+		t.Errorf("markdown header %q: want %d columns, RSPaxos's last", lines[0], len(vsColumns)+2)
+	}
+	if md := b.String(); !strings.Contains(md, "2.50 (2.00-3.00) |\n") || !strings.Contains(md, "\nnot run: rspaxos on add-4KiB-32 (rspaxos has no add") {
+		t.Errorf("markdown:\n%s", b.String())
+	}
+	b.Reset()
+	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), "not run: rspaxos on add-4KiB-32 (rspaxos has no add") ||
+		!strings.Contains(b.String(), "rspaxos: amalgam-server dev --protocol rspaxos") {
+		t.Errorf("text (%v):\n%s", err, b.String())
+	}
+}
+
+// TestVsEtcdSmoke starts the four systems as processes, loads them
+// briefly and checks that every measure is there (RSPaxos skips the add).
+// It checks no speed: every run measures until it has 5 operations,
+// however long that takes.
 func TestVsEtcdSmoke(t *testing.T) {
 	etcdBench.Require(t)
 	rep, err := VsEtcd(VsEtcdOptions{Rounds: 1, Warmup: 200 * time.Millisecond, Duration: 500 * time.Millisecond,
-		Systems: []string{Amalgam, "etcd3", ShardedPaxos}, Workloads: []string{"write-4KiB-1", "add-4KiB-1"}, Src: ".", MinOps: 5,
+		Systems: []string{Amalgam, "etcd3", ShardedPaxos, RSPaxos}, Workloads: []string{"write-4KiB-1", "add-4KiB-1"}, Src: ".", MinOps: 5,
 		Progress: func(s string) { t.Log(s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Points) != 6 {
-		t.Fatalf("%d points, want 6", len(rep.Points))
+	if len(rep.Points) != 7 || len(rep.Skipped) != 1 || rep.Skipped[0].System != RSPaxos {
+		t.Fatalf("%d points, skipped %+v; want 7, and rspaxos's add skipped", len(rep.Points), rep.Skipped)
 	}
 	for _, p := range rep.Points {
 		if p.Ops == 0 || p.Errors != 0 || p.CPUusPerOp <= 0 {

@@ -60,12 +60,14 @@ func medianOrNA(s *Spread) string {
 
 // summarise fills r.Summary: per workload and system, medians over the
 // rounds, Amalgam's per-round ops/s ratio to each other system, and
-// ShardedPaxos's to each etcd cluster.
+// ShardedPaxos's and RSPaxos's to each etcd cluster. A system that did
+// not run a workload (Skipped) has no row for it.
 func (r *VsReport) summarise(wls []VsWorkload) {
 	r.Summary = nil
 	for _, w := range wls {
-		amalgam, sp := r.opsByRound(w, Amalgam), r.opsByRound(w, ShardedPaxos)
+		amalgam, sp, rs := r.opsByRound(w, Amalgam), r.opsByRound(w, ShardedPaxos), r.opsByRound(w, RSPaxos)
 		for _, sys := range r.Systems {
+			etcd := strings.HasPrefix(sys, "etcd")
 			s := VsSummary{Workload: w.Name(), System: sys}
 			var ops, mb, p50, p99, cpu, lcpu, disk []float64
 			var calls, metric optional
@@ -82,14 +84,20 @@ func (r *VsReport) summarise(wls []VsWorkload) {
 				if a, ok := amalgam[p.Round]; ok && sys != Amalgam {
 					s.RatioRounds = append(s.RatioRounds, div(a, p.OpsPerSec))
 				}
-				if a, ok := sp[p.Round]; ok && sys != Amalgam && sys != ShardedPaxos {
+				if a, ok := sp[p.Round]; ok && etcd {
 					s.SPRatioRounds = append(s.SPRatioRounds, div(a, p.OpsPerSec))
 				}
+				if a, ok := rs[p.Round]; ok && etcd {
+					s.RSRatioRounds = append(s.RSRatioRounds, div(a, p.OpsPerSec))
+				}
+			}
+			if len(ops) == 0 {
+				continue
 			}
 			s.OpsPerSec, s.MBPerSec, s.P50ms, s.P99ms = spreadOf(ops), spreadOf(mb), spreadOf(p50), spreadOf(p99)
 			s.CPUusPerOp, s.LoadCPUusPerOp, s.DiskPerLogical = spreadOf(cpu), spreadOf(lcpu), spreadOf(disk)
 			s.SyncCallsPerOp, s.MetricSyncsPerOp = calls.spread(), metric.spread()
-			s.Ratio, s.SPRatio = spreadOrNil(s.RatioRounds), spreadOrNil(s.SPRatioRounds)
+			s.Ratio, s.SPRatio, s.RSRatio = spreadOrNil(s.RatioRounds), spreadOrNil(s.SPRatioRounds), spreadOrNil(s.RSRatioRounds)
 			r.Summary = append(r.Summary, s)
 		}
 	}
@@ -115,16 +123,20 @@ func spreadOrNil(xs []float64) *Spread {
 	return &s
 }
 
-// hasShardedPaxos reports whether ShardedPaxos ran: the report then has
-// a column of its ratios to etcd.
-func (r *VsReport) hasShardedPaxos() bool { return slices.Contains(r.Systems, ShardedPaxos) }
+// has reports whether sys ran: for a baseline the report then has a
+// column of its ratios to etcd.
+func (r *VsReport) has(sys string) bool { return slices.Contains(r.Systems, sys) }
 
 // columns are the table's columns.
 func (r *VsReport) columns() []string {
-	if r.hasShardedPaxos() {
-		return append(slices.Clone(vsColumns), "ShardedPaxos / system, per round: median (min-max)")
+	cols := slices.Clone(vsColumns)
+	if r.has(ShardedPaxos) {
+		cols = append(cols, "ShardedPaxos / system, per round: median (min-max)")
 	}
-	return vsColumns
+	if r.has(RSPaxos) {
+		cols = append(cols, "RSPaxos / system, per round: median (min-max)")
+	}
+	return cols
 }
 
 // WriteText prints the summary as a table.
@@ -132,8 +144,11 @@ func (r *VsReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "vs-etcd: %d rounds (systems alternated in every round), %v warm-up + %v measured per run, %d cores, load average %s -> %s\n",
 		r.Rounds, r.Warmup, r.Duration, r.Cores, r.LoadBefore, r.LoadAfter)
 	sp := ""
-	if r.hasShardedPaxos() {
+	if r.has(ShardedPaxos) {
 		sp = "shardedpaxos: amalgam-server dev --protocol shardedpaxos, durable, 5 groups of 3 replicas + 2 witnesses (f=2) on 5 machines (1 process); "
+	}
+	if r.has(RSPaxos) {
+		sp += "rspaxos: amalgam-server dev --protocol rspaxos, durable, 5 groups of 7 replicas (f=2, 3 data + 4 parity pieces) on 7 machines (1 process); "
 	}
 	fmt.Fprintf(w, "amalgam: amalgam-server dev, durable, n=5 g=3 f=2 (1 process); %setcdN: N stock etcd members (N processes). Medians over rounds, (min-max).\n\n", sp)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -141,7 +156,27 @@ func (r *VsReport) WriteText(w io.Writer) error {
 	for _, s := range r.Summary {
 		fmt.Fprintln(tw, strings.Join(r.cells(s), "\t")+"\t")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	r.writeSkipped(w)
+	return nil
+}
+
+// writeSkipped lists the workloads a system did not run, and why.
+func (r *VsReport) writeSkipped(w io.Writer) {
+	for _, sys := range r.Systems {
+		var names []string
+		why := ""
+		for _, k := range r.Skipped {
+			if k.System == sys {
+				names, why = append(names, k.Workload), k.Reason
+			}
+		}
+		if len(names) > 0 {
+			fmt.Fprintf(w, "\nnot run: %s on %s (%s)\n", sys, strings.Join(names, ", "), why)
+		}
+	}
 }
 
 var vsColumns = []string{"workload", "system", "ops/s median (min-max)", "MB/s", "p50 ms", "p99 ms", "server CPU us/op",
@@ -150,8 +185,11 @@ var vsColumns = []string{"workload", "system", "ops/s median (min-max)", "MB/s",
 // cells formats a summary row in the order of r.columns.
 func (r *VsReport) cells(s VsSummary) []string {
 	c := s.cells()
-	if r.hasShardedPaxos() {
+	if r.has(ShardedPaxos) {
 		c = append(c, ratioCell(s.SPRatio))
+	}
+	if r.has(RSPaxos) {
+		c = append(c, ratioCell(s.RSRatio))
 	}
 	return c
 }
@@ -257,4 +295,5 @@ func (r *VsReport) Markdown(w io.Writer) {
 	for _, s := range r.Summary {
 		fmt.Fprintln(w, "| "+strings.Join(r.cells(s), " | ")+" |")
 	}
+	r.writeSkipped(w)
 }

@@ -30,6 +30,22 @@ const (
 	Add = "add"
 )
 
+// Systems are the systems amalgam-etcd load drives: etcd through its Go
+// client, the others (amalgam-server dev, --protocol for the baselines)
+// through Amalgam's.
+var Systems = []string{"etcd", "amalgam", "shardedpaxos", "rspaxos"}
+
+// Unsupported says why system does not run workload, or "" if it does.
+// RSPaxos has no add: its client makes one of a GET then a PUT, not
+// isolated from other clients' writes, so it is not the operation the
+// others run (one atomic increment).
+func Unsupported(system, workload string) string {
+	if system == "rspaxos" && workload == Add {
+		return "rspaxos has no add (its client runs a GET then a PUT, not isolated): run it on write workloads"
+	}
+	return ""
+}
+
 // Spec is one closed-loop run.
 type Spec struct {
 	Workload  string        `json:"workload"`

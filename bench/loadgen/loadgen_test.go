@@ -82,3 +82,14 @@ func TestRunOps(t *testing.T) {
 		t.Errorf("result %+v after %d calls, want 50 ops", r, n.Load())
 	}
 }
+
+func TestUnsupported(t *testing.T) {
+	for _, sys := range Systems {
+		for _, w := range []string{Write, Add} {
+			why := Unsupported(sys, w)
+			if want := sys == "rspaxos" && w == Add; (why != "") != want {
+				t.Errorf("Unsupported(%s, %s) = %q, want refusal %v", sys, w, why, want)
+			}
+		}
+	}
+}

@@ -21,6 +21,7 @@ func TestRestartMutantsFound(t *testing.T) {
 	findsMutant(t, paxos.MutantRestartLeads, ShardedPaxosRestartLeader)
 	findsMutant(t, paxos.MutantSelfVoteAtOnce, ShardedPaxosRestartLeader, RSPaxosRestartLeader)
 	findsMutantWith(t, paxos.MutantRestartKeepsBallot, "not linearizable", ShardedPaxosRestartLeader)
+	findsMutantWith(t, paxos.MutantReplyAtPropose, "not linearizable", RSPaxosRestartLeader)
 }
 
 // findsMutant injects mutant and searches each scenario for it.

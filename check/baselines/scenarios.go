@@ -239,7 +239,7 @@ func rsRestartScenario() *mc.Scenario {
 		return rspaxos.NewReplica(rsCfg, code, r.Group(), r.Member())
 	}, rsCfg.Addr(0, 0), 2, true)
 	return scenario("rspaxos", "restart-leader", "rspaxos-normal with member 0, the leader, running ahead of its disk "+
-		"(its accept requests sent before they are durable), crashing at any moment and restarting from what was durable "+
+		"(its accept requests and replies sent before they are durable), crashing at any moment and restarting from what was durable "+
 		"(durable mode); up to 2 timer firings per path", init, settings, rsInvariants)
 }
 

@@ -245,8 +245,10 @@ func netCounters() []prometheus.Collector {
 			func(s runtime.NetStats) uint64 { return s.StreamMsgs }),
 		c("amalgam_stream_acks_total", "Stream acknowledgements sent to other hosts.",
 			func(s runtime.NetStats) uint64 { return s.StreamAcks }),
-		c("amalgam_unordered_sends_total", "Transport Send calls (batches of unordered messages) to other hosts.",
+		c("amalgam_unordered_sends_total", "Batches of unordered messages sent to other hosts (each a gRPC message on the host's send stream).",
 			func(s runtime.NetStats) uint64 { return s.Sends }),
+		c("amalgam_unordered_dropped_total", "Unordered messages to other hosts dropped by their sender (queue full or the batch failed).",
+			func(s runtime.NetStats) uint64 { return s.SendDrops }),
 		c("amalgam_node_bytes_sent_total", "Encoded bytes of the stream and unordered messages sent to other hosts (without gRPC framing).",
 			func(s runtime.NetStats) uint64 { return s.StreamBytes + s.SendBytes }),
 	}

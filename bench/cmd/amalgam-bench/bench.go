@@ -33,9 +33,11 @@ func newRootCmd() *cobra.Command {
 		Short:     "Benchmark Amalgam against ShardedPaxos and RSPaxos (offline)",
 		ValidArgs: append([]string{"all"}, harness.ExperimentNames()...),
 		Long: `amalgam-bench (or amalgam-cli bench) runs the evaluation of thesis 3.6 on this machine: every experiment
-runs Amalgam, ShardedPaxos and RSPaxos, one after the other, in memory (no
-persistence), with closed-loop clients, a warm-up and a fixed measured
-interval. It needs no cluster: with --transport grpc (the default) each
+runs Amalgam, ShardedPaxos and RSPaxos, one after the other, with
+closed-loop clients, a warm-up and a fixed measured interval, in memory (no
+persistence) or, with --durability durable, with every machine syncing a
+pebble store in a temporary directory before any effect of a batch leaves
+(as amalgam-server dev --durability durable). It needs no cluster: with --transport grpc (the default) each
 system runs as a local cluster on the production runtime (what
 amalgam-server dev --protocol starts: gRPC on loopback, no bandwidth limit)
 driven through the Go client; with --transport sim every system runs on the
@@ -44,11 +46,17 @@ bandwidth limit (--bandwidth), which models the thesis's network-bound
 testbed.
 
 Experiments: all, ` + strings.Join(harness.ExperimentNames(), ", ") + `.
-amalgam-bench vs-etcd (a subcommand) compares durable Amalgam with etcd clusters;
+amalgam-bench vs-etcd (a subcommand) compares durable Amalgam with etcd clusters
+(and, with --systems, durable ShardedPaxos and RSPaxos);
 amalgam-bench recovery measures throughput through a machine's failure and rebuild.
 --quick runs every experiment briefly (bench all --quick: under 2 minutes).
 Results: text tables (default), --output json, --csv FILE, --plot DIR (SVG).
-See docs/benchmarks.md.`,
+See docs/benchmarks.md.
+
+Examples:
+  amalgam-bench all --quick
+  amalgam-bench rmw blocksize --durability durable --plot /tmp/plots
+  amalgam-bench scalability --systems amalgam,shardedpaxos --output json > scal.json`,
 		Args:          cobra.MinimumNArgs(1),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -70,6 +78,12 @@ See docs/benchmarks.md.`,
 			}
 			if o.Transport != harness.TransportSim && o.Transport != harness.TransportGRPC {
 				return fmt.Errorf("--transport must be %s or %s, got %q", harness.TransportGRPC, harness.TransportSim, o.Transport)
+			}
+			if o.Durability != "memory" && o.Durability != "durable" {
+				return fmt.Errorf("--durability must be memory or durable, got %q", o.Durability)
+			}
+			if o.Durability == "durable" && o.Transport != harness.TransportGRPC {
+				return fmt.Errorf("--durability durable needs --transport %s: the simulated links keep no stores", harness.TransportGRPC)
 			}
 			if o.Transport == harness.TransportGRPC && cmd.Flags().Changed("bandwidth") {
 				return fmt.Errorf("--bandwidth models links in --transport sim only; gRPC on loopback has no link model")
@@ -142,6 +156,7 @@ See docs/benchmarks.md.`,
 	f.Float64Var(&o.Zipf, "zipf", 1.1, "zipf exponent (with --keys zipf)")
 	f.Float64Var(&bandwidth, "bandwidth", 0, fmt.Sprintf("--transport sim: link speed per machine and direction in MB/s (0: the thesis's bandwidth per core, %.1f here; negative: unlimited)", harness.DefaultBandwidth()/1e6))
 	f.StringVar(&o.Transport, "transport", harness.TransportGRPC, "grpc (the production runtime on loopback) or sim (the runtime over modelled links)")
+	f.StringVar(&o.Durability, "durability", "memory", "memory (nothing persisted) or durable (--transport grpc: each machine syncs a pebble store in a temporary directory, as amalgam-server dev --durability durable)")
 	f.StringSliceVar(&o.Systems, "systems", nil, "run only these systems (comma-separated: amalgam,shardedpaxos,rspaxos; default all)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (servers and clients) to this file (go tool pprof)")
 	f.StringVar(&csvFile, "csv", "", "also write the points as CSV to this file")

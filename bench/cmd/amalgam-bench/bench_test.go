@@ -92,6 +92,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"storage", "--transport", "udp"}, "--transport must be grpc or sim"},
 		{[]string{"storage", "--bandwidth", "10"}, "--bandwidth models links in --transport sim only"},
 		{[]string{"storage", "--systems", "amalgam,paxos"}, `--systems: unknown system "paxos"`},
+		{[]string{"storage", "--durability", "disk"}, "--durability must be memory or durable"},
+		{[]string{"storage", "--durability", "durable", "--transport", "sim"}, "--durability durable needs --transport grpc"},
 	})
 }
 

@@ -20,7 +20,7 @@ func newVsEtcdCmd() *cobra.Command {
 	var o harness.VsEtcdOptions
 	cmd := &cobra.Command{
 		Use:   "vs-etcd",
-		Short: "Durable Amalgam (amalgam-server dev) against etcd clusters (and durable ShardedPaxos), alternated",
+		Short: "Durable Amalgam (amalgam-server dev) against etcd clusters (and durable ShardedPaxos, RSPaxos), alternated",
 		Long: `vs-etcd builds amalgam-server and amalgam-etcd (the nested Go module bench/etcd)
 from the source tree (--src, default: the one around the working directory),
 then in every round starts, loads and stops each system in turn: Amalgam
@@ -37,15 +37,21 @@ per-round ratio to each other system as a median with its min-max spread.
 --systems picks the systems and their order within a round: amalgam,
 shardedpaxos (durable ShardedPaxos, amalgam-server dev --protocol
 shardedpaxos --durability durable: 5 Paxos groups of 3 replicas and 2
-witnesses, f=2, on 5 machines, in one process) and etcdN (N members); the
-default is amalgam and etcdN for every --members N. With shardedpaxos the
-report adds ShardedPaxos's per-round ratio to each etcd cluster.
+witnesses, f=2, on 5 machines, in one process), rspaxos (durable RSPaxos,
+--protocol rspaxos: 5 groups of 7 members, each holding one of 3 data and
+4 parity pieces of a block, on 7 machines, in one process) and etcdN (N
+members); the default is amalgam and etcdN for every --members N. With
+shardedpaxos or rspaxos the report adds its per-round ratio to each etcd
+cluster. rspaxos runs the write workloads only: its add is a GET then a
+PUT without isolation, not the others' operation, so its add cells are
+skipped and listed under the table (with only add workloads it is refused).
 See docs/benchmarks.md.
 
 Examples:
   amalgam-cli bench vs-etcd --members 3 --workloads write-4KiB-1,add-4KiB-32
   amalgam-cli bench vs-etcd --rounds 2 --duration 5s --workloads write-4KiB-32,add-4KiB-32 \
-    --systems amalgam,etcd3,shardedpaxos`,
+    --systems amalgam,etcd3,shardedpaxos
+  amalgam-cli bench vs-etcd --systems amalgam,shardedpaxos,rspaxos,etcd3`,
 	}
 	f := reportCmd(cmd, []string{"text", "json", "markdown"}, "also draw the ratios into DIR/vs-etcd.svg",
 		func(progress func(string)) (*harness.VsReport, error) {
@@ -58,7 +64,7 @@ Examples:
 	f.DurationVar(&o.Duration, "duration", 0, "measured interval of each run (default 5s)")
 	f.Uint64Var(&o.Seed, "seed", 1, "workload seed")
 	f.IntSliceVar(&o.Members, "members", []int{3, 5}, "etcd cluster sizes (without --systems)")
-	f.StringSliceVar(&o.Systems, "systems", nil, "systems in the order each round runs them: amalgam, shardedpaxos, etcdN (default amalgam and etcdN for every --members N)")
+	f.StringSliceVar(&o.Systems, "systems", nil, "systems in the order each round runs them: amalgam, shardedpaxos, rspaxos (write workloads only), etcdN (default amalgam and etcdN for every --members N)")
 	f.StringSliceVar(&o.Workloads, "workloads", nil, "run only these workloads (default all: "+strings.Join(vsNames(), ",")+")")
 	f.StringVar(&o.Src, "src", ".", "Amalgam source tree to build the servers from (or a directory inside it)")
 	f.Int64Var(&o.MinOps, "min-ops", 0, "measure past --duration until this many operations completed")
