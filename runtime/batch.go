@@ -91,6 +91,12 @@ type ready struct {
 	// whose sends may leave before it is durable; sent says they have
 	// (lazysync.go, early sends).
 	early, sent bool
+	// carried: written into the loop's open batch, applied and released
+	// with its next one (carry.go); before are the carried batches this
+	// one applied, released first; flush: the batch that applies them
+	// when no other came.
+	carried, flush bool
+	before         []*ready
 	// Durable part (with the node's own Persist writes).
 	inc     incChanges              // ended incarnations and streams, learned peers
 	acks    map[node.Addr]delivered // stream messages handled
@@ -122,6 +128,9 @@ func (l *loop) process(batch []event, restart bool) {
 	rd := l.collect(batch, restart)
 	rd.start = start
 	l.persist(rd)
+	if rd.carried {
+		return // released with the batch that applies it
+	}
 	if l.h.ctx.Err() == nil {
 		for _, s := range rd.ahead { // after every earlier batch's (lazysync.go)
 			l.h.send(l.addr, s.to, s.m)
@@ -132,8 +141,7 @@ func (l *loop) process(batch []event, restart bool) {
 		rd.written = time.Now()
 	}
 	if l.pipe != nil {
-		l.piped.add(1)
-		l.pipe <- rd // released once durable (pipeline)
+		l.toPipe(rd) // released once durable (pipeline)
 		return
 	}
 	l.release(rd)
@@ -181,6 +189,9 @@ func (l *loop) pipeline() {
 			}
 			l.release(rd)
 			l.piped.add(-1)
+			if !rd.early {
+				l.unearly.Add(-1)
+			}
 			l.h.opts.Metrics.BatchCommitted(rd.events, time.Since(rd.start))
 		}
 		select {
@@ -196,6 +207,15 @@ func (l *loop) pipeline() {
 		case <-wake:
 		}
 	}
+}
+
+// toPipe hands a persisted batch to the loop's releaser.
+func (l *loop) toPipe(rd *ready) {
+	l.piped.add(1)
+	if !rd.early {
+		l.unearly.Add(1)
+	}
+	l.pipe <- rd
 }
 
 // sendEarly lets the sends of the early batches at the head of held leave
@@ -376,7 +396,7 @@ func (l *loop) persist(rd *ready) {
 	if st == nil {
 		return
 	}
-	b := st.db.NewBatch()
+	b := l.batch(st)
 	rd.inc.write(b, l.addr)
 	if l.pers != nil {
 		l.pers.Persist(st.writer(b, l.addr, &l.enc, l))
@@ -401,9 +421,15 @@ func (l *loop) persist(rd *ready) {
 		return
 	}
 	l.forgetAcked(b)
-	if causes.on.Load() {
-		countCause(batchCause(l.addr, rd.handled, rd, rd.lazy))
+	carried := l.mayCarry(rd)
+	if causes.on.Load() && !rd.flush {
+		countCause(batchCause(l.addr, rd.handled, rd, carried))
 	}
+	if carried {
+		l.carryOn(b, rd)
+		return
+	}
+	l.takeCarried(rd)
 	var err error
 	switch {
 	case rd.lazy:
@@ -435,6 +461,7 @@ func (l *loop) send(rd *ready) {
 
 // release lets the ready's effects leave, once persist has returned.
 func (l *loop) release(rd *ready) {
+	l.releaseCarried(rd)
 	for _, o := range rd.inc.ended {
 		o.stop()
 	}

@@ -36,6 +36,9 @@ type loop struct {
 	// synced store (batch.go); nil otherwise. piped counts them.
 	pipe  chan *ready
 	piped pipeCount
+	// unearly counts the batches in the pipe that are not early
+	// (lazysync.go, early sends; carry.go).
+	unearly atomic.Int64
 
 	mu  sync.Mutex
 	in  map[node.Addr]*inStream
@@ -75,6 +78,7 @@ type loop struct {
 	// applied, nil if none or the node changed since (immediate.go).
 	spec    node.Node
 	specEvs []event
+	carry   carry // batches written with the next one (carry.go)
 }
 
 // start starts the loop's goroutine and its streams' senders. The caller
@@ -120,11 +124,18 @@ func (l *loop) run() {
 		l.processAll(batch)
 		l.serveSnapshots()
 		batch = batch[:0]
-		select {
-		case ev := <-l.inbox:
-			batch = append(batch, ev)
-		case <-l.h.ctx.Done():
-			return
+	wait:
+		for {
+			select {
+			case ev := <-l.inbox:
+				batch = append(batch, ev)
+				break wait
+			case <-l.flushC():
+				l.flushCarry()
+			case <-l.h.ctx.Done():
+				l.applyCarried()
+				return
+			}
 		}
 	drain:
 		for len(batch) < maxBatch {

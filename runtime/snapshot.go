@@ -119,8 +119,9 @@ func (l *loop) serveSnapshots() {
 		return
 	}
 	start := time.Now()
-	// The cut is of released batches: with a synced store, wait for those
-	// in the pipe (at most a few fsyncs).
+	// The cut is of released batches: with a synced store, apply the
+	// carried ones and wait for those in the pipe (at most a few fsyncs).
+	l.flushCarry()
 	l.piped.waitZero(l.h.ctx)
 	c := loopCut{clone: l.n.Clone()}
 	ns := &c.snap

@@ -70,7 +70,7 @@ func kindOf(m node.Message) string {
 }
 
 // batchCause names a batch's cause.
-func batchCause(a node.Addr, handled kinds, rd *ready, lazy bool) string {
+func batchCause(a node.Addr, handled kinds, rd *ready, carried bool) string {
 	var out kinds
 	for _, x := range rd.appends {
 		out.add(strings.TrimPrefix(fmt.Sprintf("%T", x.e.m.GetBody()), "*wire.Message_"))
@@ -79,7 +79,10 @@ func batchCause(a node.Addr, handled kinds, rd *ready, lazy bool) string {
 	if len(rd.sends) > 0 {
 		c += " +send"
 	}
-	if lazy {
+	if carried {
+		return c + " carried"
+	}
+	if rd.lazy {
 		return c + " lazy"
 	}
 	return c + " synced"
