@@ -20,7 +20,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/amalgam-store/amalgam/baselines/paxos"
 	"github.com/amalgam-store/amalgam/bench/loadgen"
+	"github.com/amalgam-store/amalgam/erasure"
+	"github.com/amalgam-store/amalgam/runtime"
 )
 
 // VsEtcdOptions configures amalgam-bench vs-etcd: Amalgam (amalgam-server
@@ -619,7 +622,11 @@ func lastLines(s string, n int) string {
 // address and 7 machines hosting 5 groups of 7 members (3 data and 4
 // parity pieces of each block).
 func startDev(b vsBinaries, dir, system string, blockSize int) (*procCluster, error) {
-	base, err := freePortRange(6)
+	ports, err := devPorts(system, blockSize)
+	if err != nil {
+		return nil, err
+	}
+	base, err := freePortRange(ports)
 	if err != nil {
 		return nil, err
 	}
@@ -637,6 +644,21 @@ func startDev(b vsBinaries, dir, system string, blockSize int) (*procCluster, er
 	cl := &procCluster{entry: addr, system: system}
 	cl.add(st)
 	return cl, nil
+}
+
+// devPorts is how many consecutive ports startDev's cluster listens on:
+// the entry address, then one per machine (a baseline's deployment may
+// need more machines than --machines: RSPaxos's groups of 3f+1).
+func devPorts(system string, blockSize int) (int, error) {
+	if system == Amalgam {
+		return 1 + 5, nil
+	}
+	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: (vsBlocks + 2) / 3, BlockSize: blockSize}
+	b, err := runtime.NewBaseline(system, l, paxos.Timing{})
+	if err != nil {
+		return 0, err
+	}
+	return 1 + b.Machines(), nil
 }
 
 // startEtcd starts an etcd cluster of n member processes.

@@ -210,3 +210,15 @@ func TestVsEtcdSmoke(t *testing.T) {
 	}
 	t.Log("\n" + b.String())
 }
+
+// startDev reserves a port for the entry address and each machine of the
+// system's deployment: RSPaxos's groups of 3f+1 = 7 members need 7
+// machines, more than --machines 5.
+func TestDevPorts(t *testing.T) {
+	for sys, want := range map[string]int{Amalgam: 6, ShardedPaxos: 6, RSPaxos: 8} {
+		got, err := devPorts(sys, 4096)
+		if err != nil || got != want {
+			t.Errorf("%s: %d ports (%v), want %d", sys, got, err, want)
+		}
+	}
+}
