@@ -39,6 +39,7 @@ type carry struct {
 	b       *pebble.Batch
 	readies []*ready
 	timer   *time.Timer
+	delay   time.Duration // carryDelay when the loop started
 }
 
 // batch returns the pebble batch a batch of the loop writes into: the
@@ -82,9 +83,9 @@ func (l *loop) carryOn(b *pebble.Batch, rd *ready) {
 	c := &l.carry
 	if c.b == nil {
 		if c.timer == nil {
-			c.timer = time.NewTimer(carryDelay)
+			c.timer = time.NewTimer(c.delay)
 		} else {
-			c.timer.Reset(carryDelay)
+			c.timer.Reset(c.delay)
 		}
 	}
 	c.b = b

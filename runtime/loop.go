@@ -84,6 +84,7 @@ type loop struct {
 // start starts the loop's goroutine and its streams' senders. The caller
 // holds h.mu.
 func (l *loop) start() {
+	l.carry.delay = carryDelay
 	for _, o := range l.out {
 		o.start()
 	}
