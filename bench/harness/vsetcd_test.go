@@ -3,6 +3,7 @@ package harness
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -219,6 +220,25 @@ func TestDevPorts(t *testing.T) {
 		got, err := devPorts(sys, 4096)
 		if err != nil || got != want {
 			t.Errorf("%s: %d ports (%v), want %d", sys, got, err, want)
+		}
+	}
+}
+
+// The text report describes the systems of the run, and only those.
+func TestVsReportDescribesItsSystems(t *testing.T) {
+	for _, systems := range [][]string{{RSPaxos, "etcd3"}, {Amalgam, ShardedPaxos, "etcd5"}} {
+		var b strings.Builder
+		if err := (&VsReport{Rounds: 1, Systems: systems}).WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, sys := range []string{Amalgam, ShardedPaxos, RSPaxos} {
+			if got, want := strings.Contains(out, sys+": amalgam-server dev"), slices.Contains(systems, sys); got != want {
+				t.Errorf("systems %v: report describes %s: %v, want %v\n%s", systems, sys, got, want, out)
+			}
+		}
+		if !strings.Contains(out, "etcdN: N stock etcd members") {
+			t.Errorf("systems %v: etcd not described\n%s", systems, out)
 		}
 	}
 }

@@ -139,18 +139,29 @@ func (r *VsReport) columns() []string {
 	return cols
 }
 
+// described says what each system of the run is.
+func (r *VsReport) described() []string {
+	var d []string
+	if r.has(Amalgam) {
+		d = append(d, "amalgam: amalgam-server dev, durable, n=5 g=3 f=2 (1 process)")
+	}
+	if r.has(ShardedPaxos) {
+		d = append(d, "shardedpaxos: amalgam-server dev --protocol shardedpaxos, durable, 5 groups of 3 replicas + 2 witnesses (f=2) on 5 machines (1 process)")
+	}
+	if r.has(RSPaxos) {
+		d = append(d, "rspaxos: amalgam-server dev --protocol rspaxos, durable, 5 groups of 7 replicas (f=2, 3 data + 4 parity pieces) on 7 machines (1 process)")
+	}
+	if slices.ContainsFunc(r.Systems, func(s string) bool { return strings.HasPrefix(s, "etcd") }) {
+		d = append(d, "etcdN: N stock etcd members (N processes)")
+	}
+	return d
+}
+
 // WriteText prints the summary as a table.
 func (r *VsReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "vs-etcd: %d rounds (systems alternated in every round), %v warm-up + %v measured per run, %d cores, load average %s -> %s\n",
 		r.Rounds, r.Warmup, r.Duration, r.Cores, r.LoadBefore, r.LoadAfter)
-	sp := ""
-	if r.has(ShardedPaxos) {
-		sp = "shardedpaxos: amalgam-server dev --protocol shardedpaxos, durable, 5 groups of 3 replicas + 2 witnesses (f=2) on 5 machines (1 process); "
-	}
-	if r.has(RSPaxos) {
-		sp += "rspaxos: amalgam-server dev --protocol rspaxos, durable, 5 groups of 7 replicas (f=2, 3 data + 4 parity pieces) on 7 machines (1 process); "
-	}
-	fmt.Fprintf(w, "amalgam: amalgam-server dev, durable, n=5 g=3 f=2 (1 process); %setcdN: N stock etcd members (N processes). Medians over rounds, (min-max).\n\n", sp)
+	fmt.Fprintf(w, "%s. Medians over rounds, (min-max).\n\n", strings.Join(r.described(), "; "))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(r.columns(), "\t")+"\t")
 	for _, s := range r.Summary {
