@@ -11,10 +11,10 @@ import (
 // parity server's COMMIT and PREPARE-DROP), or an early one whose sends
 // may leave at once (a data server's commit batch and its replies, when
 // the loop's earlier batches are released or early), is not applied on
-// its own: its
-// writes stay in the loop's open pebble batch, which the loop's next batch
-// writes into as well and applies, so that one apply (one WAL record and
-// one pass through pebble's commit pipeline) serves both. The carried
+// its own: its writes stay in the loop's open pebble batch, which the
+// loop's next batch writes into as well and applies, so that one apply
+// (one WAL record and one pass through pebble's commit pipeline) serves
+// both. The carried
 // batches are released just before the batch that applied them, once it
 // is durable; if no batch follows within carryDelay, the loop applies
 // them lazily on their own (flushCarry), and the store's background sync

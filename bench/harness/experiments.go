@@ -66,11 +66,14 @@ func (o Options) transport() string {
 	return o.Transport
 }
 
-func (o Options) durability() string {
-	if o.Durability == "" {
+func (o Options) durability() string { return durabilityOr(o.Durability) }
+
+// durabilityOr is d, or "memory" if d is empty.
+func durabilityOr(d string) string {
+	if d == "" {
 		return "memory"
 	}
-	return o.Durability
+	return d
 }
 
 func (o Options) timing() (warm, dur time.Duration) {

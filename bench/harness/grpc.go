@@ -251,9 +251,4 @@ func point(s RunSpec, recs []*recorder, elapsed, cpu time.Duration) measured {
 	return measured{Point: p, written: written}
 }
 
-func (s RunSpec) durability() string {
-	if s.Durability == "" {
-		return "memory"
-	}
-	return s.Durability
-}
+func (s RunSpec) durability() string { return durabilityOr(s.Durability) }

@@ -79,6 +79,10 @@ var VsWorkloads = []VsWorkload{
 // default of 1024 blocks).
 const vsBlocks = 1024
 
+// The layout every amalgam-server dev cluster of vs-etcd runs: n=5 (or 5
+// Paxos groups), g=3, f=2.
+const vsMachines, vsG, vsF = 5, 3, 2
+
 // VsPoint is one system's measurement of one workload in one round.
 type VsPoint struct {
 	Round    int    `json:"round"`
@@ -632,7 +636,7 @@ func startDev(b vsBinaries, dir, system string, blockSize int) (*procCluster, er
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", base)
 	args := []string{"dev", "--protocol", system,
-		"--data-dir", filepath.Join(dir, "data"), "--addr", addr, "--machines", "5", "--g", "3", "--f", "2",
+		"--data-dir", filepath.Join(dir, "data"), "--addr", addr, "--machines", strconv.Itoa(vsMachines), "--g", strconv.Itoa(vsG), "--f", strconv.Itoa(vsF),
 		"--block-size", strconv.Itoa(blockSize), "--blocks", strconv.Itoa(vsBlocks), "--durability", "durable"}
 	if system == Amalgam {
 		args = append(args, "--suspect-after", "0")
@@ -651,9 +655,9 @@ func startDev(b vsBinaries, dir, system string, blockSize int) (*procCluster, er
 // need more machines than --machines: RSPaxos's groups of 3f+1).
 func devPorts(system string, blockSize int) (int, error) {
 	if system == Amalgam {
-		return 1 + 5, nil
+		return 1 + vsMachines, nil
 	}
-	l := erasure.Layout{N: 5, G: 3, F: 2, Stripes: (vsBlocks + 2) / 3, BlockSize: blockSize}
+	l := erasure.Layout{N: vsMachines, G: vsG, F: vsF, Stripes: (vsBlocks + vsG - 1) / vsG, BlockSize: blockSize}
 	b, err := runtime.NewBaseline(system, l, paxos.Timing{})
 	if err != nil {
 		return 0, err
