@@ -60,7 +60,7 @@ Examples:
 		},
 		func(rep *harness.VsReport, dir string) error { _, err := rep.Plot(dir); return err })
 	f.IntVar(&o.Rounds, "rounds", 3, "rounds; every round runs every system once")
-	f.DurationVar(&o.Warmup, "warmup", 0, "warm-up before each measured run (default 1s)")
+	f.DurationVar(&o.Warmup, "warmup", 0, "warm-up before each measured run (default 15s: fresh servers are slow for their first seconds)")
 	f.DurationVar(&o.Duration, "duration", 0, "measured interval of each run (default 5s)")
 	f.Uint64Var(&o.Seed, "seed", 1, "workload seed")
 	f.IntSliceVar(&o.Members, "members", []int{3, 5}, "etcd cluster sizes (without --systems)")
