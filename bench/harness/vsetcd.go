@@ -106,6 +106,10 @@ type VsPoint struct {
 	// DiskPerLogical is /proc/<pid>/io write_bytes of the servers over
 	// ops x block size.
 	DiskPerLogical float64 `json:"disk_bytes_per_logical_byte"`
+	// DevicePerLogical is the bytes the data directory's block device
+	// took over ops x block size (vsdevice.go; nil where it cannot be
+	// read).
+	DevicePerLogical *float64 `json:"device_bytes_per_logical_byte"`
 }
 
 // VsSummary is one system on one workload over the rounds: medians, and
@@ -122,6 +126,7 @@ type VsSummary struct {
 	SyncCallsPerOp   *Spread   `json:"sync_syscalls_per_op"`
 	MetricSyncsPerOp *Spread   `json:"metric_syncs_per_op"`
 	DiskPerLogical   Spread    `json:"disk_bytes_per_logical_byte"`
+	DevicePerLogical *Spread   `json:"device_bytes_per_logical_byte"`
 	Retries          int64     `json:"retries"`
 	Errors           int64     `json:"errors"`
 	RatioRounds      []float64 `json:"amalgam_ratio_per_round,omitempty"`
@@ -437,6 +442,7 @@ type procCluster struct {
 	entry    string      // load --endpoints
 	system   string      // load --system
 	fsyncs   func() (float64, bool)
+	device   string // the data directory's device's stat file (vsdevice.go), or ""
 	logFiles []*os.File
 }
 
@@ -474,6 +480,8 @@ type counters struct {
 	hasSyncCalls bool
 	metricSyncs  float64
 	hasMetric    bool
+	device       int64 // bytes the device took
+	hasDevice    bool
 }
 
 func (c *procCluster) read() (counters, error) {
@@ -492,6 +500,13 @@ func (c *procCluster) read() (counters, error) {
 	}
 	if c.fsyncs != nil {
 		out.metricSyncs, out.hasMetric = c.fsyncs()
+	}
+	if c.device != "" {
+		n, err := deviceWritten(c.device)
+		if err != nil {
+			return out, err
+		}
+		out.device, out.hasDevice = n, true
 	}
 	if len(c.perf) > 0 {
 		out.hasSyncCalls = true
@@ -653,7 +668,7 @@ func startDev(b vsBinaries, dir, system string, blockSize int) (*procCluster, er
 	if err != nil {
 		return nil, err
 	}
-	cl := &procCluster{entry: addr, system: system}
+	cl := &procCluster{entry: addr, system: system, device: deviceStat(dir)}
 	cl.add(st)
 	return cl, nil
 }
@@ -712,6 +727,7 @@ func startEtcd(b vsBinaries, dir string, n int) (*procCluster, error) {
 		cl.stop()
 		return nil, errors.Join(errs...)
 	}
+	cl.device = deviceStat(dir) // dir exists once a member has started
 	cl.fsyncs = func() (float64, bool) {
 		var sum float64
 		for _, u := range clients {
@@ -818,6 +834,10 @@ func runVsLoad(ctx context.Context, b vsBinaries, cl *procCluster, w VsWorkload,
 		p.CPUusPerOp = float64((c1.cpu - c0.cpu).Microseconds()) / ops
 		p.LoadCPUusPerOp = float64((l1 - l0).Microseconds()) / ops
 		p.DiskPerLogical = float64(c1.diskBytes-c0.diskBytes) / (ops * float64(w.BlockSize))
+		if c0.hasDevice && c1.hasDevice {
+			f := float64(c1.device-c0.device) / (ops * float64(w.BlockSize))
+			p.DevicePerLogical = &f
+		}
 		if c0.hasMetric && c1.hasMetric {
 			f := (c1.metricSyncs - c0.metricSyncs) / ops
 			p.MetricSyncsPerOp = &f

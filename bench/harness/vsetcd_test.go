@@ -191,6 +191,7 @@ func TestVsEtcdSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	onDevice := deviceStat(os.TempDir()) != "" // the systems' directories are there
 	if len(rep.Points) != 7 || len(rep.Skipped) != 1 || rep.Skipped[0].System != RSPaxos {
 		t.Fatalf("%d points, skipped %+v; want 7, and rspaxos's add skipped", len(rep.Points), rep.Skipped)
 	}
@@ -203,6 +204,9 @@ func TestVsEtcdSmoke(t *testing.T) {
 		}
 		if perfWorks() && (p.SyncCallsPerOp == nil || *p.SyncCallsPerOp <= 0) {
 			t.Errorf("%s: sync calls/op %v", p.System, p.SyncCallsPerOp)
+		}
+		if onDevice && (p.DevicePerLogical == nil || *p.DevicePerLogical <= 0) {
+			t.Errorf("%s: device bytes per logical byte %v", p.System, p.DevicePerLogical)
 		}
 	}
 	var b strings.Builder

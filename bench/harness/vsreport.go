@@ -70,7 +70,7 @@ func (r *VsReport) summarise(wls []VsWorkload) {
 			etcd := strings.HasPrefix(sys, "etcd")
 			s := VsSummary{Workload: w.Name(), System: sys}
 			var ops, mb, p50, p99, cpu, lcpu, disk []float64
-			var calls, metric optional
+			var calls, metric, device optional
 			for _, p := range r.Points {
 				if p.Workload != w.Name() || p.System != sys {
 					continue
@@ -79,6 +79,7 @@ func (r *VsReport) summarise(wls []VsWorkload) {
 				cpu, lcpu, disk = append(cpu, p.CPUusPerOp), append(lcpu, p.LoadCPUusPerOp), append(disk, p.DiskPerLogical)
 				calls.add(p.SyncCallsPerOp)
 				metric.add(p.MetricSyncsPerOp)
+				device.add(p.DevicePerLogical)
 				s.Retries += p.Retries
 				s.Errors += p.Errors
 				if a, ok := amalgam[p.Round]; ok && sys != Amalgam {
@@ -96,7 +97,7 @@ func (r *VsReport) summarise(wls []VsWorkload) {
 			}
 			s.OpsPerSec, s.MBPerSec, s.P50ms, s.P99ms = spreadOf(ops), spreadOf(mb), spreadOf(p50), spreadOf(p99)
 			s.CPUusPerOp, s.LoadCPUusPerOp, s.DiskPerLogical = spreadOf(cpu), spreadOf(lcpu), spreadOf(disk)
-			s.SyncCallsPerOp, s.MetricSyncsPerOp = calls.spread(), metric.spread()
+			s.SyncCallsPerOp, s.MetricSyncsPerOp, s.DevicePerLogical = calls.spread(), metric.spread(), device.spread()
 			s.Ratio, s.SPRatio, s.RSRatio = spreadOrNil(s.RatioRounds), spreadOrNil(s.SPRatioRounds), spreadOrNil(s.RSRatioRounds)
 			r.Summary = append(r.Summary, s)
 		}
@@ -191,7 +192,7 @@ func (r *VsReport) writeSkipped(w io.Writer) {
 }
 
 var vsColumns = []string{"workload", "system", "ops/s median (min-max)", "MB/s", "p50 ms", "p99 ms", "server CPU us/op",
-	"load generator CPU us/op", "fsync+fdatasync calls/op", "etcd metric syncs/op", "disk B / logical B", "Amalgam / system, per round: median (min-max)"}
+	"load generator CPU us/op", "fsync+fdatasync calls/op", "etcd metric syncs/op", "disk B / logical B", "device B / logical B", "Amalgam / system, per round: median (min-max)"}
 
 // cells formats a summary row in the order of r.columns.
 func (r *VsReport) cells(s VsSummary) []string {
@@ -224,7 +225,7 @@ func (s VsSummary) cells() []string {
 	return []string{s.Workload, s.System,
 		fmt.Sprintf("%s (%s-%s)", ratioStr(s.OpsPerSec.Median), ratioStr(s.OpsPerSec.Min), ratioStr(s.OpsPerSec.Max)),
 		fmt.Sprintf("%.2f", s.MBPerSec.Median), fmt.Sprintf("%.2f", s.P50ms.Median), fmt.Sprintf("%.1f", s.P99ms.Median),
-		fmt.Sprintf("%.0f", s.CPUusPerOp.Median), fmt.Sprintf("%.0f", s.LoadCPUusPerOp.Median), medianOrNA(s.SyncCallsPerOp), medianOrNA(s.MetricSyncsPerOp), fmt.Sprintf("%.2f", s.DiskPerLogical.Median), ratio}
+		fmt.Sprintf("%.0f", s.CPUusPerOp.Median), fmt.Sprintf("%.0f", s.LoadCPUusPerOp.Median), medianOrNA(s.SyncCallsPerOp), medianOrNA(s.MetricSyncsPerOp), fmt.Sprintf("%.2f", s.DiskPerLogical.Median), medianOrNA(s.DevicePerLogical), ratio}
 }
 
 func ratioStr(x float64) string {

@@ -31,8 +31,9 @@ workloads: ` + strings.Join(vsNames(), ", ") + `
 (workload-blocksize-clients; add is a read-modify-write increment).
 It reports ops/s, MB/s, latency, the servers' CPU per operation, their fsync
 and fdatasync calls per operation (perf stat; etcd's own sync metrics beside
-them), bytes written to disk per logical byte (/proc/<pid>/io), and Amalgam's
-per-round ratio to each other system as a median with its min-max spread.
+them), bytes written to disk per logical byte (the servers' /proc/<pid>/io, and
+the data directory's block device), and Amalgam's per-round ratio to each
+other system as a median with its min-max spread.
 
 --systems picks the systems and their order within a round: amalgam,
 shardedpaxos (durable ShardedPaxos, amalgam-server dev --protocol
