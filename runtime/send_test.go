@@ -108,6 +108,13 @@ func TestUnorderedSendStream(t *testing.T) {
 		}
 		return true
 	})
+	// The sender counts a batch once its Send returned, which may be after
+	// the receiver took it: wait until every message is counted, sent or
+	// dropped.
+	waitFor("the sender's counts", func() bool {
+		s := TransportStats()
+		return s.SendMsgs+s.SendDrops-before.SendMsgs-before.SendDrops >= n
+	})
 	after := TransportStats()
 	if o, s := tr.opens.Load(), tr.sends.Load(); o != 1 || s != 0 {
 		t.Fatalf("%d messages took %d send streams and %d Sends, want 1 stream", n, o, s)
