@@ -182,12 +182,12 @@ type VsReport struct {
 	Skipped  []VsSkip      `json:"skipped,omitempty"`
 }
 
-// vsWarmup is the default warm-up of every system's first workload and
-// the others. Freshly started servers are slower for their first seconds
+// vsWarmup is the default warm-up before every measured run. Freshly
+// started servers are slower for their first seconds
 // (Amalgam's 128 KiB writes took 994, 1,414 and then about 1,560 ops/s in
-// consecutive 2 s windows after start): pebble's memtable arenas and new
-// files are faulted in, etcd's backend grows. 15 s is past that for every
-// system here, so the runs measure the servers as they run for long.
+// consecutive 2 s windows after start), while pebble's memtable arenas
+// are faulted in and its first WAL files written. 15 s is past that, so
+// the runs measure the servers as they run for long.
 const vsWarmup = 15 * time.Second
 
 func (o *VsEtcdOptions) defaults() {
