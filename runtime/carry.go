@@ -14,11 +14,10 @@ import (
 // its own: its writes stay in the loop's open pebble batch, which the
 // loop's next batch writes into as well and applies, so that one apply
 // (one WAL record and one pass through pebble's commit pipeline) serves
-// both. The carried
-// batches are released just before the batch that applied them, once it
-// is durable; if no batch follows within carryDelay, the loop applies
-// them lazily on their own (flushCarry), and the store's background sync
-// covers them as it covers any lazy batch.
+// both. The carried batches are released just before the batch that
+// applied them, once it is durable; if no batch follows within
+// carryDelay, the loop applies them lazily on their own (flushCarry), and
+// the store's background sync covers them as it covers any lazy batch.
 //
 // This moves no durability line. A carried batch's effects are stream
 // messages and acknowledgements, and they leave only with the batch that
