@@ -24,12 +24,16 @@ import (
 //  1. the new value is written (pwrite) into a free slot, one no durable
 //     reference names;
 //  2. the batch sets the block's reference to that slot;
-//  3. before any pebble file is synced (the WAL above all, but also
-//     tables and the manifest), the block files written since their last
-//     sync are fsynced (countingFS's pre hook, syncBlocks).
+//  3. before pebble writes anything into its WAL file, the block files
+//     written since their last sync are fsynced (countingFS's pre hook,
+//     syncBlocks). A WAL page can reach the disk before pebble syncs it
+//     (the kernel writes dirty pages back when it likes, and another
+//     file's fsync can commit them with the file system's journal), so
+//     the order must hold at the write, not only at the sync. Tables and
+//     the manifest hold only references that were in the WAL first.
 //
-// So a reference is durable only after the value it names is, and a batch
-// is atomic and durable at its WAL sync as before. The slot a block had
+// So a reference is on disk only after the value it names is durable, and
+// a batch is atomic and durable at its WAL sync as before. The slot a block had
 // before is freed once the switch away from it is durable (reclaim,
 // blockfile_reclaim.go); until then nothing writes it. A torn write can
 // only damage a slot that no durable reference names: after a crash every
@@ -217,7 +221,8 @@ func (s *Store) putBlock(b *pebble.Batch, a node.Addr, k string, v []byte) {
 }
 
 // syncBlocks fsyncs the block files if blocks were written since their
-// last sync. Every pebble file sync runs it first (countingFS.pre).
+// last sync. Every write into a pebble WAL file runs it first
+// (countingFS.pre).
 func (bf *blockFiles) syncBlocks() error {
 	w := bf.written.Load()
 	bf.syncMu.Lock()

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -71,15 +72,18 @@ func readBlocks(t *testing.T, st *Store, a node.Addr) map[string][]byte {
 // TestBlockFileCrash writes blocks in three versions, reclaiming the slots
 // the first left, then writes a fourth version into those slots and cuts
 // the power (vfs.NewStrictMem drops what was not synced): with the fourth
-// batch synced, after it was applied but not synced, and after it was
+// batch synced, after it was applied but not synced, after it was
 // applied with its in-place writes torn (half of each new slot junk on
-// disk, the rest lost). Reopened, every block must hold the value of the
-// last synced batch that wrote it, before and after writing more blocks.
+// disk, the rest lost), and after it was applied unsynced while its WAL
+// record reached the disk anyway (as the kernel may write a WAL page back
+// before pebble syncs it). Reopened, every block must hold the value of
+// the last batch whose WAL record survived, before and after writing more
+// blocks.
 func TestBlockFileCrash(t *testing.T) {
 	defer setMinFileBlock(0)()
 	const size = 4096
 	nodes := []node.Addr{"d1", "p1"}
-	for _, mode := range []string{"synced", "unsynced", "torn"} {
+	for _, mode := range []string{"synced", "unsynced", "torn", "written back"} {
 		t.Run(mode, func(t *testing.T) {
 			mem := vfs.NewStrictMem()
 			st, err := openStoreRc(mem, "/s", true, time.Hour, reclaimConfig{every: time.Hour})
@@ -88,7 +92,11 @@ func TestBlockFileCrash(t *testing.T) {
 			}
 			want := map[node.Addr]map[string][]byte{}
 			var fresh []string // the blocks the last batch wrote
+			var walBefore int64
 			for ver := 1; ver <= 4; ver++ {
+				if ver == 4 {
+					walBefore = walBytes(t, mem, "/s")
+				}
 				opts := pebble.Sync
 				if ver == 4 && mode != "synced" {
 					opts = pebble.NoSync
@@ -109,7 +117,7 @@ func TestBlockFileCrash(t *testing.T) {
 						want[a] = map[string][]byte{}
 					}
 					for k, v := range vals {
-						if opts == pebble.Sync {
+						if opts == pebble.Sync || mode == "written back" {
 							want[a][k] = v
 						}
 						if ver == 4 {
@@ -125,6 +133,14 @@ func TestBlockFileCrash(t *testing.T) {
 			}
 			if mode == "torn" {
 				tear(t, st, fresh)
+			}
+			if mode == "written back" {
+				// Pebble writes unsynced records to the file once its
+				// 32 KiB buffer is full: fill it.
+				if err := commitBlocks(t, st, "d1", map[string][]byte{"filler": make([]byte, 40<<10)}, pebble.NoSync); err != nil {
+					t.Fatal(err)
+				}
+				writeBackWAL(t, mem, "/s", walBefore)
 			}
 			cutPower(mem, func() { _ = st.Close() })
 
@@ -186,6 +202,58 @@ func tear(t *testing.T, st *Store, blocks []string) {
 		}
 		if err := f.f.Sync(); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// walBytes is the size of the store's WAL files in dir.
+func walBytes(t *testing.T, mem *vfs.MemFS, dir string) int64 {
+	t.Helper()
+	names, err := mem.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, name := range names {
+		if fileKind(name) == "wal" {
+			fi, err := mem.Stat(mem.PathJoin(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// writeBackWAL waits until pebble has written the store's latest unsynced
+// batches into its WAL files (they hold more than before bytes and stop
+// growing), then makes the files durable behind the store's back, as the
+// kernel writing a WAL page back early (another file's fsync committing
+// the file system's journal, memory pressure) would.
+func writeBackWAL(t *testing.T, mem *vfs.MemFS, dir string, before int64) {
+	t.Helper()
+	guard := time.Now().Add(10 * time.Second) // a hang guard only
+	for last, n := int64(-1), walBytes(t, mem, dir); n <= before || n != last; last, n = n, walBytes(t, mem, dir) {
+		if time.Now().After(guard) {
+			t.Fatalf("pebble did not write the unsynced batches to its WAL (%d bytes, %d before)", n, before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	names, err := mem.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if fileKind(name) != "wal" {
+			continue
+		}
+		f, err := mem.OpenReadWrite(mem.PathJoin(dir, name))
+		if err == nil {
+			err = errors.Join(f.Sync(), f.Close())
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 }

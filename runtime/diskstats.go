@@ -25,8 +25,8 @@ func StoreDiskStats() DiskStats {
 
 // countingFS is a vfs.FS whose files count syncs and bytes written.
 // beforeSync, if set, runs before every sync (tests slow syncs down); pre,
-// if set, runs before every Sync and SyncData and fails them if it fails
-// (a store syncs its block files there).
+// if set, runs before every write to a WAL file and fails the write if it
+// fails (a store syncs its block files there).
 type countingFS struct {
 	vfs.FS
 	beforeSync func()
@@ -97,45 +97,44 @@ func (f *countingFile) synced() {
 }
 
 func (f *countingFile) Write(p []byte) (int, error) {
+	if err := f.beforeWrite(); err != nil {
+		return 0, err
+	}
 	n, err := f.File.Write(p)
 	diskBytes.Add(uint64(n))
 	return n, err
 }
 
 func (f *countingFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.beforeWrite(); err != nil {
+		return 0, err
+	}
 	n, err := f.File.WriteAt(p, off)
 	diskBytes.Add(uint64(n))
 	return n, err
 }
 
-func (f *countingFile) Sync() error {
-	if err := f.prepareSync(); err != nil {
-		return err
+// beforeWrite runs the pre hook before a write to a WAL file.
+func (f *countingFile) beforeWrite() error {
+	if f.pre == nil || f.kind != "wal" {
+		return nil
 	}
+	return f.pre()
+}
+
+func (f *countingFile) Sync() error {
+	f.synced()
 	return f.File.Sync()
 }
 
 func (f *countingFile) SyncData() error {
-	if err := f.prepareSync(); err != nil {
-		return err
-	}
+	f.synced()
 	t := stageNow()
 	err := f.File.SyncData()
 	if !t.IsZero() {
 		stageSince("fsync "+f.kind, t)
 	}
 	return err
-}
-
-// prepareSync runs the pre hook, then counts the sync.
-func (f *countingFile) prepareSync() error {
-	if f.pre != nil {
-		if err := f.pre(); err != nil {
-			return err
-		}
-	}
-	f.synced()
-	return nil
 }
 
 // SyncTo counts only when it synced the file (on Linux it starts

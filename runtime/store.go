@@ -79,8 +79,8 @@ func openStoreRc(fs vfs.FS, dir string, sync bool, delay time.Duration, rc recla
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
-	// Every sync of a pebble file first syncs the blocks written before
-	// it, so no reference is durable before its block (blockfile.go).
+	// Every write into pebble's WAL first syncs the blocks written before
+	// it, so no reference reaches the disk before its block (blockfile.go).
 	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}, FS: countingFS{FS: fs, pre: blocks.syncBlocks}, MemTableSize: memTableSize})
 	if err != nil {
 		return nil, fmt.Errorf("opening store %s: %w", dir, errors.Join(err, blocks.close()))
