@@ -80,7 +80,7 @@ func checkProtocol(dir, protocol, durability string) error {
 		if _, err := os.Stat(filepath.Join(dir, "machine-0")); err == nil {
 			return fmt.Errorf("--data-dir %s holds an amalgam cluster; use another --data-dir for --protocol %s", dir, protocol)
 		}
-		return os.WriteFile(p, []byte(protocol+"\n"), 0o644)
+		return writeFileDurably(p, []byte(protocol+"\n"))
 	}
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -156,7 +157,7 @@ func checkDataDir(dir string, l erasure.Layout, durability, protocol string) err
 	want, _ := json.Marshal(l)
 	got, err := os.ReadFile(p)
 	if os.IsNotExist(err) {
-		return os.WriteFile(p, want, 0o644)
+		return writeFileDurably(p, want)
 	}
 	if err != nil {
 		return err
@@ -254,4 +255,32 @@ func serveUntilStopped(ctx context.Context, out io.Writer, env *serverEnv, proto
 	fmt.Fprintln(out, "stopping")
 	stop()
 	fmt.Fprintln(out, "stopped")
+}
+
+// writeFileDurably writes path whole or not at all, and durably: a
+// synced temporary file renamed over it, then the directory synced. A
+// crash while a data directory's first start records it must not leave an
+// empty record that refuses the next start.
+func writeFileDurably(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".partial-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // gone already after the rename
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err = errors.Join(err, tmp.Close()); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }

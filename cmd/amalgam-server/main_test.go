@@ -56,6 +56,10 @@ func TestDataDirKeepsLayout(t *testing.T) {
 	if err := checkDataDir(dir, l, "durable", "amalgam"); err != nil {
 		t.Fatal(err)
 	}
+	// Recorded whole, with no temporary file left beside it.
+	if names, err := os.ReadDir(dir); err != nil || len(names) != 1 || names[0].Name() != "cluster.json" {
+		t.Fatalf("data directory after the first start: %v, %v", names, err)
+	}
 	if err := checkDataDir(dir, l, "durable", "amalgam"); err != nil {
 		t.Fatalf("same layout refused: %v", err)
 	}
