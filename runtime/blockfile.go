@@ -27,8 +27,8 @@ import (
 //  3. before pebble writes anything into its WAL file, the block files
 //     written since their last sync are fsynced (countingFS's pre hook,
 //     syncBlocks). A WAL page can reach the disk before pebble syncs it
-//     (the kernel writes dirty pages back when it likes, and another
-//     file's fsync can commit them with the file system's journal), so
+//     (the kernel writes dirty pages back when it likes: under memory
+//     pressure, once they are old enough, at any process's sync(2)), so
 //     the order must hold at the write, not only at the sync. Tables and
 //     the manifest hold only references that were in the WAL first.
 //

@@ -229,8 +229,7 @@ func walBytes(t *testing.T, mem *vfs.MemFS, dir string) int64 {
 // writeBackWAL waits until pebble has written the store's latest unsynced
 // batches into its WAL files (they hold more than before bytes and stop
 // growing), then makes the files durable behind the store's back, as the
-// kernel writing a WAL page back early (another file's fsync committing
-// the file system's journal, memory pressure) would.
+// kernel writing a WAL page back early (memory pressure, a sync(2)) would.
 func writeBackWAL(t *testing.T, mem *vfs.MemFS, dir string, before int64) {
 	t.Helper()
 	guard := time.Now().Add(10 * time.Second) // a hang guard only
