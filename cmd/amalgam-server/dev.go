@@ -270,6 +270,9 @@ func writeFileDurably(path string, data []byte) error {
 	defer os.Remove(tmp.Name()) // gone already after the rename
 	_, err = tmp.Write(data)
 	if err == nil {
+		err = tmp.Chmod(0o644) // as os.WriteFile would leave it
+	}
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if err = errors.Join(err, tmp.Close()); err != nil {

@@ -60,6 +60,9 @@ func TestDataDirKeepsLayout(t *testing.T) {
 	if names, err := os.ReadDir(dir); err != nil || len(names) != 1 || names[0].Name() != "cluster.json" {
 		t.Fatalf("data directory after the first start: %v, %v", names, err)
 	}
+	if fi, err := os.Stat(filepath.Join(dir, "cluster.json")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("cluster.json: %v, %v; want mode 0644", fi, err)
+	}
 	if err := checkDataDir(dir, l, "durable", "amalgam"); err != nil {
 		t.Fatalf("same layout refused: %v", err)
 	}
