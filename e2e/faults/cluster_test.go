@@ -193,12 +193,14 @@ func (c *cluster) observe() state {
 type phases struct{ moved, settled time.Duration }
 
 // waitHealthy polls until the cluster is healthy, and every host that
-// serves a slot is running, or the test's deadline nears. It returns the
-// time taken, whether it healed, and the phases (moves relative to the
-// hosts before).
+// serves a slot is running, for at most 10 minutes (a hang guard: healing
+// takes seconds) and never past 2 minutes before the test's deadline, so
+// that a cluster that does not heal fails with its state and logs. It
+// returns the time taken, whether it healed, and the phases (moves
+// relative to the hosts before).
 func (c *cluster) waitHealthy(since time.Time, before []string) (time.Duration, bool, state, phases) {
 	end := time.Now().Add(10 * time.Minute)
-	if d, ok := c.t.Deadline(); ok {
+	if d, ok := c.t.Deadline(); ok && d.Add(-2*time.Minute).Before(end) {
 		end = d.Add(-2 * time.Minute)
 	}
 	var s state
