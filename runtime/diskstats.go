@@ -37,7 +37,12 @@ func (fs countingFS) wrap(name string, f vfs.File, err error) (vfs.File, error) 
 	if err != nil {
 		return f, err
 	}
-	return &countingFile{f, fs.beforeSync, fs.pre, fileKind(name)}, nil
+	kind := fileKind(name)
+	pre := fs.pre
+	if kind != "wal" {
+		pre = nil // only a WAL write can carry a block reference
+	}
+	return &countingFile{f, fs.beforeSync, pre, kind}, nil
 }
 
 func (fs countingFS) Create(name string) (vfs.File, error) {
@@ -64,8 +69,8 @@ func (fs countingFS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
 type countingFile struct {
 	vfs.File
 	beforeSync func()
-	pre        func() error
-	kind       string // for the sync causes: "wal", "table", "manifest", "blocks", "dir" or "other"
+	pre        func() error // before every write (WAL files only)
+	kind       string       // for the sync causes: "wal", "table", "manifest", "blocks", "dir" or "other"
 }
 
 // fileKind names what a store's file is, from its name.
@@ -114,9 +119,9 @@ func (f *countingFile) WriteAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// beforeWrite runs the pre hook before a write to a WAL file.
+// beforeWrite runs the pre hook, if the file has one.
 func (f *countingFile) beforeWrite() error {
-	if f.pre == nil || f.kind != "wal" {
+	if f.pre == nil {
 		return nil
 	}
 	return f.pre()
