@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/amalgam-store/amalgam/erasure"
 	"github.com/amalgam-store/amalgam/msg"
 	"github.com/amalgam-store/amalgam/node"
 	"github.com/amalgam-store/amalgam/recovery"
@@ -16,7 +17,10 @@ import (
 //
 //	meta             configuration hash, op_num (node.Enc)
 //	o/<op_num, hex>  a pending operation as it was made: client, request,
-//	                 reply, and per stripe its PREPARE (node.Enc)
+//	                 reply, per stripe its PREPARE, and which PREPAREs
+//	                 left their delta to l/ (node.Enc)
+//	l/<op_num, hex>/<part>/<0|1>  the PREPARE's block before (0) and
+//	                 after (1) the operation, linked (node.Linker)
 //	a/<op_num, hex>  the operation's acknowledgements per stripe, and
 //	                 whether it committed (node.Enc)
 //	cfg              gob of the configuration the server is in
@@ -33,7 +37,12 @@ import (
 // when it leaves pending_ops; an answer when it is made or sent, deleted
 // when it is replaced or its configuration ends; cfg and rc when their
 // hash changes (for rc, reconfState.recordHash); meta when it changes (a
-// few bytes). Snapshots this server runs to rebuild its
+// few bytes). Where the store links blocks (node.Linker; the runtime's
+// block files), a new operation's PREPARE whose block only it wrote since
+// the last Persist is written without its delta: l/ links the block's
+// stored value before the operation and the one after, which name the
+// same bytes as the b/ records did, and Restore takes old XOR new. So a
+// large block's delta is not written a second time. Snapshots this server runs to rebuild its
 // own blocks are not kept: after a restart, Init starts them again with
 // fresh nonces. Nor are the blocks of snapshot answers: an answer not
 // sent when the server stopped is abandoned (restored as sent, so a
@@ -91,6 +100,7 @@ type savedOp struct {
 	p         *pendingOp
 	committed bool
 	acks      []uint64
+	links     uint64 // the parts whose delta l/ holds, a bit each
 }
 
 func (v savedOp) current(p *pendingOp) bool {
@@ -130,6 +140,7 @@ func (s *Server) TrackChanges() {
 
 // Persist implements node.Persistent.
 func (s *Server) Persist(w node.Writer) {
+	before := s.linkBefore(w)
 	msg.PersistBlocks(s.blocks, w)
 	for c := range s.clients.changed {
 		e := s.clients.m[c]
@@ -140,7 +151,7 @@ func (s *Server) Persist(w node.Writer) {
 		w.Put(node.HexKey("c/", c, 16), b.B)
 	}
 	clear(s.clients.changed)
-	s.persistPending(w)
+	s.persistPending(w, before)
 	for k, a := range s.saved.answers {
 		node.PutOrDelete(w, answerRecKey(k), a != nil, func(b *node.Enc) {
 			a.fields(b)
@@ -158,9 +169,61 @@ func (s *Server) rcRecord() any {
 		Report: s.rc.report}
 }
 
+// linkBefore links, where w can (node.Linker), the stored value of each
+// block that exactly one new operation wrote since the last Persist and
+// nothing else did: the block's value before that operation. It runs
+// before the blocks are written and returns the parts it linked, by op
+// number.
+func (s *Server) linkBefore(w node.Writer) map[uint64]uint64 {
+	lk, ok := w.(node.Linker)
+	if !ok {
+		return nil
+	}
+	var linked map[uint64]uint64
+	for _, p := range s.pending {
+		if _, saved := s.saved.ops[p.opNum]; saved || len(p.parts) > 64 {
+			continue
+		}
+		for i, pt := range p.parts {
+			if pt.prep.Delta == nil {
+				continue
+			}
+			b := s.cfg.Layout.Block(pt.stripe, pt.prep.Pos)
+			if !s.blocks.ChangedOnce(b) {
+				continue
+			}
+			if lk.Link(linkKey(p.opNum, i, 0), msg.BlockKey(b)) {
+				if linked == nil {
+					linked = map[uint64]uint64{}
+				}
+				linked[p.opNum] |= 1 << i
+			}
+		}
+	}
+	return linked
+}
+
+// linkKey names the link to the block of an operation's part before (0)
+// or after (1) the operation.
+func linkKey(opNum uint64, part, after int) string {
+	k := node.AppendHex(append(make([]byte, 0, 32), node.LinkPrefix...), opNum, 16)
+	return string(strconv.AppendInt(strconv.AppendInt(append(k, '/'), int64(part), 10), int64(after), 10))
+}
+
+// unlink deletes the links of the parts an operation linked.
+func unlink(w node.Writer, opNum, links uint64) {
+	for i := 0; links != 0; i, links = i+1, links>>1 {
+		if links&1 != 0 {
+			w.Delete(linkKey(opNum, i, 0))
+			w.Delete(linkKey(opNum, i, 1))
+		}
+	}
+}
+
 // persistPending writes the pending operations that changed since the
-// last Persist and deletes those that left.
-func (s *Server) persistPending(w node.Writer) {
+// last Persist and deletes those that left; before holds the parts
+// linkBefore linked.
+func (s *Server) persistPending(w node.Writer, before map[uint64]uint64) {
 	if s.saved.ops == nil {
 		s.saved.ops = map[uint64]savedOp{}
 	}
@@ -169,18 +232,11 @@ func (s *Server) persistPending(w node.Writer) {
 		if ok && v.current(p) {
 			continue
 		}
+		links := v.links
 		if !ok || v.p != p {
-			b := node.EncFor(w)
-			b.Uint64(p.client)
-			b.Uint64(p.seq)
-			b.String(string(p.replyTo))
-			p.reply.Encode(b)
-			b.Uint64(uint64(len(p.parts)))
-			for _, pt := range p.parts {
-				b.Int(pt.stripe)
-				pt.prep.Encode(b)
-			}
-			w.Put(opKey("o/", p.opNum), b.B)
+			unlink(w, p.opNum, v.links)
+			links = s.linkAfter(w, p, before[p.opNum])
+			s.putOp(w, p, links)
 		}
 		b := node.EncFor(w)
 		b.Bool(p.committed)
@@ -188,7 +244,9 @@ func (s *Server) persistPending(w node.Writer) {
 			b.Uint64(pt.acks)
 		}
 		w.Put(opKey("a/", p.opNum), b.B)
-		s.saved.ops[p.opNum] = saved(p)
+		sv := saved(p)
+		sv.links = links
+		s.saved.ops[p.opNum] = sv
 	}
 	if len(s.saved.ops) == len(s.pending) {
 		return // every saved operation is pending
@@ -197,9 +255,50 @@ func (s *Server) persistPending(w node.Writer) {
 		if _, found := slices.BinarySearchFunc(s.pending, n, cmpOpNum); !found {
 			w.Delete(opKey("o/", n))
 			w.Delete(opKey("a/", n))
+			unlink(w, n, s.saved.ops[n].links)
 			delete(s.saved.ops, n)
 		}
 	}
+}
+
+// linkAfter links the value after the operation of each part whose value
+// before it linkBefore linked (parts, a bit each); a part it cannot link
+// loses its first link too. It returns the parts linked.
+func (s *Server) linkAfter(w node.Writer, p *pendingOp, parts uint64) uint64 {
+	lk, _ := w.(node.Linker)
+	for i, pt := range p.parts {
+		if parts&(1<<i) == 0 {
+			continue
+		}
+		if !lk.Link(linkKey(p.opNum, i, 1), msg.BlockKey(s.cfg.Layout.Block(pt.stripe, pt.prep.Pos))) {
+			w.Delete(linkKey(p.opNum, i, 0))
+			parts &^= 1 << i
+		}
+	}
+	return parts
+}
+
+// putOp writes an operation's o/ record; the parts in links are written
+// without their delta.
+func (s *Server) putOp(w node.Writer, p *pendingOp, links uint64) {
+	b := node.EncFor(w)
+	b.Uint64(p.client)
+	b.Uint64(p.seq)
+	b.String(string(p.replyTo))
+	p.reply.Encode(b)
+	b.Uint64(uint64(len(p.parts)))
+	for i, pt := range p.parts {
+		b.Int(pt.stripe)
+		prep := pt.prep
+		if links&(1<<i) != 0 {
+			prep.Delta = nil
+		}
+		prep.Encode(b)
+	}
+	if links != 0 {
+		b.Uint64(links)
+	}
+	w.Put(opKey("o/", p.opNum), b.B)
 }
 
 func opKey(prefix string, n uint64) string { return node.HexKey(prefix, n, 16) }
@@ -257,6 +356,7 @@ func (s *Server) Restore(r node.Reader) error {
 func (s *Server) restorePending(r node.Reader) error {
 	s.pending = nil
 	s.saved.ops = map[uint64]savedOp{}
+	links := map[uint64]uint64{}
 	err := r.Scan("o/", func(k string, v []byte) error {
 		n, err := strconv.ParseUint(strings.TrimPrefix(k, "o/"), 16, 64)
 		d := node.NewDec(v)
@@ -264,6 +364,9 @@ func (s *Server) restorePending(r node.Reader) error {
 		p.parts = make([]part, d.Len())
 		for i := range p.parts {
 			p.parts[i] = part{stripe: d.Int(), prep: msg.DecodePrepare(d)}
+		}
+		if d.More() {
+			links[n] = d.Uint64()
 		}
 		if err == nil {
 			err = d.Err()
@@ -294,7 +397,42 @@ func (s *Server) restorePending(r node.Reader) error {
 		if err := d.Err(); err != nil {
 			return fmt.Errorf("bad operation record %q: %v", k, err)
 		}
-		s.saved.ops[p.opNum] = saved(p)
+		if err := s.restoreDeltas(r, p, links[p.opNum]); err != nil {
+			return err
+		}
+		sv := saved(p)
+		sv.links = links[p.opNum]
+		s.saved.ops[p.opNum] = sv
+	}
+	return nil
+}
+
+// restoreDeltas takes the delta of each part in links (a bit each) from
+// its l/ records: before XOR after. An absent before is a block never
+// written (zeros).
+func (s *Server) restoreDeltas(r node.Reader, p *pendingOp, links uint64) error {
+	size := s.blocks.Size()
+	for i := range p.parts {
+		if links&(1<<i) == 0 {
+			continue
+		}
+		var vs [2][]byte
+		for after := range vs {
+			k := linkKey(p.opNum, i, after)
+			v, ok, err := r.Get(k)
+			switch {
+			case err != nil:
+				return fmt.Errorf("link record %q: %v", k, err)
+			case !ok && after == 0:
+				v = make([]byte, size)
+			case !ok:
+				return fmt.Errorf("link record %q: missing", k)
+			case len(v) != size:
+				return fmt.Errorf("bad link record %q (%d bytes)", k, len(v))
+			}
+			vs[after] = v
+		}
+		p.parts[i].prep.Delta = erasure.Delta(vs[0], vs[1])
 	}
 	return nil
 }

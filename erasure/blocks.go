@@ -22,9 +22,10 @@ type Blocks struct {
 	dirty map[uint64]bool
 	acc   uint64 // XOR over blocks of entryHash(id, content hash)
 	// changed records blocks changed since the last TakeChanged, for the
-	// runtime's persistence; nil (off) unless Track was called. It is
-	// separate from dirty, which Hash clears. Clones do not track.
-	changed map[uint64]bool
+	// runtime's persistence, with how many times (marked: by Track); nil
+	// (off) unless Track was called. It is separate from dirty, which Hash
+	// clears. Clones do not track.
+	changed map[uint64]uint8
 }
 
 // NewBlocks returns an empty map of blocks of the given size.
@@ -52,10 +53,23 @@ func (b *Blocks) Put(id uint64, v []byte) {
 	b.data[id] = v
 	b.owned[id] = true
 	b.dirty[id] = true
+	b.noteChange(id)
+}
+
+// marked is a changed count that Track set, not a write.
+const marked = 255
+
+func (b *Blocks) noteChange(id uint64) {
 	if b.changed != nil {
-		b.changed[id] = true
+		if n := b.changed[id]; n < marked-1 {
+			b.changed[id] = n + 1
+		}
 	}
 }
+
+// ChangedOnce reports whether the block was written exactly once (one Put
+// or Mutable) since the last TakeChanged, and Track did not mark it.
+func (b *Blocks) ChangedOnce(id uint64) bool { return b.changed != nil && b.changed[id] == 1 }
 
 // Mutable returns the block for changing in place, copying it first if it
 // is shared with a clone. The caller must change it before the next Hash.
@@ -69,9 +83,7 @@ func (b *Blocks) Mutable(id uint64) []byte {
 		b.owned[id] = true
 	}
 	b.dirty[id] = true
-	if b.changed != nil {
-		b.changed[id] = true
-	}
+	b.noteChange(id)
 	return v
 }
 
@@ -153,9 +165,9 @@ func entryHash(id, h uint64) uint64 {
 // Track starts recording changed blocks for TakeChanged. Every block held
 // now counts as changed.
 func (b *Blocks) Track() {
-	b.changed = make(map[uint64]bool, len(b.data))
+	b.changed = make(map[uint64]uint8, len(b.data))
 	for id := range b.data {
-		b.changed[id] = true
+		b.changed[id] = marked
 	}
 }
 

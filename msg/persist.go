@@ -96,8 +96,11 @@ func ReadState(r node.Reader, who string, cur Config, meta func(*node.Dec), rc a
 
 // PersistBlocks writes the blocks changed since the last call.
 func PersistBlocks(b *erasure.Blocks, w node.Writer) {
-	b.TakeChanged(func(id uint64, v []byte) { w.Put(fmt.Sprintf("b/%016x", id), v) })
+	b.TakeChanged(func(id uint64, v []byte) { w.Put(BlockKey(id), v) })
 }
+
+// BlockKey is the key PersistBlocks writes block id under.
+func BlockKey(id uint64) string { return node.HexKey("b/", id, 16) }
 
 // RestoreBlocks reads back what PersistBlocks wrote; they count as
 // written. who names the server in errors.

@@ -12,6 +12,17 @@ type Disk map[string][]byte
 // Put implements Writer.
 func (d Disk) Put(k string, v []byte) { d[k] = slices.Clone(v) }
 
+// Link implements Linker: values are never changed in place, so dst
+// shares src's.
+func (d Disk) Link(dst, src string) bool {
+	if v, ok := d[src]; ok {
+		d[dst] = v
+	} else {
+		delete(d, dst)
+	}
+	return true
+}
+
 // Delete implements Writer.
 func (d Disk) Delete(k string) { delete(d, k) }
 

@@ -93,6 +93,21 @@ type Writer interface {
 	Delete(key string)
 }
 
+// LinkPrefix starts every key a node links (Linker).
+const LinkPrefix = "l/"
+
+// Linker is a Writer that can store a value a second time without copying
+// it. Link makes dst (a key under LinkPrefix) hold the value src holds at
+// this point of the writes, and reports whether it did: a store links only
+// what it keeps apart from its log (the runtime: blocks in block files),
+// and otherwise leaves dst alone. Linking an absent src makes dst absent.
+// Later writes of src do not change dst; only Delete(dst) removes it. A
+// node writes keys under LinkPrefix only through Link.
+type Linker interface {
+	Writer
+	Link(dst, src string) bool
+}
+
 // PutOrDelete puts under key what enc encodes if present, else deletes key.
 func PutOrDelete(w Writer, key string, present bool, enc func(*Enc)) {
 	if !present {

@@ -188,6 +188,10 @@ func (d *Dec) String() string {
 	return v
 }
 
+// More reports whether bytes are left to read (a field that newer
+// builds append).
+func (d *Dec) More() bool { return len(d.b) > 0 }
+
 // Err is the first error, or an error if bytes are left over.
 func (d *Dec) Err() error {
 	if d.err == nil && len(d.b) > 0 {

@@ -40,6 +40,11 @@ import (
 // block reads back as the value of the last durable batch that wrote it,
 // never a mix. Reopening takes the slots the stored references name and
 // frees the rest; there is nothing to replay.
+//
+// A node's links (node.Linker, keys under node.LinkPrefix) are references
+// too: Link copies the reference a block key holds, so two keys may name
+// one slot, and a slot is freed only when no key names it any more and
+// every key's switch away from it is durable.
 const blockPrefix = "b/"
 
 // refLen is the length of a block reference: size, then slot.
@@ -70,6 +75,12 @@ func decodeRef(v []byte) (blockRef, error) {
 // isBlock reports whether a node's key is a block's.
 func isBlock(k string) bool { return strings.HasPrefix(k, blockPrefix) }
 
+// isLink reports whether a node's key is a link's (node.Linker).
+func isLink(k string) bool { return strings.HasPrefix(k, node.LinkPrefix) }
+
+// mayRef reports whether a node's key may hold a reference.
+func mayRef(k string) bool { return isBlock(k) || isLink(k) }
+
 // minFileBlock is the smallest block kept in a block file; smaller blocks
 // stay in pebble as values. A block file costs an fsync before each WAL
 // sync that covers block writes; measured, that paid at 128 KiB (less
@@ -97,10 +108,10 @@ type blockFiles struct {
 	synced  uint64 // block writes the last sync of the files covered
 }
 
-// freeing is a slot a block left; it is free once the block's stored
-// reference no longer names it.
+// freeing is a slot no key names any more; it is free once no stored
+// reference of the keys that named it names it.
 type freeing struct {
-	key []byte // the block's pebble key
+	ids []string // the keys that named it, as "<addr>\x00<key>"
 	ref blockRef
 }
 
@@ -108,11 +119,48 @@ type freeing struct {
 type blockFile struct {
 	size  int
 	f     vfs.File
-	slots map[string]uint64 // "<addr>\x00<key>" -> the block's newest slot
+	slots map[string]uint64   // "<addr>\x00<key>" -> the slot the key names
+	uses  map[uint64]*slotUse // the slots keys name
 	free  []uint64
 	next  uint64 // slots below it exist or are free
 	alloc int64  // bytes preallocated
 }
+
+// slotUse is how many keys name a slot, and every key that named it since
+// it was taken.
+type slotUse struct {
+	n   int
+	ids []string
+}
+
+// name makes key id name slot s.
+func (f *blockFile) name(id string, s uint64) {
+	u := f.uses[s]
+	if u == nil {
+		u = &slotUse{}
+		f.uses[s] = u
+	}
+	u.n++
+	u.ids = append(u.ids, id)
+	f.slots[id] = s
+}
+
+// unname makes key id name no slot of f; a slot no key names any more
+// goes to the queue for freeing.
+func (bf *blockFiles) unname(f *blockFile, id string) {
+	s, ok := f.slots[id]
+	if !ok {
+		return
+	}
+	delete(f.slots, id)
+	u := f.uses[s]
+	if u.n--; u.n == 0 {
+		delete(f.uses, s)
+		bf.freing = append(bf.freing, freeing{u.ids, blockRef{f.size, s}})
+	}
+}
+
+func slotID(a node.Addr, k string) string { return string(a) + "\x00" + k }
 
 // growBy is how much a block file grows at a time (at least one slot).
 const growBy = 64 << 20
@@ -172,7 +220,7 @@ func (bf *blockFiles) file(size int) (*blockFile, error) {
 		return nil, err
 	}
 	n := uint64(fi.Size()) / uint64(size)
-	b := &blockFile{size: size, f: f, slots: map[string]uint64{}, next: n, alloc: int64(n) * int64(size)}
+	b := &blockFile{size: size, f: f, slots: map[string]uint64{}, uses: map[uint64]*slotUse{}, next: n, alloc: int64(n) * int64(size)}
 	bf.files[size] = b
 	return b, nil
 }
@@ -198,12 +246,43 @@ func (bf *blockFiles) take(a node.Addr, k string, size int) (*blockFile, blockRe
 			f.alloc += grow
 		}
 	}
-	id := string(a) + "\x00" + k
-	if old, ok := f.slots[id]; ok {
-		bf.freing = append(bf.freing, freeing{nodeKey(a, k), blockRef{size, old}})
+	id := slotID(a, k)
+	for _, g := range bf.files {
+		bf.unname(g, id)
 	}
-	f.slots[id] = s
+	f.name(id, s)
 	return f, blockRef{size, s}, nil
+}
+
+// link makes node a's key dst name the slot its key src names, if src
+// names one, and returns the reference.
+func (bf *blockFiles) link(a node.Addr, dst, src string) ([]byte, bool) {
+	bf.mu.Lock()
+	defer bf.mu.Unlock()
+	sid, did := slotID(a, src), slotID(a, dst)
+	for _, f := range bf.files {
+		s, ok := f.slots[sid]
+		if !ok {
+			continue
+		}
+		if d, ok := f.slots[did]; !ok || d != s {
+			for _, g := range bf.files {
+				bf.unname(g, did)
+			}
+			f.name(did, s)
+		}
+		return blockRef{f.size, s}.encode(), true
+	}
+	return nil, false
+}
+
+// drop makes node a's key k name no slot.
+func (bf *blockFiles) drop(a node.Addr, k string) {
+	bf.mu.Lock()
+	defer bf.mu.Unlock()
+	for _, f := range bf.files {
+		bf.unname(f, slotID(a, k))
+	}
 }
 
 // putBlock writes node a's block k into a free slot and its reference
@@ -271,7 +350,7 @@ func (s *Store) indexBlocks() error {
 	err := s.scan([]byte("n\x00"), func(k, v []byte) error {
 		rest := k[2:]
 		i := strings.IndexByte(string(rest), 0)
-		if i < 0 || !isBlock(string(rest[i+1:])) || !isRef(v) {
+		if i < 0 || !mayRef(string(rest[i+1:])) || !isRef(v) {
 			return nil
 		}
 		r, err := decodeRef(v)
@@ -282,7 +361,7 @@ func (s *Store) indexBlocks() error {
 		if err != nil {
 			return err
 		}
-		f.slots[string(rest)] = r.slot
+		f.name(string(rest), r.slot)
 		f.next = max(f.next, r.slot+1)
 		return nil
 	})
@@ -291,7 +370,7 @@ func (s *Store) indexBlocks() error {
 	}
 	for _, f := range bf.files {
 		taken := make([]bool, f.next)
-		for _, sl := range f.slots {
+		for sl := range f.uses {
 			taken[sl] = true
 		}
 		for sl := f.next; sl > 0; sl-- { // the lowest slot is taken first

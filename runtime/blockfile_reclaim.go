@@ -8,16 +8,16 @@ import (
 	"github.com/cockroachdb/pebble"
 )
 
-// Reclaiming the slots blocks left (blockfile.go). A slot a block left is
-// free once no durable reference names it. A reclaim, one at a time:
+// Reclaiming the slots no key names any more (blockfile.go). Such a slot
+// is free once no durable reference names it. A reclaim, one at a time:
 //
-//  1. takes the queue of left slots;
+//  1. takes the queue of slots no key names;
 //  2. takes a pebble snapshot: every batch it shows is applied;
 //  3. syncs pebble's WAL (an empty synced record, shared with concurrent
 //     batches' syncs): every batch the snapshot shows is now durable;
-//  4. frees each slot whose block's reference in the snapshot names
-//     another slot or none; the others (their batch was not applied yet)
-//     go back to the queue.
+//  4. frees each slot that no key that named it names in the snapshot and
+//     that no key names again since; the others (their batch was not
+//     applied yet) go back to the queue.
 //
 // Slots are freed in memory only; reopening the store frees every slot no
 // stored reference names.
@@ -60,26 +60,43 @@ func (s *Store) reclaim() error {
 	}
 	var keep []freeing
 	for _, fr := range q {
-		v, c, err := snap.Get(fr.key)
-		switch {
-		case err == pebble.ErrNotFound:
-		case err != nil:
+		named, err := namedIn(snap, fr)
+		if err != nil {
 			return err
-		default:
-			still := bytes.Equal(v, fr.ref.encode())
-			_ = c.Close()
-			if still {
-				keep = append(keep, fr)
-				continue
-			}
+		}
+		if named {
+			keep = append(keep, fr)
+			continue
 		}
 		bf.mu.Lock()
-		f := bf.files[fr.ref.size]
-		f.free = append(f.free, fr.ref.slot)
+		if f := bf.files[fr.ref.size]; f.uses[fr.ref.slot] == nil { // else named again: queued when it is not
+			f.free = append(f.free, fr.ref.slot)
+		}
 		bf.mu.Unlock()
 	}
 	bf.mu.Lock()
 	bf.freing = append(keep, bf.freing...)
 	bf.mu.Unlock()
 	return nil
+}
+
+// namedIn reports whether a key that named fr's slot still names it in
+// the snapshot.
+func namedIn(snap *pebble.Snapshot, fr freeing) (bool, error) {
+	want := fr.ref.encode()
+	for _, id := range fr.ids {
+		v, c, err := snap.Get(key("n", id))
+		if err == pebble.ErrNotFound {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		still := bytes.Equal(v, want)
+		_ = c.Close()
+		if still {
+			return true, nil
+		}
+	}
+	return false, nil
 }

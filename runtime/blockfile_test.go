@@ -389,3 +389,113 @@ func TestBlockFileSizes(t *testing.T) {
 	defer st.Close()
 	check()
 }
+
+// Links (node.Linker) name a block's slot without copying it: a link keeps
+// the value it was made from while the block is rewritten and slots are
+// reclaimed and across a reopen, and its slot is freed once
+// the link is deleted; a block kept in pebble is not linked.
+func TestBlockLinks(t *testing.T) {
+	const size = 128 << 10
+	mem := vfs.NewStrictMem()
+	st, err := OpenStoreFS(mem, "/s", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { st.Close() }()
+	batch := func(fn func(w nodeWriter)) {
+		t.Helper()
+		b := st.db.NewBatch()
+		defer b.Close()
+		fn(st.writer(b, "d1", new(node.Enc), nil))
+		if err := b.Commit(pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reclaim := func() {
+		t.Helper()
+		if err := st.reclaim(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(k string) []byte {
+		t.Helper()
+		v, ok, err := nodeReader{st, "d1"}.Get(k)
+		if err != nil || !ok {
+			t.Fatalf("%s: %v, %v", k, ok, err)
+		}
+		return v
+	}
+	blk := "b/0000000000000001"
+	v := func(ver int) []byte { return blockVal(size, blk, ver) }
+	batch(func(w nodeWriter) {
+		w.Put(blk, v(1))
+		w.Put("b/0000000000000002", make([]byte, 4096))
+	})
+	batch(func(w nodeWriter) {
+		if !w.Link("l/1/0", blk) {
+			t.Fatal("a block in a block file not linked")
+		}
+		w.Put(blk, v(2))
+		if !w.Link("l/1/1", blk) {
+			t.Fatal("a block in a block file not linked")
+		}
+		if w.Link("l/2/0", "b/0000000000000002") || w.Link("l/2/1", "b/0000000000000003") || w.Link("x/1", blk) {
+			t.Fatal("linked a block kept in pebble, an absent block, or to a key not under l/")
+		}
+	})
+	check := func(last int) {
+		t.Helper()
+		if !bytes.Equal(get("l/1/0"), v(1)) || !bytes.Equal(get("l/1/1"), v(2)) || !bytes.Equal(get(blk), v(last)) {
+			t.Fatalf("links or block not as written (block version %d)", last)
+		}
+	}
+	check(2)
+	for ver := 3; ver < 8; ver++ { // every free slot gets written
+		batch(func(w nodeWriter) { w.Put(blk, v(ver)) })
+		reclaim()
+		check(ver)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = OpenStoreFS(mem, "/s", true); err != nil {
+		t.Fatal(err)
+	}
+	check(7)
+	for ver := 8; ver < 12; ver++ {
+		batch(func(w nodeWriter) { w.Put(blk, v(ver)) })
+		reclaim()
+		check(ver)
+	}
+	f := st.blocks.files[size]
+	linked := []uint64{f.slots[slotID("d1", "l/1/0")], f.slots[slotID("d1", "l/1/1")]}
+	batch(func(w nodeWriter) {
+		w.Delete("l/1/0")
+		w.Delete("l/1/1")
+	})
+	reclaim()
+	if len(f.uses) != 1 {
+		t.Fatalf("%d slots in use after the links went, want the block's only", len(f.uses))
+	}
+	for _, sl := range linked {
+		if !slices.Contains(f.free, sl) {
+			t.Fatalf("linked slot %d not freed after its link was deleted (free %v)", sl, f.free)
+		}
+	}
+	// The freed slots take new versions; reopened, the store has the
+	// last one and no links.
+	batch(func(w nodeWriter) { w.Put(blk, v(12)) })
+	batch(func(w nodeWriter) { w.Put(blk, v(13)) })
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = OpenStoreFS(mem, "/s", true); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(get(blk), v(13)) {
+		t.Fatal("block not its last version after its links' slots were written again")
+	}
+	if _, ok, _ := (nodeReader{st, "d1"}).Get("l/1/0"); ok {
+		t.Fatal("a deleted link is back")
+	}
+}

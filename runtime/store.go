@@ -255,9 +255,29 @@ func (w nodeWriter) Delete(k string) {
 	if w.l != nil {
 		w.l.touched(w.b, k)
 	}
+	if mayRef(k) {
+		w.s.blocks.drop(w.addr, k)
+	}
 	op := w.b.DeleteDeferred(keyLen("n", string(w.addr), k))
 	fillKey(op.Key, "n", string(w.addr), k)
 	_ = op.Finish()
+}
+
+// Link implements node.Linker: a block in a block file is linked by its
+// reference (blockfile.go); a block kept in pebble is not linked.
+func (w nodeWriter) Link(dst, src string) bool {
+	if !isLink(dst) || !isBlock(src) {
+		return false
+	}
+	ref, ok := w.s.blocks.link(w.addr, dst, src)
+	if !ok {
+		return false
+	}
+	if w.l != nil {
+		w.l.touched(w.b, dst)
+	}
+	_ = w.b.Set(nodeKey(w.addr, dst), ref, nil)
+	return true
 }
 
 // LendEnc implements node.EncLender.
@@ -278,7 +298,7 @@ func (r nodeReader) Get(k string) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	defer c.Close()
-	if isBlock(k) && isRef(v) {
+	if mayRef(k) && isRef(v) {
 		v, err := r.s.readBlock(v)
 		return v, err == nil, err
 	}
@@ -289,7 +309,7 @@ func (r nodeReader) Scan(prefix string, fn func(string, []byte) error) error {
 	base := len(nodeKey(r.addr, ""))
 	return r.s.scan(nodeKey(r.addr, prefix), func(k, v []byte) error {
 		nk := string(k[base:])
-		if isBlock(nk) && isRef(v) {
+		if mayRef(nk) && isRef(v) {
 			b, err := r.s.readBlock(v)
 			if err != nil {
 				return fmt.Errorf("%s: %w", nk, err)

@@ -12,8 +12,11 @@ import (
 // changes what an older one would misread raises it; a store marked with a
 // format above this build's is refused, not misread. 1: stream log records
 // may be backed by a node record (streamback.go), which builds without a
-// format key read as records with no references and drop.
-const storeFormat = 1
+// format key read as records with no references and drop. 2: links
+// (node.Linker) may name block slots, which format 1 builds do not count
+// as taken, and a data server's operation record may leave its delta to
+// them.
+const storeFormat = 2
 
 // formatKey holds the store's format, a decimal number. It shares no
 // prefix with the node and stream keys ("b", "i", "k", "m", "n", "o").
