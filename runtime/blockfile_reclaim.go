@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -58,13 +59,13 @@ func (s *Store) reclaim() error {
 	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return err
 	}
+	refs, err := refsIn(snap, q)
+	if err != nil {
+		return err
+	}
 	var keep []freeing
 	for _, fr := range q {
-		named, err := namedIn(snap, fr)
-		if err != nil {
-			return err
-		}
-		if named {
+		if namedIn(refs, fr) {
 			keep = append(keep, fr)
 			continue
 		}
@@ -80,23 +81,51 @@ func (s *Store) reclaim() error {
 	return nil
 }
 
-// namedIn reports whether a key that named fr's slot still names it in
-// the snapshot.
-func namedIn(snap *pebble.Snapshot, fr freeing) (bool, error) {
-	want := fr.ref.encode()
-	for _, id := range fr.ids {
-		v, c, err := snap.Get(key("n", id))
-		if err == pebble.ErrNotFound {
+// refsIn reads, in the snapshot, the references that the keys which
+// named the queued slots hold, by key id. The keys are sought in order with
+// one iterator, so that neighbouring keys share the table blocks read.
+func refsIn(snap *pebble.Snapshot, q []freeing) (map[string]blockRef, error) {
+	var ids []string
+	for _, fr := range q {
+		ids = append(ids, fr.ids...)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	it, err := snap.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	refs := make(map[string]blockRef, len(ids))
+	for _, id := range ids {
+		k := key("n", id)
+		if !it.SeekGE(k) || !bytes.Equal(it.Key(), k) {
+			if err := it.Error(); err != nil { // not an absent key: keep every slot
+				_ = it.Close()
+				return nil, err
+			}
 			continue
 		}
+		v, err := it.ValueAndErr()
 		if err != nil {
-			return false, err
+			_ = it.Close()
+			return nil, err
 		}
-		still := bytes.Equal(v, want)
-		_ = c.Close()
-		if still {
-			return true, nil
+		if isRef(v) {
+			if r, err := decodeRef(v); err == nil {
+				refs[id] = r
+			}
 		}
 	}
-	return false, nil
+	return refs, it.Close()
+}
+
+// namedIn reports whether a key that named fr's slot still names it in
+// refs.
+func namedIn(refs map[string]blockRef, fr freeing) bool {
+	for _, id := range fr.ids {
+		if r, ok := refs[id]; ok && r == fr.ref {
+			return true
+		}
+	}
+	return false
 }
