@@ -42,12 +42,13 @@ import (
 // the last Persist is written without its delta: l/ links the block's
 // stored value before the operation and the one after, which name the
 // same bytes as the b/ records did, and Restore takes old XOR new. So a
-// large block's delta is not written a second time. Snapshots this server runs to rebuild its
-// own blocks are not kept: after a restart, Init starts them again with
-// fresh nonces. Nor are the blocks of snapshot answers: an answer not
-// sent when the server stopped is abandoned (restored as sent, so a
-// request repeated under its nonce takes no second cut), and its
-// requester, hearing nothing, asks again under a new nonce.
+// large block's delta is not written a second time. Snapshots this server
+// runs to rebuild its own blocks are not kept: after a restart, Init
+// starts them again with fresh nonces. Nor are the blocks of snapshot
+// answers: an answer not sent when the server stopped is abandoned
+// (restored as sent, so a request repeated under its nonce takes no
+// second cut), and its requester, hearing nothing, asks again under a new
+// nonce.
 
 // dataRC is the durable part of reconfState.
 type dataRC struct {
@@ -207,7 +208,8 @@ func (s *Server) linkBefore(w node.Writer) map[uint64]uint64 {
 // or after (1) the operation.
 func linkKey(opNum uint64, part, after int) string {
 	k := node.AppendHex(append(make([]byte, 0, 32), node.LinkPrefix...), opNum, 16)
-	return string(strconv.AppendInt(strconv.AppendInt(append(k, '/'), int64(part), 10), int64(after), 10))
+	k = strconv.AppendInt(append(k, '/'), int64(part), 10)
+	return string(strconv.AppendInt(append(k, '/'), int64(after), 10))
 }
 
 // unlink deletes the links of the parts an operation linked.
